@@ -1,0 +1,118 @@
+#include "context_state.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+extern "C" {
+extern const unsigned char nanscope_kernels_fatbin[];
+extern const size_t nanscope_kernels_fatbin_size;
+}
+
+namespace nanscope {
+
+namespace {
+constexpr unsigned kScanThreads = 256;    // kThreads in kernels/scan.cu
+constexpr unsigned kBlocksPerSm = 4;      // enough 16-byte loads in flight to saturate HBM
+constexpr uint64_t kBytesPerBlockStep = kScanThreads * 4 /*unroll*/ * 16 /*bytes per load*/;
+constexpr uint32_t kCapturedChunk = 1024;
+
+#define NANSCOPE_TRY(call)                                                      \
+  do {                                                                          \
+    CUresult r_ = (call);                                                       \
+    if (r_ != CUDA_SUCCESS) {                                                   \
+      const char* s_ = nullptr;                                                 \
+      cuGetErrorName(r_, &s_);                                                  \
+      error_ = fmt::format("{} failed: {}", #call, s_ ? s_ : "unknown error"); \
+      return;                                                                   \
+    }                                                                           \
+  } while (0)
+}  // namespace
+
+ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ctx), limits_(limits) {
+  RelaxedCaptureMode relaxed;
+  CUdevice dev = 0;
+  NANSCOPE_TRY(cuCtxGetDevice(&dev));
+  device_ = static_cast<int>(dev);
+  NANSCOPE_TRY(cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  NANSCOPE_TRY(cuModuleLoadData(&module_, nanscope_kernels_fatbin));
+  NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
+
+  const size_t channel_bytes =
+      sizeof(nanscope_channel_host) + size_t{limits_.channel_records} * sizeof(nanscope_record);
+  NANSCOPE_TRY(cuMemHostAlloc(&host_channel_, channel_bytes,
+                              CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  std::memset(host_channel_, 0, channel_bytes);
+  auto* header = static_cast<nanscope_channel_host*>(host_channel_);
+  header->capacity = limits_.channel_records;
+  NANSCOPE_TRY(cuMemHostGetDevicePointer(&host_channel_dev_, host_channel_, 0));
+  reader_ = std::make_unique<ChannelReader>(
+      header, reinterpret_cast<nanscope_record*>(static_cast<char*>(host_channel_) +
+                                                 sizeof(nanscope_channel_host)));
+
+  // A private non-blocking stream: zeroing our own memory never orders against app work.
+  NANSCOPE_TRY(cuStreamCreate(&private_stream_, CU_STREAM_NON_BLOCKING));
+  NANSCOPE_TRY(cuMemAlloc(&channel_dev_, sizeof(nanscope_channel_dev)));
+  NANSCOPE_TRY(cuMemsetD8Async(channel_dev_, 0, sizeof(nanscope_channel_dev), private_stream_));
+  const size_t eager_bytes = size_t{limits_.eager_accumulators} * sizeof(nanscope_scan_accum);
+  NANSCOPE_TRY(cuMemAlloc(&eager_accums_, eager_bytes));
+  NANSCOPE_TRY(cuMemsetD8Async(eager_accums_, 0, eager_bytes, private_stream_));
+  NANSCOPE_TRY(cuStreamSynchronize(private_stream_));
+}
+
+ContextState::~ContextState() {
+  // The context may already be going away; failures here are ignored on purpose.
+  for (CUdeviceptr p : captured_chunks_) cuMemFree(p);
+  if (eager_accums_) cuMemFree(eager_accums_);
+  if (channel_dev_) cuMemFree(channel_dev_);
+  if (private_stream_) cuStreamDestroy(private_stream_);
+  if (host_channel_) cuMemFreeHost(host_channel_);
+  if (module_) cuModuleUnload(module_);
+}
+
+CUdeviceptr ContextState::next_captured_accumulator() {
+  std::lock_guard lock(captured_mu_);
+  if (captured_total_ >= limits_.max_captured_scans) return 0;
+  if (captured_chunks_.empty() || captured_used_ == kCapturedChunk) {
+    RelaxedCaptureMode relaxed;
+    CUdeviceptr chunk = 0;
+    const size_t bytes = size_t{kCapturedChunk} * sizeof(nanscope_scan_accum);
+    if (cuMemAlloc(&chunk, bytes) != CUDA_SUCCESS) return 0;
+    if (cuMemsetD8Async(chunk, 0, bytes, private_stream_) != CUDA_SUCCESS ||
+        cuStreamSynchronize(private_stream_) != CUDA_SUCCESS) {
+      cuMemFree(chunk);
+      return 0;
+    }
+    captured_chunks_.push_back(chunk);
+    captured_used_ = 0;
+  }
+  ++captured_total_;
+  return captured_chunks_.back() + size_t{captured_used_++} * sizeof(nanscope_scan_accum);
+}
+
+CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bool captured,
+                                   uint64_t max_bytes) {
+  CUdeviceptr acc = 0;
+  if (captured) {
+    acc = next_captured_accumulator();
+    if (!acc) return CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    // Scans on one stream run in order, and thousands of scans would have to be in flight at
+    // once for two to share a ring slot.
+    const uint32_t slot = eager_next_.fetch_add(1, std::memory_order_relaxed) % limits_.eager_accumulators;
+    acc = eager_accums_ + size_t{slot} * sizeof(nanscope_scan_accum);
+  }
+  task.accum = reinterpret_cast<nanscope_scan_accum*>(acc);
+  task.channel_dev = reinterpret_cast<nanscope_channel_dev*>(channel_dev_);
+  task.channel_host = reinterpret_cast<nanscope_channel_host*>(host_channel_dev_);
+  task.records = reinterpret_cast<nanscope_record*>(host_channel_dev_ + sizeof(nanscope_channel_host));
+
+  const uint64_t blocks_needed = (max_bytes + kBytesPerBlockStep - 1) / kBytesPerBlockStep;
+  const unsigned grid = static_cast<unsigned>(
+      std::clamp<uint64_t>(blocks_needed, 1, uint64_t{kBlocksPerSm} * static_cast<unsigned>(sm_count_)));
+  void* params[] = {&task};
+  return cuLaunchKernel(scan_fn_, grid, 1, 1, kScanThreads, 1, 1, 0, stream, params, nullptr);
+}
+
+}  // namespace nanscope

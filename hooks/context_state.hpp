@@ -1,0 +1,78 @@
+// Everything nanscope keeps per CUDA context: its loaded scan module, the device->host
+// channel and the scan accumulators. Created on first use, destroyed at context teardown.
+#pragma once
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "channel.hpp"
+#include "scan_abi.h"
+
+namespace nanscope {
+
+struct ContextLimits {
+  uint32_t channel_records = 4096;
+  uint32_t eager_accumulators = 4096;
+  uint32_t max_captured_scans = 65536;
+};
+
+class ContextState {
+ public:
+  // Loads the scan module and allocates the channel. On failure `error()` says why and the
+  // state is unusable (the launch hook then skips this context).
+  ContextState(CUcontext ctx, const ContextLimits& limits);
+  ~ContextState();
+  ContextState(const ContextState&) = delete;
+  ContextState& operator=(const ContextState&) = delete;
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  CUcontext context() const { return ctx_; }
+  int device() const { return device_; }
+
+  // Fills the channel and accumulator pointers of `task` and launches the scan on `stream`.
+  // `captured` selects a dedicated accumulator that lives as long as the context (its
+  // address is frozen into the graph). Returns the driver's result.
+  CUresult launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes);
+
+  ChannelReader& reader() { return *reader_; }
+
+ private:
+  CUdeviceptr next_captured_accumulator();
+
+  CUcontext ctx_;
+  ContextLimits limits_;
+  std::string error_;
+  int device_ = -1;
+  int sm_count_ = 1;
+  CUmodule module_ = nullptr;
+  CUfunction scan_fn_ = nullptr;
+  CUstream private_stream_ = nullptr;
+  void* host_channel_ = nullptr;
+  CUdeviceptr host_channel_dev_ = 0;
+  CUdeviceptr channel_dev_ = 0;
+  CUdeviceptr eager_accums_ = 0;
+  std::atomic<uint32_t> eager_next_{0};
+  std::mutex captured_mu_;
+  std::vector<CUdeviceptr> captured_chunks_;
+  uint32_t captured_used_ = 0;  // in the last chunk
+  uint32_t captured_total_ = 0;
+  std::unique_ptr<ChannelReader> reader_;
+};
+
+// Swaps the calling thread's capture mode to relaxed for its lifetime, so the tool may
+// allocate while the app captures a graph without invalidating that capture.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { cuThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { cuThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
+}  // namespace nanscope

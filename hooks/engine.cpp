@@ -1,0 +1,535 @@
+#include "engine.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "nanscope/version.h"
+#include "tool_scope.hpp"
+
+namespace nanscope {
+
+std::atomic<Engine*> Engine::instance_{nullptr};
+
+namespace {
+
+const char* attach_name(nanscope_attach_t a) {
+  switch (a) {
+    case NANSCOPE_ATTACH_INJECTION: return "injection";
+    case NANSCOPE_ATTACH_PRELOAD: return "preload";
+    default: return "linked";
+  }
+}
+
+std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+
+std::string program_name() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string error_name(CUresult r) {
+  const char* s = nullptr;
+  cuGetErrorName(r, &s);
+  return s ? s : fmt::format("CUresult {}", static_cast<int>(r));
+}
+
+// Reads the 8-byte pointer argument `out` of a launch, from either parameter form.
+uint64_t read_pointer_param(const LaunchArgs& a, const OutputParam& out) {
+  uint64_t v = 0;
+  if (a.kernel_params) {
+    std::memcpy(&v, a.kernel_params[out.arg], sizeof(v));
+    return v;
+  }
+  if (!a.extra) return 0;
+  const char* buffer = nullptr;
+  size_t size = 0;
+  for (void** p = a.extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
+    if (p[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const char*>(p[1]);
+    else if (p[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(p[1]);
+  }
+  if (!buffer || out.offset + sizeof(v) > size) return 0;
+  std::memcpy(&v, buffer + out.offset, sizeof(v));
+  return v;
+}
+
+}  // namespace
+
+bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      auto* p = static_cast<const cuLaunchKernel_params*>(params);
+      out = {p->f, p->hStream, p->kernelParams, p->extra};
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(params);
+      out = {p->f, p->hStream, p->kernelParams, nullptr};
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
+      out = {p->f, p->config ? p->config->hStream : nullptr, p->kernelParams, p->extra};
+      break;
+    }
+    default: return false;
+  }
+  // The _ptsz forms mean the per-thread default stream when given 0; our scan must follow
+  // the app's kernel on that same stream, not on the legacy one.
+  const bool ptsz = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                    cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+                    cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+  if (ptsz && out.stream == nullptr) out.stream = CU_STREAM_PER_THREAD;
+  return true;
+}
+
+Engine::Engine(Config cfg, nanscope_attach_t attach)
+    : cfg_(std::move(cfg)),
+      attach_(attach),
+      start_ns_(wall_clock_ns()),
+      kernels_(cfg_.kernel_filter, cfg_.kernel_exclude) {
+  std::string log_error;
+  log_ = std::make_unique<EventLog>(EventLogOptions{cfg_.log_path, cfg_.console, cfg_.level}, &log_error);
+  if (!log_error.empty()) log_->warn(log_error + "; JSON log disabled, console only");
+}
+
+nanscope_status_t Engine::init(nanscope_attach_t attach) {
+  static std::once_flag once;
+  static nanscope_status_t status = NANSCOPE_SUCCESS;
+  std::call_once(once, [attach] {
+    ConfigResult parsed = parse_config_from_environment();
+    if (!parsed.config.enabled) {
+      status = NANSCOPE_ERROR_UNAVAILABLE;
+      return;
+    }
+    auto* e = new Engine(std::move(parsed.config), attach);  // lives until the process ends
+    for (const auto& err : parsed.errors) e->log_->warn(err);
+    e->log_->info(fmt::format("nanscope {} attached ({}): {}", NANSCOPE_VERSION_STRING,
+                              attach_name(attach), e->cfg_.describe()));
+    Json start;
+    start["version"] = NANSCOPE_VERSION_STRING;
+    start["attach"] = attach_name(attach);
+    start["config"] = {{"mode", mode_name(e->cfg_.mode)},
+                       {"log", e->cfg_.log_path},
+                       {"level", e->cfg_.level},
+                       {"kernel_filter", e->cfg_.kernel_filter},
+                       {"kernel_exclude", e->cfg_.kernel_exclude},
+                       {"channel_records", e->cfg_.channel_records},
+                       {"max_captured_scans", e->cfg_.max_captured_scans},
+                       {"poll_us", e->cfg_.poll_us},
+                       {"max_scan_bytes", e->cfg_.max_scan_bytes},
+                       {"max_events_per_site", e->cfg_.max_events_per_site}};
+    if (!parsed.errors.empty()) start["config_errors"] = parsed.errors;
+    start["argv0"] = program_name();
+    e->log_->emit("start", start);
+    if (!e->subscribe()) {
+      status = NANSCOPE_ERROR_UNAVAILABLE;
+      e->log_->flush();
+      instance_.store(e, std::memory_order_release);  // keeps the C API answering
+      return;
+    }
+    e->drain_thread_ = std::thread([e] {
+      std::unique_lock lock(e->wake_mu_);
+      while (!e->stopping_) {
+        e->wake_.wait_for(lock, std::chrono::microseconds(e->cfg_.poll_us));
+        lock.unlock();
+        e->drain_all();
+        lock.lock();
+      }
+    });
+    instance_.store(e, std::memory_order_release);
+  });
+  return status;
+}
+
+bool Engine::subscribe() {
+  CUptiResult r = cuptiSubscribe(&subscriber_, cupti_callback, this);
+  if (r != CUPTI_SUCCESS) {
+    const char* s = nullptr;
+    cuptiGetResultString(r, &s);
+    subscriber_ = nullptr;
+    const std::string msg = fmt::format(
+        "cannot subscribe to CUPTI ({}){}; the program runs on without nanscope", s ? s : "?",
+        r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+            ? ": another CUPTI tool (a profiler such as the PyTorch profiler or Nsight) holds it"
+            : "");
+    log_->warn(msg);
+    log_->emit("warning", Json{{"what", "cupti_subscribe"}, {"message", msg}});
+    return false;
+  }
+  // Only the callbacks we need: a serving process makes millions of driver calls.
+  static const CUpti_CallbackId driver_cbids[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+      CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+  };
+  for (CUpti_CallbackId id : driver_cbids)
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  return true;
+}
+
+void Engine::warn_once(std::atomic<bool>& flag, const std::string& what, const std::string& message) {
+  if (flag.exchange(true)) return;
+  log_->warn(message);
+  log_->emit("warning", Json{{"what", what}, {"message", message}});
+}
+
+ContextState* Engine::context_for(CUcontext ctx) {
+  {
+    std::shared_lock lock(ctx_mu_);
+    auto it = contexts_.find(ctx);
+    if (it != contexts_.end()) return it->second.get();
+    if (failed_contexts_.count(ctx)) return nullptr;
+  }
+  // First launch in this context: load our module and channel. Done outside the shared lock;
+  // a second thread racing here builds a spare that is dropped.
+  ContextLimits limits{cfg_.channel_records, 4096, cfg_.max_captured_scans};
+  auto state = std::make_unique<ContextState>(ctx, limits);
+  std::unique_lock lock(ctx_mu_);
+  if (auto it = contexts_.find(ctx); it != contexts_.end()) return it->second.get();
+  if (!state->ok()) {
+    failed_contexts_[ctx] = state->error();
+    lock.unlock();
+    warn_once(warned_context_, "context_setup",
+              "cannot set up scanning in a CUDA context (" + state->error() +
+                  "); kernels in it are not scanned");
+    return nullptr;
+  }
+  return (contexts_[ctx] = std::move(state)).get();
+}
+
+std::optional<AddressRange> Engine::extent(uint64_t ptr) {
+  if (auto r = allocs_.find(ptr)) return r;
+  // Allocated before we attached, or through a path we do not hook.
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return std::nullopt;
+  allocs_.insert(base, size);
+  return AddressRange{base, size};
+}
+
+void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
+  LaunchArgs a;
+  if (!decode_launch(cbid, cb.functionParams, a)) return;
+  const uint64_t launch_id = launches_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (cb.functionReturnValue && *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
+    return;  // the kernel did not run; its error is the app's to see
+
+  bool is_new = false;
+  const KernelInfo& k = kernels_.resolve(a.function, cb.symbolName, is_new);
+  if (is_new && !k.inspected) {
+    log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
+    if (log_->debug_enabled()) log_->debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
+  }
+  if (!k.inspected) return;
+
+  ToolScope scope;  // everything below is our own driver work
+  ContextState* cs = context_for(cb.context);
+  if (!cs) return;
+
+  nanscope_scan_task task{};
+  uint64_t max_bytes = 0;
+  uint32_t n = 0;
+  for (const OutputParam& out : k.outputs) {
+    const uint64_t ptr = read_pointer_param(a, out);
+    if (ptr == 0) continue;
+    const auto range = extent(ptr);
+    if (!range) continue;  // not device memory we can scan (host pointer, freed, foreign)
+    uint64_t bytes = range->base + range->size - ptr;
+    if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
+    const uint64_t elements = bytes / dtype_size(out.dtype);
+    if (elements == 0) continue;
+    task.buffers[n++] = {ptr, elements, static_cast<uint32_t>(out.dtype), out.arg};
+    max_bytes = std::max(max_bytes, bytes);
+  }
+  if (n == 0) return;
+  task.buffer_count = n;
+  task.kernel_id = k.id;
+  task.launch_id = launch_id;
+  task.correlation_id = cb.correlationId;
+  task.stream = reinterpret_cast<uint64_t>(a.stream);
+
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t capture_id = 0;
+  if (cuStreamGetCaptureInfo(a.stream, &capture, &capture_id, nullptr, nullptr, nullptr, nullptr) !=
+      CUDA_SUCCESS)
+    capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return;  // nothing will run
+  const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (captured) {
+    std::lock_guard lock(capture_mu_);
+    task.graph_id = capture_id;
+    task.graph_node = capture_nodes_[capture_id]++;
+  }
+  const CUresult r = cs->launch_scan(task, a.stream, captured, max_bytes);
+  if (r == CUDA_SUCCESS) {
+    scans_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (captured && r == CUDA_ERROR_OUT_OF_MEMORY)
+    warn_once(warned_capture_pool_, "captured_scans",
+              fmt::format("NANSCOPE_MAX_CAPTURED_SCANS={} reached: later kernels captured into graphs "
+                          "are not scanned (counted as scans_dropped)",
+                          cfg_.max_captured_scans));
+  else
+    warn_once(warned_launch_, "scan_launch",
+              fmt::format("a scan kernel could not be launched ({}); such scans are skipped and "
+                          "counted as scans_dropped",
+                          error_name(r)));
+}
+
+void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
+  CUdeviceptr* dptr = nullptr;
+  uint64_t size = 0;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      auto* p = static_cast<const cuMemAlloc_v2_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      auto* p = static_cast<const cuMemAllocPitch_v2_params*>(params);
+      dptr = p->dptr, size = p->pPitch ? *p->pPitch * p->Height : 0;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      auto* p = static_cast<const cuMemAllocManaged_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      auto* p = static_cast<const cuMemAllocAsync_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      auto* p = static_cast<const cuMemMap_params*>(params);
+      allocs_.insert(p->ptr, p->size);
+      return;
+    }
+    default: return;
+  }
+  if (dptr && *dptr) allocs_.insert(*dptr, size);
+}
+
+void Engine::on_mem_free(CUpti_CallbackId cbid, const void* params) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      allocs_.erase(static_cast<const cuMemFree_v2_params*>(params)->dptr);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      allocs_.erase(static_cast<const cuMemFreeAsync_params*>(params)->dptr);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      auto* p = static_cast<const cuMemUnmap_params*>(params);
+      allocs_.erase_range(p->ptr, p->size);
+      break;
+    }
+    default: break;
+  }
+}
+
+void Engine::on_context_destroy(CUcontext ctx) {
+  std::unique_ptr<ContextState> dying;
+  {
+    std::lock_guard drain(drain_mu_);
+    std::unique_lock lock(ctx_mu_);
+    failed_contexts_.erase(ctx);
+    auto it = contexts_.find(ctx);
+    if (it == contexts_.end()) return;
+    const int device = it->second->device();
+    it->second->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+    dying = std::move(it->second);
+    contexts_.erase(it);
+  }
+  ToolScope scope;
+  dying.reset();
+}
+
+void Engine::drain_all() {
+  std::lock_guard drain(drain_mu_);
+  std::shared_lock lock(ctx_mu_);
+  for (auto& [ctx, state] : contexts_) {
+    const int device = state->device();
+    state->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+  }
+}
+
+void Engine::handle_finding(const Finding& f, int device) {
+  findings_.fetch_add(1, std::memory_order_relaxed);
+  total_nan_.fetch_add(f.nan, std::memory_order_relaxed);
+  total_pinf_.fetch_add(f.pos_inf, std::memory_order_relaxed);
+  total_ninf_.fetch_add(f.neg_inf, std::memory_order_relaxed);
+  const KernelInfo* k = kernels_.by_id(f.kernel_id);
+  const std::string kernel = k ? k->demangled : "?";
+
+  Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node}];
+  ++site.total;
+  if (site.total == 1) site.first_replay = f.replay;
+  site.last_replay = f.replay;
+  if (site.total > cfg_.max_events_per_site) {
+    // Bounded log volume: fold further findings into `repeat` events at power-of-two totals.
+    ++site.pending;
+    if ((site.total & (site.total - 1)) == 0) {
+      Json r{{"of", site.first_event}, {"count", site.pending}, {"total", site.total}, {"final", false}};
+      if (f.captured) r["first_replay"] = site.first_replay, r["last_replay"] = site.last_replay;
+      log_->emit("repeat", r);
+      site.pending = 0;
+    }
+    return;
+  }
+
+  Json j;
+  j["device"] = device;
+  j["stream"] = hex(f.stream);
+  j["kernel"] = kernel;
+  j["kernel_mangled"] = k ? k->mangled : "";
+  j["launch_id"] = f.launch_id;
+  j["correlation_id"] = f.correlation_id;
+  j["buffer"] = {{"arg", f.arg}, {"ptr", hex(f.ptr)}, {"dtype", dtype_name(f.dtype)}, {"elements", f.elements}};
+  j["counts"] = {{"nan", f.nan}, {"pos_inf", f.pos_inf}, {"neg_inf", f.neg_inf}};
+  j["first_index"] = f.first_index;
+  j["last_index"] = f.last_index;
+  if (f.captured) {
+    j["graph_id"] = f.graph_id;
+    j["graph_node"] = f.graph_node;
+    j["replay"] = f.replay;
+  }
+  const uint64_t id = log_->emit("nonfinite", j);
+  if (site.total == 1) site.first_event = id;
+
+  std::string where = fmt::format("launch {}, stream {}", f.launch_id, hex(f.stream));
+  if (f.captured) where += fmt::format(", graph {} node {} replay {}", f.graph_id, f.graph_node, f.replay);
+  log_->info(fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}",
+                         kernel.size() > 160 ? kernel.substr(0, 157) + "..." : kernel, f.arg,
+                         dtype_name(f.dtype), f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf,
+                         f.first_index, where,
+                         site.total == cfg_.max_events_per_site ? "; further findings here are aggregated" : ""));
+}
+
+void Engine::flush() {
+  drain_all();
+  log_->flush();
+}
+
+void Engine::write_summary() {
+  uint64_t overflow = 0, corrupt = 0;
+  {
+    std::shared_lock lock(ctx_mu_);
+    for (auto& [ctx, state] : contexts_) {
+      overflow += state->reader().overflow();
+      corrupt += state->reader().corrupt();
+    }
+  }
+  Json s;
+  s["launches"] = launches_.load();
+  s["scans"] = scans_.load();
+  s["findings"] = findings_.load();
+  s["kernels_inspected"] = kernels_.inspected_count();
+  s["kernels_not_inspected"] = kernels_.not_inspected_count();
+  s["scans_dropped"] = dropped_.load();
+  s["overflow"] = overflow;         // findings the device dropped: channel full
+  s["corrupt_records"] = corrupt;   // records that failed validation on the host
+  s["counts"] = {{"nan", total_nan_.load()}, {"pos_inf", total_pinf_.load()}, {"neg_inf", total_ninf_.load()}};
+  s["duration_ns"] = wall_clock_ns() - start_ns_;
+  log_->emit("summary", s);
+  log_->info(fmt::format("summary: {} launches, {} scans, {} findings ({} NaN, {} +Inf, {} -Inf), {} kernels "
+                         "inspected, {} not inspected, {} scans dropped",
+                         launches_.load(), scans_.load(), findings_.load(), total_nan_.load(),
+                         total_pinf_.load(), total_ninf_.load(), kernels_.inspected_count(),
+                         kernels_.not_inspected_count(), dropped_.load()));
+}
+
+void Engine::shutdown() {
+  if (shut_down_.exchange(true)) return;
+  if (drain_thread_.joinable()) {
+    {
+      std::lock_guard lock(wake_mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    drain_thread_.join();
+  }
+  // Work the app left in flight may still publish: give it a moment, without any CUDA call.
+  drain_all();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  drain_all();
+  {
+    std::lock_guard drain(drain_mu_);
+    for (auto& [key, site] : sites_) {
+      if (site.total <= cfg_.max_events_per_site) continue;
+      Json r{{"of", site.first_event}, {"count", site.pending}, {"total", site.total}, {"final", true}};
+      if (std::get<2>(key)) r["first_replay"] = site.first_replay, r["last_replay"] = site.last_replay;
+      log_->emit("repeat", r);
+    }
+  }
+  write_summary();
+  log_->flush();
+}
+
+void Engine::emergency_flush() {
+  if (shut_down_.exchange(true)) return;
+  // No joins, no waits: the process is dying. The drain lock may be held by the thread we
+  // interrupted, so only try it.
+  if (drain_mu_.try_lock()) {
+    {
+      std::shared_lock lock(ctx_mu_, std::try_to_lock);
+      if (lock.owns_lock())
+        for (auto& [ctx, state] : contexts_) {
+          const int device = state->device();
+          state->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+        }
+    }
+    drain_mu_.unlock();
+  }
+  write_summary();
+  log_->flush();
+}
+
+void Engine::fill_stats(nanscope_stats_t& s) const {
+  s.launches = launches_.load();
+  s.scans = scans_.load();
+  s.findings = findings_.load();
+  s.kernels_inspected = kernels_.inspected_count();
+  s.kernels_not_inspected = kernels_.not_inspected_count();
+  s.scans_dropped = dropped_.load();
+  uint64_t overflow = 0;
+  std::shared_lock lock(const_cast<std::shared_mutex&>(ctx_mu_));
+  for (auto& [ctx, state] : contexts_) overflow += state->reader().overflow();
+  s.overflow = overflow;
+}
+
+}  // namespace nanscope

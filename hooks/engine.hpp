@@ -1,0 +1,110 @@
+// The engine: one per process, shared by injection, LD_PRELOAD and linked use. It owns the
+// configuration, the event log, the kernel table, the allocation map and the per-context
+// states, and runs the drain thread that turns device records into log events.
+#pragma once
+#include <cuda.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include "alloc_map.hpp"
+#include "channel.hpp"
+#include "config.hpp"
+#include "context_state.hpp"
+#include "event_log.hpp"
+#include "kernel_table.hpp"
+#include "nanscope/nanscope.h"
+
+namespace nanscope {
+
+// What a launch callback tells us, whatever the launch API.
+struct LaunchArgs {
+  void* function = nullptr;  // CUfunction or CUkernel
+  CUstream stream = nullptr;
+  void** kernel_params = nullptr;
+  void** extra = nullptr;
+};
+// Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
+bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
+
+class Engine {
+ public:
+  static Engine* instance() { return instance_.load(std::memory_order_acquire); }
+  // Idempotent. The first caller decides the attach mode that is reported.
+  static nanscope_status_t init(nanscope_attach_t attach);
+
+  // CUPTI handlers (API-exit site only).
+  void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
+  void on_mem_alloc(CUpti_CallbackId cbid, const void* params);
+  void on_mem_free(CUpti_CallbackId cbid, const void* params);
+  void on_context_destroy(CUcontext ctx);
+
+  void flush();
+  void shutdown();          // at exit: last drain, closing repeats, summary
+  void emergency_flush();   // from a fatal signal: best effort, no joins
+  void fill_stats(nanscope_stats_t& s) const;
+  bool subscribed() const { return subscriber_ != nullptr; }
+
+ private:
+  Engine(Config cfg, nanscope_attach_t attach);
+  bool subscribe();
+  ContextState* context_for(CUcontext ctx);
+  std::optional<AddressRange> extent(uint64_t ptr);
+  void drain_all();
+  void handle_finding(const Finding& f, int device);
+  void warn_once(std::atomic<bool>& flag, const std::string& what, const std::string& message);
+  void write_summary();
+
+  static std::atomic<Engine*> instance_;
+
+  const Config cfg_;
+  const nanscope_attach_t attach_;
+  const uint64_t start_ns_;
+  std::unique_ptr<EventLog> log_;
+  KernelTable kernels_;
+  AllocationMap allocs_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+
+  std::shared_mutex ctx_mu_;
+  std::unordered_map<CUcontext, std::unique_ptr<ContextState>> contexts_;
+  std::unordered_map<CUcontext, std::string> failed_contexts_;
+
+  std::mutex capture_mu_;
+  std::unordered_map<uint64_t, uint32_t> capture_nodes_;  // capture id -> scans captured so far
+
+  // Aggregation: per (kernel, arg, graph, node) site.
+  struct Site {
+    uint64_t first_event = 0;
+    uint64_t total = 0;
+    uint64_t pending = 0;  // folded since the last repeat event
+    uint32_t first_replay = 0, last_replay = 0;
+  };
+  std::mutex drain_mu_;  // serialises drains (thread, flush, exit, context teardown)
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint32_t>, Site> sites_;
+
+  std::thread drain_thread_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::atomic<bool> shut_down_{false};
+
+  std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
+  std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
+  std::atomic<bool> warned_launch_{false}, warned_context_{false}, warned_capture_pool_{false},
+      warned_callback_{false};
+
+  friend void CUPTIAPI cupti_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);
+};
+
+void CUPTIAPI cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* data);
+
+}  // namespace nanscope

@@ -1,0 +1,124 @@
+#include "kernel_table.hpp"
+
+#include <cstring>
+#include <mutex>
+
+namespace nanscope {
+
+namespace {
+
+struct ParamLayout {
+  bool ok = false;
+  std::vector<std::pair<size_t, size_t>> params;  // offset, size
+};
+
+// There is no parameter-count API: ask for parameter i until the driver says no. Runtime
+// launches hand us a CUkernel, everything else a CUfunction; only one of the two APIs
+// accepts a given handle.
+ParamLayout param_layout(void* handle) {
+  ParamLayout out;
+  for (int api = 0; api < 2 && !out.ok; ++api) {
+    out.params.clear();
+    for (size_t i = 0;; ++i) {
+      size_t off = 0, size = 0;
+      CUresult r = api == 0 ? cuKernelGetParamInfo(static_cast<CUkernel>(handle), i, &off, &size)
+                            : cuFuncGetParamInfo(static_cast<CUfunction>(handle), i, &off, &size);
+      if (r != CUDA_SUCCESS) {
+        out.ok = i > 0 || r == CUDA_ERROR_INVALID_VALUE;  // INVALID_VALUE at 0: no parameters
+        break;
+      }
+      out.params.emplace_back(off, size);
+    }
+  }
+  return out;
+}
+
+std::string name_of(void* handle, const char* symbol_name) {
+  if (symbol_name && *symbol_name) return symbol_name;
+  const char* n = nullptr;
+  if (cuKernelGetName(&n, static_cast<CUkernel>(handle)) == CUDA_SUCCESS && n) return n;
+  if (cuFuncGetName(&n, static_cast<CUfunction>(handle)) == CUDA_SUCCESS && n) return n;
+  return {};
+}
+
+}  // namespace
+
+KernelTable::KernelTable(std::string filter, std::string exclude) {
+  // The config parser already validated both expressions.
+  if (!filter.empty()) { filter_ = std::regex(filter); has_filter_ = true; }
+  if (!exclude.empty()) { exclude_ = std::regex(exclude); has_exclude_ = true; }
+}
+
+KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
+  KernelInfo k;
+  k.symbol_seen = symbol_name;
+  k.mangled = name_of(handle, symbol_name);
+  KernelSignature sig = parse_kernel_signature(k.mangled);
+  k.demangled = sig.demangled.empty() ? k.mangled : sig.demangled;
+  if (has_filter_ && !std::regex_search(k.demangled, filter_)) {
+    k.reason = "excluded by NANSCOPE_KERNEL_FILTER";
+    return k;
+  }
+  if (has_exclude_ && std::regex_search(k.demangled, exclude_)) {
+    k.reason = "excluded by NANSCOPE_KERNEL_EXCLUDE";
+    return k;
+  }
+  if (!sig.has_params) {
+    k.reason = "name carries no parameter types (extern \"C\" or Triton); use a watch";
+    return k;
+  }
+  ParamLayout layout = param_layout(handle);
+  if (!layout.ok) {
+    k.reason = "driver gave no parameter layout";
+    return k;
+  }
+  if (layout.params.size() != sig.params.size()) {
+    k.reason = "parameter count mismatch between name and driver";
+    return k;
+  }
+  for (uint32_t i = 0; i < sig.params.size(); ++i) {
+    const ParamSig& p = sig.params[i];
+    if (p.role == ParamRole::output && layout.params[i].second == sizeof(void*))
+      k.outputs.push_back({i, static_cast<uint32_t>(layout.params[i].first), p.dtype});
+  }
+  if (k.outputs.empty()) {
+    k.reason = "no typed floating-point output pointers (pointers may hide in structs); use a watch";
+    return k;
+  }
+  if (k.outputs.size() > 8) k.outputs.resize(8);  // NANSCOPE_SCAN_MAX_BUFFERS
+  k.inspected = true;
+  return k;
+}
+
+const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bool& is_new) {
+  is_new = false;
+  {
+    std::shared_lock lock(mu_);
+    auto it = by_handle_.find(handle);
+    if (it != by_handle_.end()) {
+      const KernelInfo& k = infos_[it->second];
+      // A handle can be reused after its module is unloaded: the name tells.
+      if (k.symbol_seen == symbol_name || !symbol_name || k.mangled == symbol_name) return k;
+    }
+  }
+  KernelInfo k = decode(handle, symbol_name);
+  std::unique_lock lock(mu_);
+  auto it = by_handle_.find(handle);
+  if (it != by_handle_.end() && (!symbol_name || infos_[it->second].mangled == symbol_name)) {
+    infos_[it->second].symbol_seen = symbol_name;
+    return infos_[it->second];
+  }
+  k.id = static_cast<uint32_t>(infos_.size());
+  (k.inspected ? inspected_ : not_inspected_).fetch_add(1, std::memory_order_relaxed);
+  infos_.push_back(std::move(k));
+  by_handle_[handle] = infos_.back().id;
+  is_new = true;
+  return infos_.back();
+}
+
+const KernelInfo* KernelTable::by_id(uint32_t id) const {
+  std::shared_lock lock(mu_);
+  return id < infos_.size() ? &infos_[id] : nullptr;
+}
+
+}  // namespace nanscope

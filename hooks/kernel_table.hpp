@@ -1,0 +1,57 @@
+// Per-kernel decoding, done once per function handle and cached: name, parameter layout
+// from the driver, and which parameters are floating-point outputs.
+#pragma once
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <regex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "signature.hpp"
+
+namespace nanscope {
+
+struct OutputParam {
+  uint32_t arg = 0;
+  uint32_t offset = 0;  // byte offset in the packed parameter buffer (the `extra` form)
+  DType dtype = DType::none;
+};
+
+struct KernelInfo {
+  uint32_t id = 0;
+  std::string mangled;
+  std::string demangled;
+  const char* symbol_seen = nullptr;  // symbolName pointer last seen with this handle
+  bool inspected = false;
+  std::string reason;                 // why not inspected
+  std::vector<OutputParam> outputs;
+};
+
+class KernelTable {
+ public:
+  KernelTable(std::string filter, std::string exclude);
+
+  // Returns the cached info for `handle`, decoding it on first sight. `is_new` is set when
+  // this call created the entry (so the caller can log it once).
+  const KernelInfo& resolve(void* handle, const char* symbol_name, bool& is_new);
+  const KernelInfo* by_id(uint32_t id) const;
+  uint64_t inspected_count() const { return inspected_.load(std::memory_order_relaxed); }
+  uint64_t not_inspected_count() const { return not_inspected_.load(std::memory_order_relaxed); }
+
+ private:
+  KernelInfo decode(void* handle, const char* symbol_name) const;
+
+  bool has_filter_ = false, has_exclude_ = false;
+  std::regex filter_, exclude_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<void*, uint32_t> by_handle_;
+  std::deque<KernelInfo> infos_;  // deque: stable addresses while growing
+  std::atomic<uint64_t> inspected_{0}, not_inspected_{0};
+};
+
+}  // namespace nanscope

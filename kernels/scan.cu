@@ -1,0 +1,260 @@
+// Non-finite scan kernels. Thin __global__ entry point over the per-dtype classification
+// below. Built into a fatbin and embedded in libnanscope.so; the host loads it with
+// cuModuleLoadData and launches `nanscope_scan` with cuLaunchKernel (never the runtime API).
+#include <stdint.h>
+#include "scan_abi.h"
+
+namespace {
+
+constexpr int kThreads = 256;   // must match kScanThreads on the host
+constexpr int kUnroll = 4;      // 16-byte loads in flight per thread
+
+__device__ __forceinline__ int element_bytes(uint32_t dt) {
+  return dt == NS_F64 ? 8 : dt == NS_F32 ? 4 : (dt == NS_F16 || dt == NS_BF16) ? 2 : 1;
+}
+
+// 0 finite, 1 NaN, 2 +Inf, 3 -Inf for one element's bits.
+__device__ __forceinline__ int classify(uint32_t dt, uint64_t bits) {
+  switch (dt) {
+    case NS_F64: {
+      if ((bits & 0x7ff0000000000000ull) != 0x7ff0000000000000ull) return 0;
+      if (bits & 0x000fffffffffffffull) return 1;
+      return (bits >> 63) ? 3 : 2;
+    }
+    case NS_F32: {
+      uint32_t b = (uint32_t)bits;
+      if ((b & 0x7f800000u) != 0x7f800000u) return 0;
+      if (b & 0x007fffffu) return 1;
+      return (b >> 31) ? 3 : 2;
+    }
+    case NS_F16: {
+      uint32_t b = (uint32_t)bits & 0xffffu;
+      if ((b & 0x7c00u) != 0x7c00u) return 0;
+      if (b & 0x03ffu) return 1;
+      return (b >> 15) ? 3 : 2;
+    }
+    case NS_BF16: {
+      uint32_t b = (uint32_t)bits & 0xffffu;
+      if ((b & 0x7f80u) != 0x7f80u) return 0;
+      if (b & 0x007fu) return 1;
+      return (b >> 15) ? 3 : 2;
+    }
+    case NS_F8E4M3: {  // e4m3fn has no infinities; S.1111.111 is NaN
+      return (((uint32_t)bits & 0x7fu) == 0x7fu) ? 1 : 0;
+    }
+    default: {  // NS_F8E5M2: IEEE-like, exponent 11111
+      uint32_t b = (uint32_t)bits & 0xffu;
+      if ((b & 0x7cu) != 0x7cu) return 0;
+      if (b & 0x03u) return 1;
+      return (b >> 7) ? 3 : 2;
+    }
+  }
+}
+
+// Non-zero if any element packed in the 32-bit word is non-finite. Per-lane SIMD compares.
+__device__ __forceinline__ uint32_t word_suspect(uint32_t dt, uint32_t w) {
+  switch (dt) {
+    case NS_F32: return (w & 0x7f800000u) == 0x7f800000u;
+    case NS_F16: return __vcmpeq2(w & 0x7c007c00u, 0x7c007c00u);
+    case NS_BF16: return __vcmpeq2(w & 0x7f807f80u, 0x7f807f80u);
+    case NS_F8E4M3: return __vcmpeq4(w & 0x7f7f7f7fu, 0x7f7f7f7fu);
+    case NS_F8E5M2: return __vcmpeq4(w & 0x7c7c7c7cu, 0x7c7c7c7cu);
+    default: return 0;  // f64 is checked on its high words by vec_suspect
+  }
+}
+
+__device__ __forceinline__ uint32_t vec_suspect(uint32_t dt, const uint4& v) {
+  if (dt == NS_F64)
+    return ((v.y & 0x7ff00000u) == 0x7ff00000u) | ((v.w & 0x7ff00000u) == 0x7ff00000u);
+  return word_suspect(dt, v.x) | word_suspect(dt, v.y) | word_suspect(dt, v.z) | word_suspect(dt, v.w);
+}
+
+struct ThreadCounts {
+  uint32_t nan = 0, pos_inf = 0, neg_inf = 0;
+  unsigned long long first = ~0ull, last = 0;
+
+  __device__ __forceinline__ void add(int kind, unsigned long long index) {
+    if (kind == 0) return;
+    nan += kind == 1;
+    pos_inf += kind == 2;
+    neg_inf += kind == 3;
+    first = index < first ? index : first;
+    last = index > last ? index : last;
+  }
+  __device__ __forceinline__ bool any() const { return (nan | pos_inf | neg_inf) != 0; }
+};
+
+__device__ __forceinline__ uint64_t load_bits(const unsigned char* base, uint32_t dt, uint64_t i) {
+  switch (element_bytes(dt)) {
+    case 8: return *reinterpret_cast<const uint64_t*>(base + i * 8);
+    case 4: return *reinterpret_cast<const uint32_t*>(base + i * 4);
+    case 2: return *reinterpret_cast<const uint16_t*>(base + i * 2);
+    default: return base[i];
+  }
+}
+
+// Slow path: a 16-byte vector that holds at least one suspect element.
+__device__ __noinline__ void count_vector(uint32_t dt, const uint4& v, unsigned long long first_elem,
+                                          ThreadCounts& c) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+  const int eb = element_bytes(dt);
+  const int per_vec = 16 / eb;
+  for (int e = 0; e < per_vec; ++e) {
+    const int byte = e * eb;
+    uint64_t bits;
+    if (eb == 8) bits = (uint64_t)words[byte / 4] | ((uint64_t)words[byte / 4 + 1] << 32);
+    else bits = words[byte / 4] >> ((byte % 4) * 8);
+    c.add(classify(dt, bits), first_elem + e);
+  }
+}
+
+// Counts the non-finite elements of one buffer that this thread owns (grid-stride).
+// The dtype is a template parameter so the hot loop carries no dtype switch.
+template <uint32_t dt>
+__device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c) {
+  const unsigned char* base = reinterpret_cast<const unsigned char*>(b.ptr);
+  const uint64_t eb = element_bytes(dt);
+  const uint64_t n = b.elements;
+  const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+
+  // Scalar head up to 16-byte alignment, then 16-byte vectors, then a scalar tail.
+  uint64_t head = ((16 - (b.ptr & 15)) & 15) / eb;
+  if (head > n) head = n;
+  const uint64_t per_vec = 16 / eb;
+  const uint64_t vecs = (n - head) / per_vec;
+  const uint64_t tail_start = head + vecs * per_vec;
+
+  for (uint64_t i = tid; i < head; i += stride) c.add(classify(dt, load_bits(base, dt, i)), i);
+  for (uint64_t i = tail_start + tid; i < n; i += stride) c.add(classify(dt, load_bits(base, dt, i)), i);
+
+  const uint4* vbase = reinterpret_cast<const uint4*>(base + head * eb);
+  uint64_t v = tid;
+  for (; v + (kUnroll - 1) * stride < vecs; v += kUnroll * stride) {
+    uint4 x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = __ldcs(vbase + v + u * stride);
+    uint32_t suspect = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect(dt, x[u]);
+    if (suspect) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (vec_suspect(dt, x[u])) count_vector(dt, x[u], head + (v + u * stride) * per_vec, c);
+    }
+  }
+  for (; v < vecs; v += stride) {
+    const uint4 x = __ldcs(vbase + v);
+    if (vec_suspect(dt, x)) count_vector(dt, x, head + v * per_vec, c);
+  }
+}
+
+__device__ void scan_buffer(const nanscope_scan_buffer& b, ThreadCounts& c) {
+  switch (b.dtype) {
+    case NS_F64: scan_buffer_typed<NS_F64>(b, c); break;
+    case NS_F32: scan_buffer_typed<NS_F32>(b, c); break;
+    case NS_F16: scan_buffer_typed<NS_F16>(b, c); break;
+    case NS_BF16: scan_buffer_typed<NS_BF16>(b, c); break;
+    case NS_F8E4M3: scan_buffer_typed<NS_F8E4M3>(b, c); break;
+    case NS_F8E5M2: scan_buffer_typed<NS_F8E5M2>(b, c); break;
+    default: break;
+  }
+}
+
+// The last block to finish turns the accumulated counts into channel records.
+__device__ void publish(const nanscope_scan_task& t) {
+  nanscope_scan_accum* acc = t.accum;
+  const unsigned int replay = acc->executions;
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    volatile nanscope_scan_counts* s = &acc->buf[b];
+    const unsigned long long total = s->nan + s->pos_inf + s->neg_inf;
+    if (total != 0) {
+      // Reserve a slot without consuming an index we could not fill, so the host never waits
+      // on a hole: the host reads records strictly in index order.
+      const unsigned long long cap = t.channel_host->capacity;
+      unsigned long long slot = atomicAdd(&t.channel_dev->write_index, 0ull);
+      bool reserved = false;
+      while (slot < t.channel_host->read_index + cap) {
+        const unsigned long long seen = atomicCAS(&t.channel_dev->write_index, slot, slot + 1);
+        if (seen == slot) { reserved = true; break; }
+        slot = seen;
+      }
+      if (!reserved) {
+        // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
+        t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
+      } else {
+        nanscope_record* r = &t.records[slot % cap];
+        r->launch_id = t.launch_id;
+        r->correlation_id = t.correlation_id;
+        r->stream = t.stream;
+        r->ptr = t.buffers[b].ptr;
+        r->elements = t.buffers[b].elements;
+        r->nan = s->nan;
+        r->pos_inf = s->pos_inf;
+        r->neg_inf = s->neg_inf;
+        r->first_index = ~s->first_inv;
+        r->last_index = s->last;
+        r->graph_id = t.graph_id;
+        r->kernel_id = t.kernel_id;
+        r->replay = replay;
+        r->graph_node = t.graph_node;
+        r->arg = (uint16_t)t.buffers[b].arg;
+        r->dtype = (uint8_t)t.buffers[b].dtype;
+        r->flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
+        __threadfence_system();
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&r->seq), "l"(slot + 1) : "memory");
+      }
+    }
+    s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0;
+  }
+  acc->executions = replay + 1;
+  __threadfence();
+  acc->blocks_done = 0;
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task t) {
+  __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
+      s_ninf[NANSCOPE_SCAN_MAX_BUFFERS];
+  __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
+  __shared__ bool s_is_last;
+  if (threadIdx.x < NANSCOPE_SCAN_MAX_BUFFERS) {
+    s_nan[threadIdx.x] = s_pinf[threadIdx.x] = s_ninf[threadIdx.x] = 0;
+    s_first[threadIdx.x] = ~0ull;
+    s_last[threadIdx.x] = 0;
+  }
+  __syncthreads();
+
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    ThreadCounts c;
+    scan_buffer(t.buffers[b], c);
+    if (c.any()) {  // rare: only threads that saw a bad value touch shared memory
+      atomicAdd(&s_nan[b], c.nan);
+      atomicAdd(&s_pinf[b], c.pos_inf);
+      atomicAdd(&s_ninf[b], c.neg_inf);
+      atomicMin(&s_first[b], c.first);
+      atomicMax(&s_last[b], c.last);
+    }
+  }
+  __syncthreads();
+
+  if (threadIdx.x == 0) {
+    nanscope_scan_accum* acc = t.accum;
+    for (uint32_t b = 0; b < t.buffer_count; ++b) {
+      if ((s_nan[b] | s_pinf[b] | s_ninf[b]) == 0) continue;
+      atomicAdd(&acc->buf[b].nan, (unsigned long long)s_nan[b]);
+      atomicAdd(&acc->buf[b].pos_inf, (unsigned long long)s_pinf[b]);
+      atomicAdd(&acc->buf[b].neg_inf, (unsigned long long)s_ninf[b]);
+      atomicMax(&acc->buf[b].first_inv, ~s_first[b]);
+      atomicMax(&acc->buf[b].last, s_last[b]);
+    }
+    __threadfence();
+    s_is_last = atomicAdd(&acc->blocks_done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (s_is_last && threadIdx.x == 0) {
+    __threadfence();
+    publish(t);
+  }
+}

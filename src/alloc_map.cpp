@@ -1,0 +1,50 @@
+#include "alloc_map.hpp"
+
+#include <mutex>
+
+namespace nanscope {
+
+void AllocationMap::insert(uint64_t base, uint64_t size) {
+  if (size == 0) return;
+  std::unique_lock lock(mu_);
+  // A new allocation replaces stale entries it overlaps (a free we did not see).
+  auto it = by_base_.lower_bound(base);
+  if (it != by_base_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second > base) it = prev;
+  }
+  while (it != by_base_.end() && it->first < base + size) it = by_base_.erase(it);
+  by_base_.emplace(base, size);
+}
+
+bool AllocationMap::erase(uint64_t base) {
+  std::unique_lock lock(mu_);
+  return by_base_.erase(base) != 0;
+}
+
+void AllocationMap::erase_range(uint64_t base, uint64_t size) {
+  std::unique_lock lock(mu_);
+  auto it = by_base_.lower_bound(base);
+  if (it != by_base_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second > base) it = prev;
+  }
+  while (it != by_base_.end() && it->first < base + size) it = by_base_.erase(it);
+}
+
+std::optional<AddressRange> AllocationMap::find(uint64_t ptr) const {
+  std::shared_lock lock(mu_);
+  auto it = by_base_.upper_bound(ptr);
+  if (it == by_base_.begin()) return std::nullopt;
+  --it;
+  AddressRange r{it->first, it->second};
+  if (!r.contains(ptr)) return std::nullopt;
+  return r;
+}
+
+std::size_t AllocationMap::size() const {
+  std::shared_lock lock(mu_);
+  return by_base_.size();
+}
+
+}  // namespace nanscope

@@ -1,0 +1,32 @@
+// Device allocations seen through the driver API (cuMemAlloc*, pools, VMM maps), so a kernel
+// argument can be turned into the extent of the buffer it points into.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+
+namespace nanscope {
+
+struct AddressRange {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  bool contains(uint64_t p) const { return p >= base && p - base < size; }
+};
+
+class AllocationMap {
+ public:
+  void insert(uint64_t base, uint64_t size);
+  // Removes the allocation that starts at `base`; returns false if none was known.
+  bool erase(uint64_t base);
+  // Removes every allocation overlapping [base, base+size): VMM unmaps cover ranges.
+  void erase_range(uint64_t base, uint64_t size);
+  std::optional<AddressRange> find(uint64_t ptr) const;
+  std::size_t size() const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, uint64_t> by_base_;  // base -> size; allocations never overlap
+};
+
+}  // namespace nanscope

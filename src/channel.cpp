@@ -1,0 +1,54 @@
+#include "channel.hpp"
+
+#include <atomic>
+
+namespace nanscope {
+
+bool decode_record(const nanscope_record& r, Finding& out) {
+  if (r.dtype > NS_F8E5M2) return false;
+  if (r.nan + r.pos_inf + r.neg_inf == 0) return false;
+  if (r.nan + r.pos_inf + r.neg_inf > r.elements) return false;
+  if (r.first_index > r.last_index || r.last_index >= r.elements) return false;
+  out.launch_id = r.launch_id;
+  out.correlation_id = r.correlation_id;
+  out.stream = r.stream;
+  out.ptr = r.ptr;
+  out.elements = r.elements;
+  out.nan = r.nan;
+  out.pos_inf = r.pos_inf;
+  out.neg_inf = r.neg_inf;
+  out.first_index = r.first_index;
+  out.last_index = r.last_index;
+  out.graph_id = r.graph_id;
+  out.kernel_id = r.kernel_id;
+  out.replay = r.replay;
+  out.graph_node = r.graph_node;
+  out.arg = r.arg;
+  out.dtype = static_cast<DType>(r.dtype);
+  out.captured = (r.flags & NS_RECORD_CAPTURED) != 0;
+  return true;
+}
+
+ChannelReader::ChannelReader(nanscope_channel_host* header, nanscope_record* records)
+    : header_(header), records_(records) {}
+
+std::size_t ChannelReader::drain(const std::function<void(const Finding&)>& sink) {
+  const uint64_t cap = header_->capacity;
+  std::size_t consumed = 0;
+  for (;;) {
+    nanscope_record& slot = records_[next_ % cap];
+    std::atomic_ref<unsigned long long> seq(slot.seq);
+    if (seq.load(std::memory_order_acquire) != next_ + 1) break;
+    Finding f;
+    if (decode_record(slot, f)) sink(f);
+    else ++corrupt_;
+    ++next_;
+    ++consumed;
+    // Release the slot to the device: it may reuse it once read_index passes it.
+    std::atomic_ref<unsigned long long> ri(const_cast<unsigned long long&>(header_->read_index));
+    ri.store(next_, std::memory_order_release);
+  }
+  return consumed;
+}
+
+}  // namespace nanscope

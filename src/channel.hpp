@@ -1,0 +1,53 @@
+// Host side of the device->host finding channel: a ring of nanscope_record in mapped pinned
+// memory. The device reserves slots in order and publishes each with a release store of
+// `seq`; the host consumes strictly in index order and publishes its read index back.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "scan_abi.h"
+#include "signature.hpp"
+
+namespace nanscope {
+
+struct Finding {
+  uint64_t launch_id = 0;
+  uint64_t correlation_id = 0;
+  uint64_t stream = 0;
+  uint64_t ptr = 0;
+  uint64_t elements = 0;
+  uint64_t nan = 0, pos_inf = 0, neg_inf = 0;
+  uint64_t first_index = 0, last_index = 0;
+  uint64_t graph_id = 0;
+  uint32_t kernel_id = 0;
+  uint32_t replay = 0;
+  uint32_t graph_node = 0;
+  uint16_t arg = 0;
+  DType dtype = DType::none;
+  bool captured = false;
+
+  uint64_t total() const { return nan + pos_inf + neg_inf; }
+};
+
+// Validates and converts one published record. Returns false for a record whose fields are
+// out of range (a torn or corrupt record): it is counted, never logged as a finding.
+bool decode_record(const nanscope_record& r, Finding& out);
+
+class ChannelReader {
+ public:
+  // `header` and `records` are host addresses of the mapped ring.
+  ChannelReader(nanscope_channel_host* header, nanscope_record* records);
+  // Consumes every record published so far, in order. Returns the number consumed.
+  std::size_t drain(const std::function<void(const Finding&)>& sink);
+  uint64_t corrupt() const { return corrupt_; }
+  uint64_t overflow() const { return header_->overflow; }  // findings the device had to drop
+  uint64_t read_index() const { return next_; }
+
+ private:
+  nanscope_channel_host* header_;
+  nanscope_record* records_;
+  uint64_t next_ = 0;
+  uint64_t corrupt_ = 0;
+};
+
+}  // namespace nanscope

@@ -1,0 +1,139 @@
+#include "config.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace nanscope {
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::detect: return "detect";
+    case Mode::fix: return "fix";
+    case Mode::abort: return "abort";
+  }
+  return "detect";
+}
+
+namespace {
+
+struct Parser {
+  const EnvLookup& env;
+  std::vector<std::string>& errors;
+
+  std::optional<std::string> raw(const char* name) {
+    auto v = env(name);
+    if (v && v->empty()) return std::nullopt;  // set but empty means "default"
+    return v;
+  }
+
+  void reject(const char* name, const std::string& value, const std::string& accepts,
+              const std::string& fallback) {
+    errors.push_back(fmt::format("{}='{}' is not valid (accepts {}); using {}", name, value, accepts,
+                                 fallback));
+  }
+
+  void boolean(const char* name, bool& out) {
+    auto v = raw(name);
+    if (!v) return;
+    std::string s = *v;
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "1" || s == "on" || s == "true" || s == "yes") out = true;
+    else if (s == "0" || s == "off" || s == "false" || s == "no") out = false;
+    else reject(name, *v, "1/0, on/off, true/false, yes/no", out ? "on" : "off");
+  }
+
+  template <typename T>
+  void integer(const char* name, T& out, T lo, T hi) {
+    auto v = raw(name);
+    if (!v) return;
+    T parsed{};
+    const char* b = v->data();
+    const char* e = b + v->size();
+    auto [p, ec] = std::from_chars(b, e, parsed);
+    if (ec != std::errc() || p != e || parsed < lo || parsed > hi) {
+      reject(name, *v, fmt::format("an integer from {} to {}", lo, hi), std::to_string(out));
+      return;
+    }
+    out = parsed;
+  }
+
+  void choice(const char* name, std::string& out, std::initializer_list<const char*> allowed) {
+    auto v = raw(name);
+    if (!v) return;
+    std::string accepts;
+    for (const char* a : allowed) {
+      if (*v == a) { out = *v; return; }
+      accepts += accepts.empty() ? a : fmt::format(", {}", a);
+    }
+    reject(name, *v, accepts, "'" + out + "'");
+  }
+
+  void regex(const char* name, std::string& out) {
+    auto v = raw(name);
+    if (!v) return;
+    try {
+      std::regex re(*v, std::regex::ECMAScript);
+      out = *v;
+    } catch (const std::regex_error& e) {
+      reject(name, *v, fmt::format("an ECMAScript regular expression; {}", e.what()), "no filter");
+    }
+  }
+};
+
+std::string expand_pid(std::string path, long pid) {
+  for (size_t at = path.find("%p"); at != std::string::npos; at = path.find("%p", at)) {
+    const std::string p = std::to_string(pid);
+    path.replace(at, 2, p);
+    at += p.size();
+  }
+  return path;
+}
+
+}  // namespace
+
+ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
+  ConfigResult r;
+  Config& c = r.config;
+  Parser p{getenv_fn, r.errors};
+  p.boolean("NANSCOPE_ENABLE", c.enabled);
+  if (auto v = p.raw("NANSCOPE_LOG")) c.log_path = expand_pid(*v, pid);
+  p.boolean("NANSCOPE_CONSOLE", c.console);
+  p.choice("NANSCOPE_LEVEL", c.level, {"trace", "debug", "info", "warn", "error", "off"});
+  p.regex("NANSCOPE_KERNEL_FILTER", c.kernel_filter);
+  p.regex("NANSCOPE_KERNEL_EXCLUDE", c.kernel_exclude);
+  std::string mode = mode_name(c.mode);
+  p.choice("NANSCOPE_MODE", mode, {"detect", "fix", "abort"});
+  c.mode = mode == "fix" ? Mode::fix : mode == "abort" ? Mode::abort : Mode::detect;
+  p.integer<uint32_t>("NANSCOPE_CHANNEL_RECORDS", c.channel_records, 16, 1u << 20);
+  p.integer<uint32_t>("NANSCOPE_MAX_CAPTURED_SCANS", c.max_captured_scans, 0, 1u << 24);
+  p.integer<uint32_t>("NANSCOPE_POLL_US", c.poll_us, 10, 1000000);
+  p.integer<uint64_t>("NANSCOPE_MAX_SCAN_BYTES", c.max_scan_bytes, 0, UINT64_MAX);
+  p.integer<uint32_t>("NANSCOPE_MAX_EVENTS_PER_SITE", c.max_events_per_site, 1, 1u << 30);
+  return r;
+}
+
+ConfigResult parse_config_from_environment() {
+  return parse_config(
+      [](const char* name) -> std::optional<std::string> {
+        const char* v = std::getenv(name);
+        return v ? std::optional<std::string>(v) : std::nullopt;
+      },
+      static_cast<long>(getpid()));
+}
+
+std::string Config::describe() const {
+  return fmt::format(
+      "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
+      "max_scan_bytes={} max_events_per_site={}",
+      mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
+      kernel_filter.empty() ? "(all)" : kernel_filter,
+      kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
+      max_scan_bytes, max_events_per_site);
+}
+
+}  // namespace nanscope

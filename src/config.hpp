@@ -1,0 +1,41 @@
+// NANSCOPE_* environment configuration: parsed once at init, immutable afterwards.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nanscope {
+
+enum class Mode : uint8_t { detect, fix, abort };
+const char* mode_name(Mode);
+
+struct Config {
+  bool enabled = true;
+  std::string log_path;             // NANSCOPE_LOG, "%p" already replaced by the pid; empty: none
+  bool console = true;              // NANSCOPE_CONSOLE
+  std::string level = "info";       // NANSCOPE_LEVEL
+  std::string kernel_filter;        // NANSCOPE_KERNEL_FILTER (ECMAScript regex, search)
+  std::string kernel_exclude;       // NANSCOPE_KERNEL_EXCLUDE
+  Mode mode = Mode::detect;         // NANSCOPE_MODE
+  uint32_t channel_records = 4096;  // NANSCOPE_CHANNEL_RECORDS
+  uint32_t max_captured_scans = 65536;  // NANSCOPE_MAX_CAPTURED_SCANS
+  uint32_t poll_us = 500;           // NANSCOPE_POLL_US
+  uint64_t max_scan_bytes = 0;      // NANSCOPE_MAX_SCAN_BYTES, 0 = whole allocation
+  uint32_t max_events_per_site = 16;  // NANSCOPE_MAX_EVENTS_PER_SITE, then repeats are counted
+
+  std::string describe() const;     // one line for the startup echo
+};
+
+struct ConfigResult {
+  Config config;
+  std::vector<std::string> errors;  // one message per rejected variable, naming it
+};
+
+// `getenv` is injectable for tests. `pid` replaces "%p" in NANSCOPE_LOG.
+using EnvLookup = std::function<std::optional<std::string>(const char*)>;
+ConfigResult parse_config(const EnvLookup& getenv_fn, long pid);
+ConfigResult parse_config_from_environment();
+
+}  // namespace nanscope

@@ -1,0 +1,94 @@
+#include "event_log.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include <spdlog/logger.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include "nanscope/version.h"
+
+namespace nanscope {
+
+uint64_t wall_clock_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+namespace {
+std::optional<long> env_long(std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    const char* v = std::getenv(n);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    long x = std::strtol(v, &end, 10);
+    if (end && *end == '\0') return x;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+EventLog::EventLog(const EventLogOptions& opts, std::string* error)
+    : pid_(static_cast<long>(getpid())),
+      rank_(env_long({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})),
+      local_rank_(env_long({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})) {
+  if (opts.console) {
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    console_ = std::make_shared<spdlog::logger>("nanscope-console", sink);
+    console_->set_pattern("[" + opts.console_prefix + "] %v");
+    console_->set_level(spdlog::level::from_str(opts.level));
+    console_->flush_on(spdlog::level::warn);
+  }
+  if (!opts.path.empty()) {
+    try {
+      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(opts.path, /*truncate=*/false);
+      file_ = std::make_shared<spdlog::logger>("nanscope-jsonl", sink);
+      file_->set_pattern("%v");
+      file_->set_level(spdlog::level::trace);
+      file_->flush_on(spdlog::level::err);
+    } catch (const std::exception& e) {
+      if (error) *error = "cannot open NANSCOPE_LOG file '" + opts.path + "': " + e.what();
+    }
+  }
+}
+
+EventLog::~EventLog() { flush(); }
+
+uint64_t EventLog::emit(std::string_view event, const Json& body) {
+  const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  if (!file_) return id;
+  Json j;
+  j["schema"] = NANSCOPE_LOG_SCHEMA;
+  j["event"] = event;
+  j["id"] = id;
+  j["ts_ns"] = wall_clock_ns();
+  j["pid"] = pid_;
+  if (rank_) j["rank"] = *rank_;
+  if (local_rank_) j["local_rank"] = *local_rank_;
+  for (auto it = body.begin(); it != body.end(); ++it) j[it.key()] = it.value();
+  // Invalid UTF-8 in kernel names must not lose the event: replace, don't throw.
+  file_->info(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  return id;
+}
+
+void EventLog::info(std::string_view line) {
+  if (console_) console_->info(line);
+}
+void EventLog::warn(std::string_view line) {
+  if (console_) console_->warn(line);
+}
+void EventLog::debug(std::string_view line) {
+  if (console_) console_->debug(line);
+}
+bool EventLog::debug_enabled() const { return console_ && console_->should_log(spdlog::level::debug); }
+
+void EventLog::flush() {
+  if (file_) file_->flush();
+  if (console_) console_->flush();
+}
+
+}  // namespace nanscope

@@ -1,0 +1,54 @@
+// Event output: JSON lines (schema nanscope/1, docs/log-schema.md) to a file, and short
+// human lines on stderr, both through spdlog loggers private to nanscope.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace spdlog { class logger; }
+
+namespace nanscope {
+
+using Json = nlohmann::ordered_json;
+
+struct EventLogOptions {
+  std::string path;          // JSONL file; empty: no file
+  bool console = true;       // human lines on stderr
+  std::string level = "info";
+  std::string console_prefix = "nanscope";
+};
+
+class EventLog {
+ public:
+  // Never throws. A file that cannot be opened is reported in `error` (naming the path) and
+  // the log continues on the console alone.
+  explicit EventLog(const EventLogOptions& opts, std::string* error = nullptr);
+  ~EventLog();
+
+  // Writes one event: adds schema, event, id, ts_ns, pid and rank fields in front of `body`.
+  // Returns the event id.
+  uint64_t emit(std::string_view event, const Json& body);
+
+  void info(std::string_view line);
+  void warn(std::string_view line);
+  void debug(std::string_view line);
+  bool debug_enabled() const;
+  void flush();
+  bool has_file() const { return static_cast<bool>(file_); }
+
+ private:
+  std::shared_ptr<spdlog::logger> file_;
+  std::shared_ptr<spdlog::logger> console_;
+  std::atomic<uint64_t> next_id_{1};
+  long pid_;
+  std::optional<long> rank_, local_rank_;
+};
+
+uint64_t wall_clock_ns();
+
+}  // namespace nanscope

@@ -1,0 +1,93 @@
+// Layout shared by the device scan kernels (kernels/) and the host (src/, hooks/).
+// Plain C structs: nvcc and g++ must agree byte for byte. Changing anything here
+// changes the device<->host ABI: keep the static_asserts in step.
+#ifndef NANSCOPE_SCAN_ABI_H
+#define NANSCOPE_SCAN_ABI_H
+#include <stdint.h>
+
+#define NANSCOPE_SCAN_MAX_BUFFERS 8
+
+// Element types. Must match nanscope::DType in signature.hpp.
+enum nanscope_scan_dtype { NS_F64 = 0, NS_F32 = 1, NS_F16 = 2, NS_BF16 = 3, NS_F8E4M3 = 4, NS_F8E5M2 = 5 };
+
+// One buffer to scan.
+typedef struct nanscope_scan_buffer {
+  uint64_t ptr;       // device address of element 0
+  uint64_t elements;  // number of scalar elements
+  uint32_t dtype;     // nanscope_scan_dtype
+  uint32_t arg;       // kernel parameter index (for the record)
+} nanscope_scan_buffer;
+
+// Per-scan accumulator in device memory. Blocks add into it; the last block to finish
+// publishes records and resets it, so the same accumulator works for every graph replay.
+// All-zero bytes is the empty state (first index is kept inverted), so a fresh allocation
+// only needs a memset.
+typedef struct nanscope_scan_counts {
+  unsigned long long nan, pos_inf, neg_inf;
+  unsigned long long first_inv, last;  // first bad index = ~first_inv
+} nanscope_scan_counts;
+
+typedef struct nanscope_scan_accum {
+  unsigned int blocks_done;
+  unsigned int executions;  // how often this accumulator finished a scan: the replay number in graphs
+  nanscope_scan_counts buf[NANSCOPE_SCAN_MAX_BUFFERS];
+} nanscope_scan_accum;
+
+// One finding, written by the device into mapped host memory. `seq` is written last with a
+// system-scope release store; the host reads it with an acquire load before the rest.
+typedef struct nanscope_record {
+  unsigned long long seq;  // channel index + 1 once complete
+  uint64_t launch_id;
+  uint64_t correlation_id;
+  uint64_t stream;
+  uint64_t ptr;
+  uint64_t elements;
+  uint64_t nan, pos_inf, neg_inf;
+  uint64_t first_index, last_index;
+  uint64_t graph_id;       // 0 when not captured
+  uint32_t kernel_id;      // host-side kernel table index
+  uint32_t replay;         // accumulator execution count (0-based)
+  uint32_t graph_node;
+  uint16_t arg;
+  uint8_t dtype;
+  uint8_t flags;           // NS_RECORD_*
+  uint64_t reserved[2];
+} nanscope_record;
+
+#define NS_RECORD_CAPTURED 1u
+
+// Host-visible channel header, in mapped pinned memory, followed by `capacity` records.
+typedef struct nanscope_channel_host {
+  volatile unsigned long long read_index;  // written by the host after it consumed records
+  unsigned long long capacity;
+  volatile unsigned long long overflow;    // mirror of nanscope_channel_dev::overflow, for the host
+} nanscope_channel_host;
+
+// Device-memory control block for the channel: slot reservation and overflow count.
+typedef struct nanscope_channel_dev {
+  unsigned long long write_index;
+  unsigned long long overflow;
+} nanscope_channel_dev;
+
+// Everything one scan launch needs, passed by value as the single kernel parameter.
+typedef struct nanscope_scan_task {
+  nanscope_scan_buffer buffers[NANSCOPE_SCAN_MAX_BUFFERS];
+  uint32_t buffer_count;
+  uint32_t kernel_id;
+  uint64_t launch_id;
+  uint64_t correlation_id;
+  uint64_t stream;
+  uint64_t graph_id;
+  uint32_t graph_node;
+  uint32_t pad_;
+  nanscope_scan_accum* accum;              // device memory
+  nanscope_channel_dev* channel_dev;       // device memory
+  nanscope_channel_host* channel_host;     // mapped host memory (device address)
+  nanscope_record* records;                // mapped host memory (device address)
+} nanscope_scan_task;
+
+#ifdef __cplusplus
+static_assert(sizeof(nanscope_record) == 128, "record layout");
+static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
+#endif
+#endif

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""GPU tests for nanscope (ctest label `gpu`). Exit 77 = skipped (no CUDA device).
+
+Each test runs real programs under the real launcher and checks the JSONL log.
+Environment (set by CMake): NANSCOPE_BIN, NANSCOPE_LIB, NANSCOPE_BIN_DIR.
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.environ.get("NANSCOPE_BIN", "")
+LIB = os.environ.get("NANSCOPE_LIB", "")
+BIN_DIR = os.environ.get("NANSCOPE_BIN_DIR", "")
+
+
+def has_gpu():
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    if cuda.cuInit(0) != 0:
+        return False
+    n = ctypes.c_int(0)
+    return cuda.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+
+
+def run(cmd, env=None, check=True):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    p = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=240)
+    if check and p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def read_log(path):
+    events = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                fail(f"{path}:{n}: not JSON: {e}")
+    for e in events:
+        if e.get("schema") != "nanscope/1":
+            fail(f"bad schema in {e}")
+    return events
+
+
+def under_nanscope(app_cmd, extra_args=()):
+    log = tempfile.mktemp(suffix=".jsonl")
+    p = run([BIN, "--log", log, *extra_args, "--", *app_cmd])
+    return p, read_log(log)
+
+
+def findings(events):
+    return [e for e in events if e["event"] == "nonfinite"]
+
+
+def test_nan_sources_report():
+    app = os.path.join(BIN_DIR, "nan_sources")
+    p, events = under_nanscope([app])
+    got = findings(events)
+    # kernel prefix, arg, dtype, nan, +inf, -inf, first index
+    expected = [
+        ("masked_softmax(", 0, "f32", 192, 0, 0, 128),
+        ("fp16_scale_and_center(", 0, "f16", 0, 128, 0, 0),
+        ("fp16_scale_and_center(", 1, "f16", 128, 0, 0, 0),
+        ("log_probs(", 0, "f32", 100, 0, 100, 0),
+        ("stddev(", 0, "f64", 128, 0, 0, 3),
+        ("quantize_e4m3(", 0, "f8e4m3", 16, 0, 0, 0),
+        ("quantize_e5m2(", 0, "f8e5m2", 0, 8, 8, 0),
+        ("gather_rows(", 0, "bf16", 2048, 0, 0, 0),
+    ]
+    for kernel, arg, dtype, nan, pinf, ninf, first in expected:
+        match = [e for e in got if e["kernel"].startswith(kernel) and e["buffer"]["arg"] == arg]
+        if len(match) != 1:
+            fail(f"{kernel} arg {arg}: expected one finding, got {len(match)}: {match}")
+        e = match[0]
+        c = e["counts"]
+        actual = (e["buffer"]["dtype"], c["nan"], c["pos_inf"], c["neg_inf"], e["first_index"])
+        if actual != (dtype, nan, pinf, ninf, first):
+            fail(f"{kernel} arg {arg}: expected {(dtype, nan, pinf, ninf, first)}, got {actual}")
+        for field in ("id", "ts_ns", "pid", "device", "stream", "kernel_mangled", "launch_id",
+                      "correlation_id", "last_index"):
+            if field not in e:
+                fail(f"{kernel}: missing field {field}")
+    if any(e["kernel"].startswith("axpy(") for e in got):
+        fail("the clean kernel was reported")
+    if len(got) != len(expected):
+        fail(f"expected {len(expected)} findings, got {len(got)}")
+    summary = [e for e in events if e["event"] == "summary"]
+    if len(summary) != 1 or summary[0]["findings"] != len(expected) or summary[0]["kernels_inspected"] < 8:
+        fail(f"bad summary: {summary}")
+    if "non-finite output: masked_softmax" not in p.stderr:
+        fail(f"no console line for masked_softmax:\n{p.stderr}")
+    print(f"ok: {len(got)} findings as expected; summary {summary[0]}")
+
+
+def checksum_line(text, prefix):
+    lines = [line for line in text.splitlines() if line.startswith(prefix)]
+    if len(lines) != 1:
+        fail(f"no '{prefix}' line in:\n{text}")
+    return lines[0]
+
+
+def test_bit_identical():
+    app = os.path.join(BIN_DIR, "nan_sources")
+    plain = checksum_line(run([app]).stdout, "nan_sources:")
+    p, _ = under_nanscope([app])
+    scoped = checksum_line(p.stdout, "nan_sources:")
+    if plain != scoped:
+        fail(f"outputs differ: {plain} vs {scoped}")
+    print(f"ok: identical outputs: {plain}")
+
+
+def test_graph_capture():
+    app = os.path.join(BIN_DIR, "graph_capture_app")
+    p, events = under_nanscope([app])
+    got = findings(events)
+    graphs = {}
+    for e in got:
+        if "graph_id" not in e:
+            fail(f"finding without graph attribution: {e}")
+        graphs.setdefault(e["graph_id"], []).append(e)
+    if len(graphs) != 3:
+        fail(f"expected findings from 3 captured graphs (one per capture mode), got {len(graphs)}: {got}")
+    for gid, evs in graphs.items():
+        kinds = sorted((e["kernel"].split("(")[0], e["graph_node"], e["replay"], e["counts"]["nan"]) for e in evs)
+        want = [("maybe_nan", 0, 3, 1 << 15), ("scale", 1, 3, 1 << 15)]
+        if kinds != want:
+            fail(f"graph {gid}: expected {want}, got {kinds}")
+    if p.stdout.count("nodes=2") != 3:
+        fail(f"the user's graphs changed shape: {p.stdout}")
+    print(f"ok: NaN reported at replay 3 only, right node, in {len(graphs)} graphs")
+
+
+def torch_available():
+    return subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
+                          capture_output=True).returncode == 0
+
+
+def test_torch_injection():
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    script = os.path.join(HERE, "torch_smoke.py")
+    plain = run([sys.executable, script])
+    log = tempfile.mktemp(suffix=".jsonl")
+    inj = run([sys.executable, script], env={"CUDA_INJECTION64_PATH": LIB, "NANSCOPE_LOG": log})
+    a, b = checksum_line(plain.stdout, "torch_smoke:"), checksum_line(inj.stdout, "torch_smoke:")
+    if a != b:
+        fail(f"torch results differ under injection: {a} vs {b}")
+    if "CUDA error" in inj.stderr or "invalid device function" in inj.stderr:
+        fail(f"CUDA error under injection:\n{inj.stderr}")
+    events = read_log(log)
+    summary = [e for e in events if e["event"] == "summary"]
+    if len(summary) != 1 or summary[0]["launches"] == 0:
+        fail(f"no summary or no launches seen: {summary}")
+    print(f"ok: same torch result under injection; summary {summary[0]}; findings {len(findings(events))}")
+
+
+def test_profiler_degrades():
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    script = os.path.join(HERE, "torch_smoke.py")
+    plain = run([sys.executable, script, "--profile"])
+    log = tempfile.mktemp(suffix=".jsonl")
+    inj = run([sys.executable, script, "--profile"], env={"CUDA_INJECTION64_PATH": LIB, "NANSCOPE_LOG": log})
+    if checksum_line(plain.stdout, "torch_smoke:") != checksum_line(inj.stdout, "torch_smoke:"):
+        fail("profiled results differ under nanscope")
+    ours = inj.stderr.count("cannot subscribe to CUPTI")
+    kineto = inj.stderr.count("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") + inj.stderr.count(
+        "multiple subscribers")
+    print("stderr under profiler:\n" + "\n".join(inj.stderr.splitlines()[-15:]))
+    if ours > 1:
+        fail("nanscope repeated its subscribe message")
+    if ours + kineto == 0:
+        fail("no message says that the two CUPTI users conflict")
+    print(f"ok: profiler run completed, same result; nanscope messages={ours}, profiler messages={kineto}")
+
+
+def main():
+    name = sys.argv[1]
+    if not has_gpu():
+        print(f"skip {name}: no CUDA device visible")
+        sys.exit(SKIP)
+    globals()[f"test_{name}"]()
+
+
+if __name__ == "__main__":
+    main()

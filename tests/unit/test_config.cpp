@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "config.hpp"
+
+using namespace nanscope;
+
+namespace {
+ConfigResult parse(std::map<std::string, std::string> env, long pid = 4242) {
+  return parse_config(
+      [&](const char* name) -> std::optional<std::string> {
+        auto it = env.find(name);
+        return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+      },
+      pid);
+}
+}  // namespace
+
+TEST(Config, DefaultsWithEmptyEnvironment) {
+  auto r = parse({});
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_TRUE(r.config.enabled);
+  EXPECT_EQ(r.config.mode, Mode::detect);
+  EXPECT_TRUE(r.config.log_path.empty());
+  EXPECT_EQ(r.config.channel_records, 4096u);
+}
+
+TEST(Config, ReadsEveryVariable) {
+  auto r = parse({{"NANSCOPE_ENABLE", "on"},
+                  {"NANSCOPE_LOG", "/tmp/run-%p.jsonl"},
+                  {"NANSCOPE_CONSOLE", "off"},
+                  {"NANSCOPE_LEVEL", "debug"},
+                  {"NANSCOPE_KERNEL_FILTER", "softmax|attn"},
+                  {"NANSCOPE_KERNEL_EXCLUDE", "^at::"},
+                  {"NANSCOPE_MODE", "fix"},
+                  {"NANSCOPE_CHANNEL_RECORDS", "1024"},
+                  {"NANSCOPE_MAX_CAPTURED_SCANS", "10"},
+                  {"NANSCOPE_POLL_US", "200"},
+                  {"NANSCOPE_MAX_SCAN_BYTES", "1048576"},
+                  {"NANSCOPE_MAX_EVENTS_PER_SITE", "3"}},
+                 77);
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const Config& c = r.config;
+  EXPECT_EQ(c.log_path, "/tmp/run-77.jsonl");
+  EXPECT_FALSE(c.console);
+  EXPECT_EQ(c.level, "debug");
+  EXPECT_EQ(c.kernel_filter, "softmax|attn");
+  EXPECT_EQ(c.kernel_exclude, "^at::");
+  EXPECT_EQ(c.mode, Mode::fix);
+  EXPECT_EQ(c.channel_records, 1024u);
+  EXPECT_EQ(c.max_captured_scans, 10u);
+  EXPECT_EQ(c.poll_us, 200u);
+  EXPECT_EQ(c.max_scan_bytes, 1048576u);
+  EXPECT_EQ(c.max_events_per_site, 3u);
+}
+
+TEST(Config, PidExpandsEverywhereInThePath) {
+  EXPECT_EQ(parse({{"NANSCOPE_LOG", "%p/x-%p.jsonl"}}, 5).config.log_path, "5/x-5.jsonl");
+}
+
+TEST(Config, BadValuesNameTheVariableAndKeepTheDefault) {
+  auto r = parse({{"NANSCOPE_MODE", "fx"},
+                  {"NANSCOPE_CHANNEL_RECORDS", "lots"},
+                  {"NANSCOPE_POLL_US", "5"},
+                  {"NANSCOPE_ENABLE", "maybe"},
+                  {"NANSCOPE_KERNEL_FILTER", "([unclosed"},
+                  {"NANSCOPE_LEVEL", "verbose"}});
+  ASSERT_EQ(r.errors.size(), 6u);
+  EXPECT_NE(r.errors[0].find("NANSCOPE_ENABLE='maybe'"), std::string::npos);
+  EXPECT_NE(r.errors[1].find("NANSCOPE_LEVEL='verbose'"), std::string::npos);
+  EXPECT_NE(r.errors[1].find("accepts trace, debug, info, warn, error, off"), std::string::npos);
+  EXPECT_NE(r.errors[2].find("NANSCOPE_KERNEL_FILTER"), std::string::npos);
+  EXPECT_NE(r.errors[3].find("NANSCOPE_MODE='fx'"), std::string::npos);
+  EXPECT_NE(r.errors[3].find("detect, fix, abort"), std::string::npos);
+  EXPECT_NE(r.errors[4].find("NANSCOPE_CHANNEL_RECORDS='lots'"), std::string::npos);
+  EXPECT_NE(r.errors[5].find("from 10 to 1000000"), std::string::npos);
+  EXPECT_EQ(r.config.mode, Mode::detect);
+  EXPECT_EQ(r.config.channel_records, 4096u);
+  EXPECT_EQ(r.config.poll_us, 500u);
+  EXPECT_TRUE(r.config.enabled);
+  EXPECT_TRUE(r.config.kernel_filter.empty());
+  EXPECT_EQ(r.config.level, "info");
+}
+
+TEST(Config, RejectsTrailingGarbageAndNegativeNumbers) {
+  auto r = parse({{"NANSCOPE_CHANNEL_RECORDS", "64k"}, {"NANSCOPE_MAX_SCAN_BYTES", "-1"}});
+  EXPECT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.config.max_scan_bytes, 0u);
+}
+
+TEST(Config, EmptyValueMeansDefault) {
+  auto r = parse({{"NANSCOPE_MODE", ""}, {"NANSCOPE_LOG", ""}});
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.config.mode, Mode::detect);
+}
+
+TEST(Config, DisableSwitch) {
+  EXPECT_FALSE(parse({{"NANSCOPE_ENABLE", "0"}}).config.enabled);
+  EXPECT_FALSE(parse({{"NANSCOPE_ENABLE", "OFF"}}).config.enabled);
+}

@@ -1,0 +1,101 @@
+// The JSONL writer: one complete object per line, common fields first, ids increasing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "event_log.hpp"
+
+using namespace nanscope;
+
+namespace {
+std::vector<nlohmann::json> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+std::string temp_path(const char* name) {
+  return (std::filesystem::temp_directory_path() / (std::string(name) + std::to_string(getpid()) + ".jsonl")).string();
+}
+}  // namespace
+
+TEST(EventLog, WritesOneObjectPerLineWithCommonFields) {
+  const std::string path = temp_path("nanscope-eventlog-");
+  std::filesystem::remove(path);
+  {
+    EventLog log({path, false, "info"});
+    ASSERT_TRUE(log.has_file());
+    EXPECT_EQ(log.emit("start", Json{{"version", "x"}}), 1u);
+    EXPECT_EQ(log.emit("nonfinite", Json{{"kernel", "k(float*)"}, {"counts", {{"nan", 3}}}}), 2u);
+    log.flush();
+  }
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["schema"], "nanscope/1");
+  EXPECT_EQ(lines[0]["event"], "start");
+  EXPECT_EQ(lines[0]["id"], 1);
+  EXPECT_EQ(lines[0]["pid"], getpid());
+  EXPECT_GT(lines[0]["ts_ns"].get<uint64_t>(), 1600000000000000000ull);
+  EXPECT_EQ(lines[1]["event"], "nonfinite");
+  EXPECT_EQ(lines[1]["counts"]["nan"], 3);
+  EXPECT_EQ(lines[1]["kernel"], "k(float*)");
+  std::filesystem::remove(path);
+}
+
+TEST(EventLog, AppendsAndKeepsEarlierData) {
+  const std::string path = temp_path("nanscope-append-");
+  std::filesystem::remove(path);
+  { EventLog(EventLogOptions{path, false, "info"}).emit("start", Json::object()); }
+  { EventLog(EventLogOptions{path, false, "info"}).emit("start", Json::object()); }
+  EXPECT_EQ(read_lines(path).size(), 2u);
+  std::filesystem::remove(path);
+}
+
+TEST(EventLog, InvalidUtf8IsReplacedNotDropped) {
+  const std::string path = temp_path("nanscope-utf8-");
+  std::filesystem::remove(path);
+  {
+    EventLog log({path, false, "info"});
+    log.emit("nonfinite", Json{{"kernel", std::string("bad\xff\xfe name")}});
+  }
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0]["kernel"].get<std::string>().find("name"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(EventLog, UnwritablePathIsReportedByName) {
+  // A directory cannot be created under a regular file, even by root.
+  const std::string file = temp_path("nanscope-notadir-");
+  std::ofstream(file) << "x";
+  const std::string bad = file + "/x.jsonl";
+  std::string error;
+  EventLog log({bad, false, "info"}, &error);
+  std::filesystem::remove(file);
+  EXPECT_FALSE(log.has_file());
+  EXPECT_NE(error.find(bad), std::string::npos);
+  EXPECT_EQ(log.emit("start", Json::object()), 1u);  // still usable, console only
+}
+
+TEST(EventLog, RankComesFromTheEnvironment) {
+  const std::string path = temp_path("nanscope-rank-");
+  std::filesystem::remove(path);
+  setenv("RANK", "3", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  {
+    EventLog log({path, false, "info"});
+    log.emit("start", Json::object());
+  }
+  unsetenv("RANK");
+  unsetenv("LOCAL_RANK");
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["rank"], 3);
+  EXPECT_EQ(lines[0]["local_rank"], 1);
+  std::filesystem::remove(path);
+}
