@@ -1,0 +1,650 @@
+// Streaming reader and aggregation.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+
+#include "model.hpp"
+#include "trace.hpp"
+
+namespace nanscope::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr std::size_t kRecent = 4096;             // parents resolvable beyond the site map
+constexpr std::size_t kMaxLine = 64u << 20;        // longer lines are reported and skipped
+constexpr std::size_t kChunk = 4u << 20;
+constexpr std::size_t kMaxReplays = 4096;
+constexpr std::size_t kMaxDumps = 1000;
+
+bool is_log_name(const fs::path& p) {
+  auto ext = p.extension().string();
+  return ext == ".jsonl" || ext == ".log";
+}
+}  // namespace
+
+// ---- TimeHist ---------------------------------------------------------------------------
+
+void TimeHist::add(std::uint32_t kernel, std::int64_t ts, const RegionCounts& c) {
+  if (ts < 0) ts = 0;
+  if (k_.size() <= kernel) k_.resize(kernel + 1);
+  std::int64_t idx = ts >> shift_;
+  lo_ = std::min(lo_, idx);
+  hi_ = std::max(hi_, idx);
+  while (hi_ - lo_ + 1 > kBuckets) {  // widen the buckets: merge neighbours
+    ++shift_;
+    lo_ >>= 1;
+    hi_ >>= 1;
+    idx >>= 1;
+    for (auto& m : k_) {
+      std::map<std::int64_t, RegionCounts> merged;
+      for (auto& [b, v] : m) merged[b >> 1] += v;
+      m.swap(merged);
+    }
+  }
+  k_[kernel][idx] += c;
+}
+
+// ---- Analysis ---------------------------------------------------------------------------
+
+Analysis::Analysis(const Options& o) : opt(o) {
+  if (!opt.kernel_regex.empty()) kernel_re_.emplace(opt.kernel_regex, std::regex::ECMAScript | std::regex::optimize);
+  if (!opt.trace_path.empty()) trace = std::make_unique<TraceSink>(opt.trace_path);
+}
+
+Analysis::~Analysis() = default;
+
+bool Analysis::in_window(std::int64_t ts) const {
+  if (opt.since && ts < *opt.since) return false;
+  if (opt.until && ts > *opt.until) return false;
+  return true;
+}
+
+std::uint32_t Analysis::proc_of(std::uint32_t file, const Event& e) {
+  auto key = std::make_pair(file, e.pid);
+  auto it = proc_index_.find(key);
+  if (it != proc_index_.end()) {
+    Proc& p = procs[it->second];
+    if (p.rank < 0 && e.rank >= 0) p.rank = e.rank;
+    if (p.local_rank < 0 && e.local_rank >= 0) p.local_rank = e.local_rank;
+    return it->second;
+  }
+  auto idx = static_cast<std::uint32_t>(procs.size());
+  Proc p;
+  p.pid = e.pid;
+  p.rank = e.rank;
+  p.local_rank = e.local_rank;
+  p.file = file;
+  procs.push_back(std::move(p));
+  proc_index_.emplace(key, idx);
+  return idx;
+}
+
+std::uint32_t Analysis::kernel_of(const std::string& name) {
+  auto it = kernel_index_.find(name);
+  if (it != kernel_index_.end()) return it->second;
+  auto idx = static_cast<std::uint32_t>(kernels.size());
+  KernelAgg k;
+  k.name = name;
+  k.selected = !kernel_re_ || std::regex_search(name, *kernel_re_);
+  kernels.push_back(std::move(k));
+  kernel_index_.emplace(name, idx);
+  return idx;
+}
+
+std::uint32_t Analysis::stream_of(Proc& p, const std::string& s) {
+  for (std::size_t i = 0; i < p.streams.size(); ++i)
+    if (p.streams[i] == s) return static_cast<std::uint32_t>(i);
+  p.streams.push_back(s);
+  return static_cast<std::uint32_t>(p.streams.size() - 1);
+}
+
+std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const Event& e, std::int64_t line,
+                                bool* created) {
+  // Same kernel, argument, buffer, region and rows (the `repeat` identity of the schema).
+  key_.clear();
+  auto num = [&](std::int64_t v) {
+    key_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  };
+  num(proc);
+  num(kernel);
+  num(e.buffer.arg);
+  key_ += e.buffer.ptr;
+  key_ += '\0';
+  key_ += char(e.region);
+  for (auto& r : e.rows_real) num(r.first), num(r.second);
+  key_ += '|';
+  for (auto& r : e.rows_padding) num(r.first), num(r.second);
+  auto it = site_index_.find(key_);
+  *created = it == site_index_.end();
+  if (!*created) return it->second;
+  auto idx = static_cast<std::uint32_t>(sites.size());
+  Site s;
+  s.proc = proc;
+  s.kernel = kernel;
+  s.stream = stream_of(procs[proc], e.stream.empty() ? std::string("0x0") : e.stream);
+  s.first_id = e.id;
+  s.first_ts = e.ts_ns;
+  s.first_line = line;
+  s.region = e.region;
+  s.origin = e.origin;
+  s.arg = e.buffer.arg;
+  s.buffer_name = e.buffer.name;
+  s.dtype = e.buffer.dtype;
+  s.rows_real = e.rows_real;
+  s.rows_padding = e.rows_padding;
+  s.has_graph = e.has_field(h_graph_id);
+  s.graph_id = e.graph_id;
+  s.graph_node = e.graph_node;
+  sites.push_back(std::move(s));
+  site_index_.emplace(key_, idx);
+  kernels[kernel].sites++;
+  return idx;
+}
+
+std::uint32_t Analysis::graph_of(std::uint32_t proc, std::int64_t graph_id) {
+  auto key = std::make_pair(proc, graph_id);
+  auto it = graph_index_.find(key);
+  if (it != graph_index_.end()) return it->second;
+  auto idx = static_cast<std::uint32_t>(graphs.size());
+  GraphAgg g;
+  g.proc = proc;
+  g.graph_id = graph_id;
+  graphs.push_back(std::move(g));
+  graph_index_.emplace(key, idx);
+  return idx;
+}
+
+namespace {
+
+// Splits an event's non-finite values by region (documented in docs/report.md).
+RegionCounts split_of(const Event& e) {
+  RegionCounts r;
+  std::int64_t total = e.counts.total();
+  if (e.has_field(h_counts_padding) || e.has_field(h_counts_real)) {
+    r.padding = e.counts_padding;
+    r.real = e.counts_real;
+    r.unknown = std::max<std::int64_t>(0, total - r.padding - r.real);
+    return r;
+  }
+  switch (e.region) {
+    case Region::padding: r.padding = total; break;
+    case Region::real:
+    case Region::mixed: r.real = total; break;
+    default: r.unknown = total;
+  }
+  return r;
+}
+
+TraceRec trace_rec(TraceRec::Type type, std::uint32_t proc, std::uint32_t stream, std::uint32_t site, const Event& e) {
+  TraceRec r;
+  r.type = type;
+  r.proc = proc;
+  r.stream = stream;
+  r.site = site;
+  r.ts = e.ts_ns;
+  r.id = e.id;
+  return r;
+}
+
+bool snapshot_earlier(const Event& e, const Snapshot& s) {
+  if (!s.valid) return true;
+  const Event& o = s.ev;
+  if (e.ts_ns != o.ts_ns) return e.ts_ns < o.ts_ns;
+  if (e.rank != o.rank) return e.rank < o.rank;
+  if (e.pid != o.pid) return e.pid < o.pid;
+  return e.id < o.id;
+}
+
+void take(Snapshot& s, const Event& e, std::uint32_t file, std::uint32_t proc, std::uint32_t site, std::int64_t line) {
+  s.valid = true;
+  s.file = file;
+  s.proc = proc;
+  s.site = site;
+  s.line = line;
+  s.ev = e;
+}
+
+}  // namespace
+
+void Analysis::count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, std::int64_t n, const Counts& c,
+                     const RegionCounts& split, int fixed, bool has_replay, std::int64_t replay_lo,
+                     std::int64_t replay_hi) {
+  KernelAgg& k = kernels[s.kernel];
+  bool real = s.region == Region::real || s.region == Region::mixed;
+  k.findings += n;
+  k.counts += c;
+  k.split += split;
+  if (k.first_ts == kNoTime || ts < k.first_ts) k.first_ts = ts;
+  if (k.last_ts == kNoTime || ts > k.last_ts) k.last_ts = ts;
+  if (fixed > 0) k.fixed_yes += n;
+  else if (fixed == 0) k.fixed_no += n;
+  if (real) k.real_findings += n;
+  std::int64_t who = p.rank >= 0 ? p.rank : -1 - p.pid;
+  if (std::find(k.ranks.begin(), k.ranks.end(), who) == k.ranks.end() && k.ranks.size() < 4096)
+    k.ranks.push_back(who);
+  p.findings += n;
+  totals.findings += n;
+  totals.counts += c;
+  totals.split += split;
+  totals.any_findings += n;
+  if (real) totals.real_findings += n;
+  hist.add(s.kernel, ts, split);
+  if (s.has_graph) {
+    GraphAgg& g = graphs[graph_of(s.proc, s.graph_id)];
+    g.findings += n;
+    if (std::find(g.nodes.begin(), g.nodes.end(), s.graph_node) == g.nodes.end() && g.nodes.size() < 1024)
+      g.nodes.push_back(s.graph_node);
+    if (has_replay) {
+      g.replay_min = std::min(g.replay_min, replay_lo);
+      g.replay_max = std::max(g.replay_max, replay_hi);
+      if (replay_lo == replay_hi) {
+        auto it = g.replays.find(replay_lo);
+        if (it != g.replays.end()) it->second += n;
+        else if (g.replays.size() < kMaxReplays) g.replays.emplace(replay_lo, n);
+        else g.replays_capped = true;
+      } else {
+        g.replays_capped = true;  // a repeat over a replay range: exact per-replay split unknown
+      }
+    }
+  }
+  (void)site_idx;
+}
+
+void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
+  const Event& e = ev_;
+  std::uint32_t pi = proc_of(file, e);
+  std::uint32_t ki = kernel_of(e.kernel);
+  bool created = false;
+  std::uint32_t si = site_of(pi, ki, e, line, &created);
+  Proc& p = procs[pi];
+  Site& s = sites[si];
+  if (created) {
+    s.first_counts = e.counts;
+    s.first_split = split_of(e);
+    p.site_first.emplace(e.id, si);
+  }
+  s.events_unfiltered++;
+  std::uint32_t stream = created ? s.stream : stream_of(p, e.stream.empty() ? std::string("0x0") : e.stream);
+  if (p.recent.empty()) p.recent.resize(kRecent);
+  p.recent[std::size_t(e.id) % kRecent] = {e.id, e.ts_ns, si, stream};
+  if (e.has_field(h_origin)) any_origin = true;
+  if (e.has_field(h_dump) && dump_want_id && *dump_want_id == e.id && (!dump_want_pid || *dump_want_pid == e.pid))
+    dump_hits.push_back({pi, file, e.id, e.ts_ns, e.kernel, e.dump});
+
+  if (!in_window(e.ts_ns) || !kernels[ki].selected) {
+    totals.filtered_out++;
+    return;
+  }
+  RegionCounts split = split_of(e);
+  s.events++;
+  kernels[ki].events++;
+  count(s, si, p, e.ts_ns, 1, e.counts, split, e.has_field(h_fixed) ? (e.fixed ? 1 : 0) : -1,
+        e.has_field(h_replay), e.replay, e.replay);
+
+  if (e.leak) {
+    totals.leaks++;
+    if (!s.leak || e.ts_ns < s.leak_ts) {
+      s.leak = true;
+      s.leak_ts = e.ts_ns;
+      s.leak_id = e.id;
+    }
+  }
+  if (e.origin == Origin::introduced) {
+    if (snapshot_earlier(e, first_introduced)) take(first_introduced, e, file, pi, si, line);
+    if (snapshot_earlier(e, p.first_introduced)) take(p.first_introduced, e, file, pi, si, line);
+  } else if (e.origin == Origin::host) {
+    if (snapshot_earlier(e, first_host)) take(first_host, e, file, pi, si, line);
+  }
+  if (snapshot_earlier(e, first_any)) take(first_any, e, file, pi, si, line);
+
+  if (e.has_field(h_dump)) {
+    if (dumps.size() < kMaxDumps) dumps.push_back({pi, file, e.id, e.ts_ns, e.kernel, e.dump});
+    else dumps_more++;
+  }
+
+  // Lineage: resolve each parent to its site (and time/stream, for the trace's flows).
+  for (std::int64_t parent : e.parents) {
+    const Proc::Recent* hit = nullptr;
+    Proc::Recent tmp;
+    auto& rc = p.recent[std::size_t(parent) % kRecent];
+    if (rc.id == parent) {
+      hit = &rc;
+    } else if (auto it = p.site_first.find(parent); it != p.site_first.end()) {
+      const Site& ps = sites[it->second];
+      tmp = {parent, ps.first_ts, it->second, ps.stream};
+      hit = &tmp;
+    }
+    if (!hit) {
+      totals.unresolved_parents++;
+      continue;
+    }
+    if (hit->site != si) edges[(std::uint64_t(hit->site) << 32) | si]++;
+    if (trace) {
+      TraceRec r = trace_rec(TraceRec::flow, pi, stream, si, e);
+      r.a = parent;
+      r.from_ts = hit->ts;
+      r.from_stream = hit->stream;
+      r.from_site = hit->site;
+      trace->put(r);
+    }
+  }
+  if (trace) {
+    TraceRec r = trace_rec(TraceRec::finding, pi, stream, si, e);
+    r.region = std::uint8_t(e.region);
+    r.origin = std::uint8_t(e.origin);
+    r.leak = e.leak;
+    r.a = e.counts.nan;
+    r.b = e.counts.pos_inf;
+    r.c = e.counts.neg_inf;
+    r.launch = e.launch_id;
+    r.replay = e.has_field(h_replay) ? e.replay : -1;
+    trace->put(r);
+  }
+}
+
+void Analysis::on_repeat(std::uint32_t file) {
+  const Event& e = ev_;
+  std::uint32_t pi = proc_of(file, e);
+  Proc& p = procs[pi];
+  auto it = p.site_first.find(e.of);
+  if (it == p.site_first.end()) {
+    totals.orphan_repeats++;
+    return;
+  }
+  Site& s = sites[it->second];
+  s.folded_unfiltered += e.count;
+  s.reported_total = std::max(s.reported_total, e.total);
+  if (!in_window(e.ts_ns) || !kernels[s.kernel].selected) {
+    totals.filtered_out++;
+    return;
+  }
+  s.folded += e.count;
+  kernels[s.kernel].folded += e.count;
+  totals.folded += e.count;
+  Counts c{s.first_counts.nan * e.count, s.first_counts.pos_inf * e.count, s.first_counts.neg_inf * e.count};
+  bool has_replay = e.has_field(h_first_replay) || e.has_field(h_last_replay);
+  std::int64_t lo = e.has_field(h_first_replay) ? e.first_replay : e.last_replay;
+  std::int64_t hi = e.has_field(h_last_replay) ? e.last_replay : e.first_replay;
+  count(s, it->second, p, e.ts_ns, e.count, c, s.first_split.times(e.count), -1, has_replay, lo, hi);
+  if (trace) {
+    TraceRec r = trace_rec(TraceRec::repeat, pi, s.stream, it->second, e);
+    r.region = std::uint8_t(s.region);
+    r.a = e.count;
+    r.b = e.total;
+    r.c = e.of;
+    trace->put(r);
+  }
+}
+
+void Analysis::on_summary(Proc& p) {
+  const Event& e = ev_;
+  p.summarized = true;
+  p.launches = e.launches;
+  p.scans = e.scans;
+  p.findings_reported = e.findings;
+  p.scans_dropped = e.scans_dropped;
+  p.overflow = e.overflow;
+  p.kernels_inspected = e.kernels_inspected;
+  p.kernels_not_inspected = e.kernels_not_inspected;
+  p.duration_ns = e.duration_ns;
+  p.summary_counts = e.counts;
+}
+
+void Analysis::consume_line(std::uint32_t file, std::int64_t lineno, std::string_view line, bool at_eof_no_newline,
+                            std::ostream& err) {
+  totals.lines++;
+  bool blank = true;
+  for (char c : line)
+    if (c != ' ' && c != '\t' && c != '\r') {
+      blank = false;
+      break;
+    }
+  if (blank) {
+    totals.blank++;
+    return;
+  }
+  ParseError pe = parse_line(line, ev_);
+  if (pe) {
+    totals.bad_lines++;
+    const std::string& name = files[file];
+    if (pe.kind == ErrorKind::schema) {
+      totals.schema_errors++;
+      err << name << ':' << lineno << ": " << pe.message << "; skipping the rest of this file\n";
+      input_error = true;
+      file_refused_ = true;
+      return;
+    }
+    if (pe.kind == ErrorKind::syntax) totals.syntax_errors++;
+    else totals.field_errors++;
+    err << name << ':' << lineno << ": ";
+    if (at_eof_no_newline && pe.kind == ErrorKind::syntax && pe.message.starts_with("truncated"))
+      err << "truncated last line (no newline at end of file; the writer probably crashed mid-line): "
+          << pe.message.substr(16) << " (line skipped)\n";
+    else
+      err << pe.message << " (line skipped)\n";
+    return;
+  }
+  const Event& e = ev_;
+  if (t0 == kNoTime || e.ts_ns < t0) t0 = e.ts_ns;
+  if (t1 == kNoTime || e.ts_ns > t1) t1 = e.ts_ns;
+  switch (e.kind) {
+    case Kind::nonfinite:
+      totals.ev_nonfinite++;
+      on_nonfinite(file, lineno);
+      break;
+    case Kind::repeat:
+      totals.ev_repeat++;
+      on_repeat(file);
+      break;
+    case Kind::start: {
+      totals.ev_start++;
+      Proc& p = procs[proc_of(file, e)];
+      p.started = true;
+      p.argv0 = e.argv0;
+      p.version = e.version;
+      p.attach = e.attach;
+      if (p.first_ts == kNoTime) p.first_ts = e.ts_ns;
+      break;
+    }
+    case Kind::summary:
+      totals.ev_summary++;
+      on_summary(procs[proc_of(file, e)]);
+      break;
+    case Kind::not_inspected:
+      totals.ev_not_inspected++;
+      proc_of(file, e);
+      if (not_inspected.size() < 10000) not_inspected.emplace(e.kernel, e.reason);
+      break;
+    case Kind::warning: {
+      totals.ev_warning++;
+      proc_of(file, e);
+      auto& w = warnings[e.what.empty() ? std::string("warning") : e.what];
+      if (w.first.empty()) w.first = e.message;
+      w.second++;
+      break;
+    }
+    case Kind::other:
+      totals.ev_other++;
+      proc_of(file, e);
+      break;
+  }
+  Proc& p = procs[proc_of(file, e)];
+  if (p.first_ts == kNoTime || e.ts_ns < p.first_ts) p.first_ts = e.ts_ns;
+  if (p.last_ts == kNoTime || e.ts_ns > p.last_ts) p.last_ts = e.ts_ns;
+}
+
+void Analysis::read_file(const std::string& path, std::ostream& err) {
+  auto fi = static_cast<std::uint32_t>(files.size());
+  files.push_back(path);
+  totals.files++;
+  cur_file_ = fi;
+  file_refused_ = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    err << "nanscope report: cannot open " << path << ": " << std::strerror(errno) << '\n';
+    input_error = true;
+    return;
+  }
+#ifdef POSIX_FADV_SEQUENTIAL
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+  std::vector<char> buf(kChunk);
+  std::size_t have = 0;  // bytes of an unfinished line at the start of buf
+  std::int64_t lineno = 0, events_before = totals.lines - totals.blank - totals.bad_lines;
+  bool skipping_long = false;
+  std::int64_t bytes = 0;
+  while (!file_refused_) {
+    if (have == buf.size()) {  // a line longer than the buffer
+      if (buf.size() >= kMaxLine) {
+        if (!skipping_long) {
+          totals.lines++;
+          totals.bad_lines++;
+          totals.syntax_errors++;
+          err << path << ':' << (lineno + 1) << ": line longer than " << (kMaxLine >> 20)
+              << " MiB (line skipped)\n";
+        }
+        skipping_long = true;
+        have = 0;
+      } else {
+        buf.resize(buf.size() * 2);
+      }
+    }
+    ssize_t n = ::read(fd, buf.data() + have, buf.size() - have);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err << path << ": read error: " << std::strerror(errno) << '\n';
+      input_error = true;
+      break;
+    }
+    bytes += n;
+    if (n == 0) {
+      if (have > 0 && !skipping_long) consume_line(fi, ++lineno, {buf.data(), have}, true, err);
+      else if (skipping_long) ++lineno;
+      break;
+    }
+    std::size_t end = have + std::size_t(n);
+    const char* base = buf.data();
+    std::size_t pos = 0;
+    while (pos < end && !file_refused_) {
+      const void* nl = std::memchr(base + pos, '\n', end - pos);
+      if (!nl) break;
+      std::size_t e = std::size_t(static_cast<const char*>(nl) - base);
+      ++lineno;
+      if (skipping_long) skipping_long = false;
+      else consume_line(fi, lineno, {base + pos, e - pos}, false, err);
+      pos = e + 1;
+    }
+    have = end - pos;
+    if (have && pos) std::memmove(buf.data(), base + pos, have);
+    else if (pos == 0 && have == end && skipping_long) have = 0;  // still inside an overlong line
+  }
+  ::close(fd);
+  totals.bytes += bytes;
+  std::int64_t events = totals.lines - totals.blank - totals.bad_lines - events_before;
+  if (bytes == 0) {
+    err << "nanscope report: " << path << ": empty log file\n";
+    input_error = true;
+  } else if (events == 0 && !file_refused_) {
+    err << "nanscope report: " << path << ": no valid nanscope/1 events in " << lineno << " line(s)\n";
+    input_error = true;
+  }
+}
+
+void Analysis::read_inputs(std::ostream& err) {
+  for (const std::string& in : opt.inputs) {
+    std::error_code ec;
+    fs::file_status st = fs::status(in, ec);
+    if (ec || !fs::exists(st)) {
+      err << "nanscope report: " << in << ": no such file or directory\n";
+      input_error = true;
+      continue;
+    }
+    if (fs::is_directory(st)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(in, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && is_log_name(it->path())) found.push_back(it->path().string());
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) {
+        err << "nanscope report: " << in << ": directory holds no *.jsonl or *.log files\n";
+        input_error = true;
+      }
+      for (auto& f : found) read_file(f, err);
+    } else {
+      read_file(in, err);
+    }
+  }
+}
+
+bool Analysis::gate_triggered() const {
+  switch (opt.fail_on) {
+    case FailOn::real: return totals.real_findings > 0;
+    case FailOn::any: return totals.any_findings > 0;
+    case FailOn::never: return false;
+  }
+  return false;
+}
+
+int Analysis::exit_code() const {
+  if (input_error || files.empty()) return 2;
+  return gate_triggered() ? 1 : 0;
+}
+
+const Snapshot* Analysis::first_cause(const char** label) const {
+  if (first_introduced.valid) {
+    *label = "introduced";
+    return &first_introduced;
+  }
+  if (!any_origin && first_any.valid) {
+    *label = "earliest finding (the log has no origin data)";
+    return &first_any;
+  }
+  if (first_host.valid) {
+    *label = "from host memory (no kernel introduced a non-finite value)";
+    return &first_host;
+  }
+  if (first_any.valid) {
+    *label = "earliest finding (no finding is marked introduced)";
+    return &first_any;
+  }
+  return nullptr;
+}
+
+std::string Analysis::proc_label(std::uint32_t i) const {
+  const Proc& p = procs[i];
+  std::string s;
+  if (p.rank >= 0) s = "rank " + std::to_string(p.rank) + " ";
+  s += "pid " + std::to_string(p.pid);
+  return s;
+}
+
+std::vector<std::uint32_t> Analysis::lineage_roots() const {
+  std::vector<char> has_parent(sites.size(), 0), has_child(sites.size(), 0);
+  for (auto& [k, n] : edges) has_child[k >> 32] = has_parent[std::uint32_t(k)] = 1;
+  std::vector<std::uint32_t> roots;
+  const char* label;
+  const Snapshot* fc = first_cause(&label);
+  if (fc) roots.push_back(fc->site);
+  for (std::uint32_t i = 0; i < sites.size(); ++i)
+    if (has_child[i] && !has_parent[i] && (!fc || i != fc->site)) roots.push_back(i);
+  std::sort(roots.begin() + (fc ? 1 : 0), roots.end(),
+            [&](auto x, auto y) { return sites[x].first_ts < sites[y].first_ts; });
+  return roots;
+}
+
+std::vector<std::vector<std::uint32_t>> Analysis::lineage_children() const {
+  std::vector<std::vector<std::uint32_t>> children(sites.size());
+  for (auto& [k, n] : edges) children[k >> 32].push_back(std::uint32_t(k));
+  for (auto& c : children)
+    std::sort(c.begin(), c.end(), [&](auto x, auto y) { return sites[x].first_ts < sites[y].first_ts; });
+  return children;
+}
+
+}  // namespace nanscope::report

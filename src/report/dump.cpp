@@ -1,0 +1,327 @@
+// --dump ID: row verdicts (from the dump's JSON sidecar) and value statistics (from the .npy).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "dump.hpp"
+#include "model.hpp"
+#include "util.hpp"
+
+namespace nanscope::report {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+float half_to_float(std::uint16_t h) {
+  std::uint32_t s = (h >> 15) & 1, e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  float v;
+  if (e == 0) v = std::ldexp(float(m), -24);
+  else if (e == 31) v = m ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else v = std::ldexp(float(m | 0x400), int(e) - 25);
+  return s ? -v : v;
+}
+
+float bf16_to_float(std::uint16_t h) {
+  std::uint32_t bits = std::uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float e4m3_to_float(std::uint8_t b) {  // OCP FP8 E4M3 "fn": no infinities, S.1111.111 is NaN
+  std::uint32_t s = b >> 7, e = (b >> 3) & 0xF, m = b & 7;
+  float v;
+  if (e == 15 && m == 7) return std::numeric_limits<float>::quiet_NaN();
+  if (e == 0) v = std::ldexp(float(m), -9);
+  else v = std::ldexp(float(m | 8), int(e) - 10);
+  return s ? -v : v;
+}
+
+float e5m2_to_float(std::uint8_t b) {  // IEEE-like: exponent 31 is Inf (m == 0) or NaN
+  return half_to_float(std::uint16_t(b) << 8);
+}
+
+}  // namespace
+
+bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& st, std::string& error) {
+  st = NpyStats{};
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot open " + path;
+    return false;
+  }
+  char magic[8];
+  if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+    error = path + ": not a .npy file";
+    return false;
+  }
+  std::uint32_t hlen = 0;
+  if (magic[6] == 1) {
+    unsigned char l[2];
+    f.read(reinterpret_cast<char*>(l), 2);
+    hlen = l[0] | (l[1] << 8);
+  } else {
+    unsigned char l[4];
+    f.read(reinterpret_cast<char*>(l), 4);
+    hlen = l[0] | (l[1] << 8) | (l[2] << 16) | (std::uint32_t(l[3]) << 24);
+  }
+  if (!f || hlen > (1u << 20)) {
+    error = path + ": bad .npy header";
+    return false;
+  }
+  std::string header(hlen, '\0');
+  f.read(header.data(), hlen);
+  auto field = [&](const char* key) -> std::string {
+    auto p = header.find(std::string("'") + key + "'");
+    if (p == std::string::npos) return {};
+    p = header.find(':', p);
+    if (p == std::string::npos) return {};
+    ++p;
+    while (p < header.size() && header[p] == ' ') ++p;
+    if (p < header.size() && header[p] == '\'') {
+      auto q = header.find('\'', p + 1);
+      return header.substr(p + 1, q - p - 1);
+    }
+    if (p < header.size() && header[p] == '(') return header.substr(p, header.find(')', p) - p + 1);
+    auto q = header.find_first_of(",}", p);
+    return header.substr(p, q - p);
+  };
+  st.descr = field("descr");
+  st.fortran = field("fortran_order").starts_with("True");
+  std::string shape = field("shape");
+  st.shape.clear();
+  for (std::size_t i = 0; i < shape.size();) {
+    if (std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      std::size_t j = i;
+      while (j < shape.size() && std::isdigit(static_cast<unsigned char>(shape[j]))) ++j;
+      st.shape.push_back(std::stoll(shape.substr(i, j - i)));
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  if (st.descr.size() < 3) {
+    error = path + ": unsupported dtype '" + st.descr + "'";
+    return false;
+  }
+  bool big = st.descr[0] == '>';
+  std::string code = st.descr.substr(1);
+  int size;
+  std::string kind;
+  if (code == "f4") size = 4, kind = "f32";
+  else if (code == "f8") size = 8, kind = "f64";
+  else if (code == "f2") size = 2, kind = "f16";
+  else if (code == "u2" || code == "i2") size = 2, kind = dtype_hint == "f16" ? "f16" : "bf16";
+  else if (code == "u1" || code == "i1") size = 1, kind = dtype_hint == "f8e5m2" ? "f8e5m2" : "f8e4m3";
+  else {
+    error = path + ": unsupported dtype '" + st.descr + "' (f32, f64, f16, u16 for bf16, u8 for fp8)";
+    return false;
+  }
+  st.dtype = kind;
+  std::int64_t n = 1;
+  for (auto d : st.shape) n *= d;
+  std::int64_t rows = st.shape.empty() ? 1 : st.shape[0];
+  std::int64_t per_row = rows ? n / std::max<std::int64_t>(1, rows) : 0;
+  st.row_nan.assign(std::size_t(std::max<std::int64_t>(rows, 0)), 0);
+  st.row_inf.assign(std::size_t(std::max<std::int64_t>(rows, 0)), 0);
+  st.elements = 0;
+  std::vector<char> buf(1 << 20);
+  std::int64_t i = 0;
+  while (i < n && f) {
+    std::size_t want = std::size_t(std::min<std::int64_t>(n - i, std::int64_t(buf.size()) / size)) * size;
+    f.read(buf.data(), std::streamsize(want));
+    std::size_t got = std::size_t(f.gcount()) / size;
+    for (std::size_t k = 0; k < got; ++k, ++i) {
+      unsigned char* p = reinterpret_cast<unsigned char*>(buf.data() + k * size);
+      if (big) std::reverse(p, p + size);
+      double v;
+      if (kind == "f32") {
+        float x;
+        std::memcpy(&x, p, 4);
+        v = x;
+      } else if (kind == "f64") {
+        std::memcpy(&v, p, 8);
+      } else if (size == 2) {
+        std::uint16_t h = std::uint16_t(p[0] | (p[1] << 8));
+        v = kind == "f16" ? half_to_float(h) : bf16_to_float(h);
+      } else {
+        v = kind == "f8e5m2" ? e5m2_to_float(p[0]) : e4m3_to_float(p[0]);
+      }
+      std::int64_t row = st.fortran ? (rows ? i % rows : 0) : (per_row ? i / per_row : 0);
+      if (std::isnan(v)) {
+        st.nan++;
+        if (row < rows) st.row_nan[std::size_t(row)]++;
+      } else if (std::isinf(v)) {
+        (v > 0 ? st.pos_inf : st.neg_inf)++;
+        if (row < rows) st.row_inf[std::size_t(row)]++;
+      } else {
+        if (st.finite == 0 || v < st.min) st.min = v;
+        if (st.finite == 0 || v > st.max) st.max = v;
+        st.finite++;
+      }
+    }
+    st.elements = i;
+    if (got == 0) break;
+  }
+  if (st.elements < n) {
+    error = path + ": truncated: " + std::to_string(st.elements) + " of " + std::to_string(n) + " elements";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string resolve(const std::string& p, const std::string& log_file) {
+  if (p.empty() || fs::path(p).is_absolute() || fs::exists(p)) return p;
+  fs::path alt = fs::path(log_file).parent_path() / p;
+  return fs::exists(alt) ? alt.string() : p;
+}
+
+}  // namespace
+
+int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, std::ostream& out, std::ostream& err) {
+  std::string side_path = npy + ".json";
+  json side;
+  bool have_side = false;
+  if (std::ifstream sf(side_path); sf) {
+    try {
+      side = json::parse(sf);
+      have_side = side.is_object();
+    } catch (const std::exception& ex) {
+      err << "nanscope report: " << side_path << ": invalid JSON sidecar: " << ex.what() << '\n';
+    }
+  }
+  std::string dtype_hint = have_side && side.contains("dtype") && side["dtype"].is_string() ? side["dtype"].get<std::string>() : "";
+  NpyStats st;
+  std::string error;
+  if (!read_npy(npy, dtype_hint, st, error)) {
+    err << "nanscope report: " << error << '\n';
+    return 2;
+  }
+  out << "DUMP  " << npy << '\n';
+  if (ref && a) out << "  event    " << ref->id << " · " << a->proc_label(ref->proc) << " · " << ref->kernel << '\n';
+  else if (have_side && side.contains("kernel") && side["kernel"].is_string())
+    out << "  kernel   " << side["kernel"].get<std::string>() << '\n';
+  std::string shape;
+  for (std::size_t i = 0; i < st.shape.size(); ++i) shape += (i ? "×" : "") + std::to_string(st.shape[i]);
+  out << "  tensor   " << st.dtype << " (stored as " << st.descr << "), shape " << (shape.empty() ? "scalar" : shape)
+      << (st.fortran ? ", Fortran order" : "") << '\n';
+  if (!have_side) {
+    out << "  sidecar  " << side_path << " not found";
+    if (st.descr.ends_with("u2") || st.descr.ends_with("u1")) out << " (raw bits read as " << st.dtype << ")";
+    out << '\n';
+  } else {
+    out << "  sidecar  " << side_path << '\n';
+  }
+  char mm[128] = "no finite values";
+  if (st.finite) std::snprintf(mm, sizeof mm, "min %.6g, max %.6g", st.min, st.max);
+  out << "  values   " << group_digits(st.elements) << " elements: " << group_digits(st.nan) << " NaN, "
+      << group_digits(st.pos_inf) << " +Inf, " << group_digits(st.neg_inf) << " -Inf · " << group_digits(st.finite)
+      << " finite: " << mm << '\n';
+  // Row verdicts.
+  std::vector<std::vector<std::string>> rows;
+  if (have_side && side.contains("row_verdicts") && side["row_verdicts"].is_array()) {
+    for (const json& v : side["row_verdicts"]) {
+      if (!v.is_object()) continue;
+      std::int64_t lo = 0, hi = 0;
+      if (v.contains("rows") && v["rows"].is_array() && v["rows"].size() == 2 && v["rows"][0].is_number_integer() &&
+          v["rows"][1].is_number_integer()) {
+        lo = v["rows"][0].get<std::int64_t>();
+        hi = v["rows"][1].get<std::int64_t>();
+      } else if (v.contains("row") && v["row"].is_number_integer()) {
+        lo = hi = v["row"].get<std::int64_t>();
+      } else {
+        continue;
+      }
+      std::int64_t nan = 0, inf = 0;
+      for (std::int64_t r = std::max<std::int64_t>(lo, 0); r <= hi && r < std::int64_t(st.row_nan.size()); ++r)
+        nan += st.row_nan[std::size_t(r)], inf += st.row_inf[std::size_t(r)];
+      auto s = [&](const char* k) { return v.contains(k) && v[k].is_string() ? v[k].get<std::string>() : std::string("-"); };
+      std::string verdict = s("verdict");
+      if (v.contains("fixed") && v["fixed"].is_boolean() && v["fixed"].get<bool>()) verdict += " (fixed)";
+      rows.push_back({lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi), s("kind"), verdict,
+                      group_digits(nan), group_digits(inf)});
+    }
+  }
+  if (!rows.empty()) {
+    out << "ROW VERDICTS (verdicts from the sidecar; NaN/Inf counted in the .npy)\n";
+    std::vector<std::string> head{"rows", "kind", "verdict", "NaN", "Inf"};
+    std::vector<std::size_t> w(head.size());
+    for (std::size_t c = 0; c < head.size(); ++c) {
+      w[c] = display_width(head[c]);
+      for (auto& r : rows) w[c] = std::max(w[c], display_width(r[c]));
+    }
+    auto line = [&](const std::vector<std::string>& r) {
+      out << "  ";
+      for (std::size_t c = 0; c < r.size(); ++c) out << pad(r[c], w[c], c >= 3) << (c + 1 < r.size() ? "  " : "\n");
+    };
+    line(head);
+    for (auto& r : rows) line(r);
+  } else if (st.shape.size() >= 2) {
+    // No verdicts: list the rows that hold non-finite values, as ranges.
+    std::vector<RowRange> bad;
+    for (std::size_t r = 0; r < st.row_nan.size(); ++r) {
+      if (st.row_nan[r] + st.row_inf[r] == 0) continue;
+      if (!bad.empty() && bad.back().second + 1 == std::int64_t(r)) bad.back().second = std::int64_t(r);
+      else bad.push_back({std::int64_t(r), std::int64_t(r)});
+    }
+    out << "  rows     with non-finite values: " << (bad.empty() ? "none" : ranges_str(bad, 12)) << '\n';
+  }
+  return 0;
+}
+
+int run_dump(const Options& opt, std::ostream& out, std::ostream& err) {
+  const std::string& id = opt.dump_id;
+  if (fs::is_regular_file(id) && id.ends_with(".npy")) return print_dump(id, nullptr, nullptr, out, err);
+  std::optional<std::int64_t> want_pid;
+  std::int64_t want_id;
+  try {
+    auto colon = id.find(':');
+    std::size_t used = 0;
+    if (colon != std::string::npos) {
+      want_pid = std::stoll(id.substr(0, colon));
+      want_id = std::stoll(id.substr(colon + 1), &used);
+      used += colon + 1;
+    } else {
+      want_id = std::stoll(id, &used);
+    }
+    if (used != id.size()) throw std::invalid_argument(id);
+  } catch (...) {
+    err << "nanscope report: --dump expects an event ID, PID:ID or a .npy path, not '" << id << "'\n";
+    return 2;
+  }
+  if (opt.inputs.empty()) {
+    err << "nanscope report: --dump " << id << " needs the log files or directories to look the event up in\n";
+    return 2;
+  }
+  Options o = opt;
+  o.trace_path.clear();
+  Analysis a(o);
+  a.dump_want_id = want_id;
+  a.dump_want_pid = want_pid;
+  a.read_inputs(err);
+  if (a.dump_hits.empty()) {
+    err << "nanscope report: no nonfinite event with id " << id << " carries a dump in the given logs\n";
+    return 2;
+  }
+  if (a.dump_hits.size() > 1) {
+    err << "nanscope report: event id " << want_id << " has dumps in several processes; say which with PID:ID:\n";
+    for (auto& d : a.dump_hits)
+      err << "  --dump " << a.procs[d.proc].pid << ':' << d.id << "   (" << a.proc_label(d.proc) << ", " << d.path << ")\n";
+    return 2;
+  }
+  const DumpRef& d = a.dump_hits.front();
+  return print_dump(resolve(d.path, a.files[d.file]), &d, &a, out, err);
+}
+
+}  // namespace nanscope::report

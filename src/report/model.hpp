@@ -1,0 +1,220 @@
+// Aggregated state of a report. Memory grows with processes, kernels and sites (distinct
+// kernel/argument/buffer/region/rows), never with the number of events.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <iosfwd>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "event.hpp"
+
+namespace nanscope::report {
+
+constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::min();
+
+enum class FailOn { real, any, never };
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string format = "text";
+  std::string trace_path, html_path, dump_id;
+  FailOn fail_on = FailOn::real;
+  std::optional<std::int64_t> since, until;
+  std::string kernel_regex;
+  bool color = false;
+};
+
+// Non-finite values of findings split by region.
+struct RegionCounts {
+  std::int64_t padding = 0, real = 0, unknown = 0;
+  RegionCounts& operator+=(const RegionCounts& o) {
+    padding += o.padding, real += o.real, unknown += o.unknown;
+    return *this;
+  }
+  RegionCounts times(std::int64_t n) const { return {padding * n, real * n, unknown * n}; }
+};
+
+// A full copy of one nonfinite event (first cause, per-rank first causes).
+struct Snapshot {
+  bool valid = false;
+  std::uint32_t file = 0, proc = 0, site = 0;
+  std::int64_t line = 0;
+  Event ev;
+};
+
+struct Proc {
+  std::int64_t pid = 0, rank = -1, local_rank = -1;
+  std::uint32_t file = 0;
+  std::string argv0, version, attach;
+  bool started = false, summarized = false;
+  std::int64_t launches = 0, scans = 0, findings_reported = 0, scans_dropped = 0, overflow = 0,
+               kernels_inspected = 0, kernels_not_inspected = 0, duration_ns = 0;
+  Counts summary_counts;
+  std::int64_t first_ts = kNoTime, last_ts = kNoTime;
+  std::int64_t findings = 0;
+  std::vector<std::string> streams;
+  std::unordered_map<std::int64_t, std::uint32_t> site_first;  // first event id of a site
+  struct Recent {
+    std::int64_t id = -1, ts = 0;
+    std::uint32_t site = 0, stream = 0;
+  };
+  std::vector<Recent> recent;  // direct-mapped cache of recent nonfinite events (parents)
+  Snapshot first_introduced;
+};
+
+struct Site {
+  std::uint32_t proc = 0, kernel = 0, stream = 0;
+  std::int64_t first_id = 0, first_ts = 0, first_line = 0;
+  Region region = Region::none;
+  Origin origin = Origin::none;
+  std::int64_t arg = -1;
+  std::string buffer_name, dtype;
+  std::vector<RowRange> rows_real, rows_padding;
+  Counts first_counts;
+  RegionCounts first_split;
+  std::int64_t events = 0, folded = 0, reported_total = 0;  // counted (after filters)
+  std::int64_t folded_unfiltered = 0, events_unfiltered = 0;
+  bool leak = false;
+  std::int64_t leak_ts = 0, leak_id = 0;
+  bool has_graph = false;
+  std::int64_t graph_id = 0, graph_node = 0;
+};
+
+struct KernelAgg {
+  std::string name;
+  bool selected = true;  // passes --kernel
+  std::int64_t findings = 0, events = 0, folded = 0, sites = 0;
+  Counts counts;
+  RegionCounts split;
+  std::int64_t first_ts = kNoTime, last_ts = kNoTime;
+  std::int64_t fixed_yes = 0, fixed_no = 0, real_findings = 0;
+  std::vector<std::int64_t> ranks;  // distinct ranks (or pids when unranked), small
+};
+
+struct GraphAgg {
+  std::uint32_t proc = 0;
+  std::int64_t graph_id = 0, findings = 0;
+  std::int64_t replay_min = std::numeric_limits<std::int64_t>::max(), replay_max = -1;
+  std::vector<std::int64_t> nodes;
+  std::map<std::int64_t, std::int64_t> replays;  // replay -> findings (capped)
+  bool replays_capped = false;
+};
+
+struct DumpRef {
+  std::uint32_t proc = 0, file = 0;
+  std::int64_t id = 0, ts = 0;
+  std::string kernel, path;
+};
+
+// Non-finite values over time per kernel, in at most kBuckets buckets of 2^shift ns.
+class TimeHist {
+ public:
+  static constexpr int kBuckets = 96;
+  void add(std::uint32_t kernel, std::int64_t ts, const RegionCounts& c);
+  int shift() const { return shift_; }
+  std::int64_t lo() const { return lo_; }
+  std::int64_t hi() const { return hi_; }
+  const std::vector<std::map<std::int64_t, RegionCounts>>& per_kernel() const { return k_; }
+
+ private:
+  int shift_ = 16;  // 65 us
+  std::int64_t lo_ = std::numeric_limits<std::int64_t>::max(), hi_ = std::numeric_limits<std::int64_t>::min();
+  std::vector<std::map<std::int64_t, RegionCounts>> k_;
+};
+
+struct Totals {
+  std::int64_t files = 0, lines = 0, blank = 0, bad_lines = 0, syntax_errors = 0, field_errors = 0;
+  std::int64_t schema_errors = 0, bytes = 0;
+  std::int64_t ev_start = 0, ev_nonfinite = 0, ev_repeat = 0, ev_not_inspected = 0, ev_warning = 0,
+               ev_summary = 0, ev_other = 0;
+  std::int64_t filtered_out = 0;  // nonfinite/repeat events outside --since/--until/--kernel
+  std::int64_t findings = 0, folded = 0, real_findings = 0, any_findings = 0;
+  Counts counts;
+  RegionCounts split;
+  std::int64_t orphan_repeats = 0, unresolved_parents = 0, leaks = 0;
+};
+
+struct TraceSink;  // trace.cpp
+
+class Analysis {
+ public:
+  explicit Analysis(const Options& opt);
+  ~Analysis();
+
+  // Reads every input (files or directories). Bad lines are reported on `err`.
+  void read_inputs(std::ostream& err);
+  void read_file(const std::string& path, std::ostream& err);
+  // Consumes one line of `file` (index into files); public for the tests and benchmarks.
+  void consume_line(std::uint32_t file, std::int64_t lineno, std::string_view line, bool at_eof_no_newline,
+                    std::ostream& err);
+  int exit_code() const;
+  bool gate_triggered() const;
+
+  const Options& opt;
+  std::vector<std::string> files;
+  std::vector<Proc> procs;
+  std::vector<Site> sites;
+  std::vector<KernelAgg> kernels;
+  std::vector<GraphAgg> graphs;
+  std::vector<DumpRef> dumps;
+  std::int64_t dumps_more = 0;
+  std::optional<std::int64_t> dump_want_id, dump_want_pid;  // --dump lookup
+  std::vector<DumpRef> dump_hits;
+  std::map<std::string, std::pair<std::string, std::int64_t>> warnings;  // what -> (message, n)
+  std::map<std::string, std::string> not_inspected;                      // kernel -> reason
+  std::unordered_map<std::uint64_t, std::int64_t> edges;                 // parent<<32|child
+  TimeHist hist;
+  Totals totals;
+  Snapshot first_introduced, first_host, first_any;
+  bool any_origin = false;
+  bool input_error = false;  // missing/empty input, unsupported schema -> exit 2
+  std::int64_t t0 = kNoTime, t1 = kNoTime;  // earliest / latest timestamp seen
+  std::unique_ptr<TraceSink> trace;
+
+  const Snapshot* first_cause(const char** label) const;
+  std::string proc_label(std::uint32_t proc) const;
+  // Lineage between sites: the first cause's site first, then every other site that has
+  // descendants but no parent, by time; and each site's children by time.
+  std::vector<std::uint32_t> lineage_roots() const;
+  std::vector<std::vector<std::uint32_t>> lineage_children() const;
+
+ private:
+  Event ev_;
+  std::unordered_map<std::string, std::uint32_t> kernel_index_, site_index_;
+  std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> graph_index_;
+  std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> proc_index_;
+  std::optional<std::regex> kernel_re_;
+  std::string key_;
+  std::uint32_t cur_file_ = 0;
+  bool file_refused_ = false;
+
+  std::uint32_t proc_of(std::uint32_t file, const Event& e);
+  std::uint32_t kernel_of(const std::string& name);
+  std::uint32_t site_of(std::uint32_t proc, std::uint32_t kernel, const Event& e, std::int64_t line, bool* created);
+  std::uint32_t graph_of(std::uint32_t proc, std::int64_t graph_id);
+  std::uint32_t stream_of(Proc& p, const std::string& s);
+  bool in_window(std::int64_t ts) const;
+  void on_nonfinite(std::uint32_t file, std::int64_t line);
+  void on_repeat(std::uint32_t file);
+  void on_summary(Proc& p);
+  void count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, std::int64_t n, const Counts& c,
+             const RegionCounts& split, int fixed, bool has_replay, std::int64_t replay_lo,
+             std::int64_t replay_hi);
+};
+
+// Renderers.
+void render_text(const Analysis& a, std::ostream& out);
+void render_json(const Analysis& a, std::ostream& out);
+bool write_html(const Analysis& a, const std::string& path, std::ostream& err);
+bool write_trace(Analysis& a, std::ostream& err);
+int run_dump(const Options& opt, std::ostream& out, std::ostream& err);
+
+}  // namespace nanscope::report

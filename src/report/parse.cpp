@@ -1,0 +1,745 @@
+// Strict single-pass JSON line parser for nanscope/1 events. See event.hpp.
+#include "event.hpp"
+
+#include <cstring>
+#include <limits>
+
+namespace nanscope::report {
+
+void Event::reset() {
+  has = 0;
+  kind = Kind::other;
+  schema.clear();
+  event.clear();
+  id = ts_ns = pid = 0;
+  rank = local_rank = -1;
+  device = launch_id = correlation_id = 0;
+  stream.clear();
+  kernel.clear();
+  kernel_mangled.clear();
+  buffer.arg = -1;
+  buffer.elements = 0;
+  buffer.ptr.clear();
+  buffer.dtype.clear();
+  buffer.name.clear();
+  counts = {};
+  first_index = last_index = 0;
+  graph_id = graph_node = replay = 0;
+  region = Region::none;
+  counts_padding = counts_real = 0;
+  rows_padding.clear();
+  rows_real.clear();
+  rows_truncated = false;
+  rows_total = 0;
+  watch.clear();
+  fixed = false;
+  origin = Origin::none;
+  parents.clear();
+  root.clear();
+  leak = false;
+  dump.clear();
+  of = count = total = first_replay = last_replay = 0;
+  final_ = false;
+  version.clear();
+  attach.clear();
+  argv0.clear();
+  reason.clear();
+  message.clear();
+  what.clear();
+  launches = scans = findings = kernels_inspected = kernels_not_inspected = scans_dropped =
+      overflow = duration_ns = 0;
+}
+
+const char* region_name(Region r) {
+  switch (r) {
+    case Region::padding: return "padding";
+    case Region::real: return "real";
+    case Region::mixed: return "mixed";
+    case Region::unknown: return "unknown";
+    case Region::none: break;
+  }
+  return "";
+}
+
+const char* origin_name(Origin o) {
+  switch (o) {
+    case Origin::introduced: return "introduced";
+    case Origin::propagated: return "propagated";
+    case Origin::host: return "host";
+    case Origin::unknown: return "unknown";
+    case Origin::none: break;
+  }
+  return "";
+}
+
+bool schema_supported(std::string_view s) {
+  // "nanscope/1"; a future "nanscope/1.x" minor revision only adds optional fields.
+  return s == "nanscope/1" || s.starts_with("nanscope/1.");
+}
+
+namespace {
+
+struct SyntaxError {
+  ErrorKind kind;
+  std::string message;
+};
+
+constexpr int kMaxDepth = 128;
+
+class Parser {
+ public:
+  Parser(std::string_view line, Event& ev)
+      : b_(line.data()), p_(line.data()), e_(line.data() + line.size()), ev_(ev) {}
+
+  ParseError run() {
+    try {
+      object_top();
+    } catch (SyntaxError& s) {
+      return {s.kind, std::move(s.message)};
+    }
+    if (!field_error_.empty()) return {ErrorKind::field, std::move(field_error_)};
+    return validate();
+  }
+
+ private:
+  const char* b_;
+  const char* p_;
+  const char* e_;
+  Event& ev_;
+  std::string key_scratch_, str_scratch_, field_error_;
+
+  [[noreturn]] void syntax(const char* what) {
+    std::string m;
+    if (p_ >= e_) {
+      m = "truncated JSON: the line ends early (";
+      m += what;
+      m += ')';
+    } else {
+      m = "invalid JSON at column " + std::to_string(p_ - b_ + 1) + ": " + what;
+    }
+    throw SyntaxError{ErrorKind::syntax, std::move(m)};
+  }
+
+  void type_error(std::string_view key, const char* expected) {
+    if (!field_error_.empty()) return;
+    field_error_ = "field '";
+    field_error_ += key;
+    field_error_ += "': expected ";
+    field_error_ += expected;
+  }
+
+  void ws() {
+    while (p_ < e_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  }
+
+  void expect(char c, const char* what) {
+    if (p_ >= e_ || *p_ != c) syntax(what);
+    ++p_;
+  }
+
+  // ---- strings -------------------------------------------------------------------------
+
+  static int hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+
+  unsigned u4() {  // p_ after "\u"
+    if (e_ - p_ < 4) {
+      p_ = e_;
+      syntax("inside a \\u escape");
+    }
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      int h = hex(p_[i]);
+      if (h < 0) {
+        p_ += i;
+        syntax("bad hex digit in \\u escape");
+      }
+      v = v * 16 + unsigned(h);
+    }
+    p_ += 4;
+    return v;
+  }
+
+  static void put_utf8(std::string* out, unsigned cp) {
+    if (!out) return;
+    if (cp < 0x80) {
+      out->push_back(char(cp));
+    } else if (cp < 0x800) {
+      out->push_back(char(0xC0 | (cp >> 6)));
+      out->push_back(char(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out->push_back(char(0xE0 | (cp >> 12)));
+      out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      out->push_back(char(0xF0 | (cp >> 18)));
+      out->push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+      out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(char(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  // Validates one UTF-8 multi-byte sequence starting at p_ (a byte >= 0x80) and advances.
+  void utf8() {
+    auto c = static_cast<unsigned char>(*p_);
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c == 0xE0) n = 2, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) n = 2;
+    else if (c == 0xED) n = 2, hi = 0x9F;
+    else if (c == 0xF0) n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) n = 3;
+    else if (c == 0xF4) n = 3, hi = 0x8F;
+    else syntax("invalid UTF-8 in string");
+    ++p_;
+    for (int i = 0; i < n; ++i) {
+      if (p_ >= e_) syntax("inside a string");
+      auto d = static_cast<unsigned char>(*p_);
+      if (d < lo || d > hi) syntax("invalid UTF-8 in string");
+      lo = 0x80, hi = 0xBF;
+      ++p_;
+    }
+  }
+
+  // p_ at the opening quote. Returns the decoded string: a view into the line when it has
+  // no escapes, else into *scratch (or an empty view when scratch is null: validate only).
+  std::string_view string(std::string* scratch) {
+    ++p_;
+    const char* start = p_;
+    // Fast path: plain ASCII without escapes.
+    while (p_ < e_) {
+      auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        std::string_view v(start, size_t(p_ - start));
+        ++p_;
+        return v;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) break;
+      ++p_;
+    }
+    // Slow path: escapes, control characters or UTF-8.
+    if (scratch) scratch->assign(start, size_t(p_ - start));
+    bool escaped = false;
+    while (true) {
+      if (p_ >= e_) syntax("inside a string");
+      auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        ++p_;
+        if (!escaped) return {start, size_t(p_ - 1 - start)};
+        return scratch ? std::string_view(*scratch) : std::string_view();
+      }
+      if (c < 0x20) syntax("control character inside a string");
+      if (c == '\\') {
+        escaped = true;
+        ++p_;
+        if (p_ >= e_) syntax("inside a string escape");
+        char x = *p_++;
+        switch (x) {
+          case '"': case '\\': case '/':
+            if (scratch) scratch->push_back(x);
+            break;
+          case 'b': if (scratch) scratch->push_back('\b'); break;
+          case 'f': if (scratch) scratch->push_back('\f'); break;
+          case 'n': if (scratch) scratch->push_back('\n'); break;
+          case 'r': if (scratch) scratch->push_back('\r'); break;
+          case 't': if (scratch) scratch->push_back('\t'); break;
+          case 'u': {
+            unsigned cp = u4();
+            if (cp >= 0xDC00 && cp <= 0xDFFF) syntax("lone low surrogate in \\u escape");
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+              if (e_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') {
+                if (e_ - p_ < 2) p_ = e_;
+                syntax("high surrogate not followed by a low surrogate");
+              }
+              p_ += 2;
+              unsigned lo = u4();
+              if (lo < 0xDC00 || lo > 0xDFFF) syntax("high surrogate not followed by a low surrogate");
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            put_utf8(scratch, cp);
+            break;
+          }
+          default:
+            --p_;
+            syntax("invalid escape in string");
+        }
+        continue;
+      }
+      if (c >= 0x80) {
+        const char* s = p_;
+        utf8();
+        if (scratch) scratch->append(s, size_t(p_ - s));
+        continue;
+      }
+      if (scratch) scratch->push_back(char(c));
+      ++p_;
+    }
+  }
+
+  void str_field(std::string_view key, std::string& out) {
+    if (*p_ == '"') {
+      std::string_view v = string(&str_scratch_);
+      out.assign(v.data(), v.size());
+    } else {
+      if (!null()) type_error(key, "a string");
+    }
+  }
+
+  // ---- numbers and literals -------------------------------------------------------------
+
+  // Parses a JSON number. Sets *integral and returns the value if it is an integer that fits.
+  std::int64_t number(bool* integral, bool* overflow) {
+    bool neg = false;
+    if (*p_ == '-') {
+      neg = true;
+      ++p_;
+    }
+    if (p_ >= e_) syntax("inside a number");
+    std::uint64_t v = 0;
+    bool ovf = false;
+    if (*p_ == '0') {
+      ++p_;
+    } else if (*p_ >= '1' && *p_ <= '9') {
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') {
+        unsigned d = unsigned(*p_ - '0');
+        if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) ovf = true;
+        else v = v * 10 + d;
+        ++p_;
+      }
+    } else {
+      syntax("invalid number");
+    }
+    bool integer = true;
+    if (p_ < e_ && *p_ == '.') {
+      ++p_;
+      if (p_ >= e_) syntax("inside a number");
+      if (*p_ < '0' || *p_ > '9') syntax("invalid number: digit expected after '.'");
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      integer = false;
+    }
+    if (p_ < e_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < e_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ >= e_) syntax("inside a number");
+      if (*p_ < '0' || *p_ > '9') syntax("invalid number: digit expected in exponent");
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      integer = false;
+    }
+    constexpr auto kMax = std::uint64_t(std::numeric_limits<std::int64_t>::max());
+    if (v > kMax + (neg ? 1 : 0)) ovf = true;
+    *integral = integer;
+    *overflow = ovf;
+    if (ovf || !integer) return 0;
+    return neg ? std::int64_t(0 - v) : std::int64_t(v);
+  }
+
+  bool literal(const char* word, size_t n) {
+    if (size_t(e_ - p_) < n) {
+      if (std::memcmp(p_, word, size_t(e_ - p_)) == 0) {
+        p_ = e_;
+        syntax("inside a literal");
+      }
+      syntax("invalid literal");
+    }
+    if (std::memcmp(p_, word, n) != 0) syntax("invalid literal");
+    p_ += n;
+    return true;
+  }
+
+  bool null() {
+    if (*p_ == 'n') return literal("null", 4);
+    skip_value(0);
+    return false;
+  }
+
+  // Reads an integer field into out; returns false (and records a type error) otherwise.
+  bool int_field(std::string_view key, std::int64_t& out) {
+    char c = *p_;
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      bool integral, overflow;
+      std::int64_t v = number(&integral, &overflow);
+      if (!integral) {
+        type_error(key, "an integer");
+        return false;
+      }
+      if (overflow) {
+        type_error(key, "an integer in 64-bit range");
+        return false;
+      }
+      out = v;
+      return true;
+    }
+    if (!null()) type_error(key, "an integer");
+    return false;
+  }
+
+  bool bool_field(std::string_view key, bool& out) {
+    if (*p_ == 't') {
+      literal("true", 4);
+      out = true;
+      return true;
+    }
+    if (*p_ == 'f') {
+      literal("false", 5);
+      out = false;
+      return true;
+    }
+    if (!null()) type_error(key, "a boolean");
+    return false;
+  }
+
+  // ---- generic skipping -----------------------------------------------------------------
+
+  void skip_value(int depth) {
+    if (p_ >= e_) syntax("where a value was expected");
+    switch (*p_) {
+      case '"': string(nullptr); return;
+      case '{':
+        if (depth >= kMaxDepth) throw SyntaxError{ErrorKind::limit, "nesting deeper than 128 levels"};
+        members([&](std::string_view) { skip_value(depth + 1); });
+        return;
+      case '[':
+        if (depth >= kMaxDepth) throw SyntaxError{ErrorKind::limit, "nesting deeper than 128 levels"};
+        elements([&] { skip_value(depth + 1); });
+        return;
+      case 't': literal("true", 4); return;
+      case 'f': literal("false", 5); return;
+      case 'n': literal("null", 4); return;
+      default: {
+        char c = *p_;
+        if (c == '-' || (c >= '0' && c <= '9')) {
+          bool i, o;
+          number(&i, &o);
+          return;
+        }
+        syntax("where a value was expected");
+      }
+    }
+  }
+
+  // Iterates an object's members: p_ at '{'. fn(key) is called with p_ at the value (after
+  // whitespace) and must consume it.
+  template <class Fn>
+  void members(Fn&& fn) {
+    ++p_;
+    ws();
+    if (p_ < e_ && *p_ == '}') {
+      ++p_;
+      return;
+    }
+    while (true) {
+      ws();
+      if (p_ >= e_ || *p_ != '"') syntax("where an object key was expected");
+      std::string_view key = string(&key_scratch_);
+      std::string key_copy;
+      if (!key.empty() && key.data() == key_scratch_.data()) {  // escaped key: keep it stable
+        key_copy.assign(key);
+        key = key_copy;
+      }
+      ws();
+      expect(':', "expected ':' after an object key");
+      ws();
+      if (p_ >= e_) syntax("where a value was expected");
+      fn(key);
+      ws();
+      if (p_ < e_ && *p_ == ',') {
+        ++p_;
+        continue;
+      }
+      expect('}', "expected ',' or '}' in an object");
+      return;
+    }
+  }
+
+  template <class Fn>
+  void elements(Fn&& fn) {  // p_ at '['
+    ++p_;
+    ws();
+    if (p_ < e_ && *p_ == ']') {
+      ++p_;
+      return;
+    }
+    while (true) {
+      ws();
+      if (p_ >= e_) syntax("where a value was expected");
+      fn();
+      ws();
+      if (p_ < e_ && *p_ == ',') {
+        ++p_;
+        continue;
+      }
+      expect(']', "expected ',' or ']' in an array");
+      return;
+    }
+  }
+
+  // ---- nanscope fields ------------------------------------------------------------------
+
+  void int_array(std::string_view key, std::vector<std::int64_t>& out) {
+    if (*p_ != '[') {
+      if (!null()) type_error(key, "an array of integers");
+      return;
+    }
+    elements([&] {
+      std::int64_t v;
+      if (int_field(key, v)) out.push_back(v);
+    });
+  }
+
+  void ranges(std::string_view key, std::vector<RowRange>& out) {
+    if (*p_ != '[') {
+      if (!null()) type_error(key, "an array of [lo,hi] pairs");
+      return;
+    }
+    elements([&] {
+      if (*p_ != '[') {
+        skip_value(2);
+        type_error(key, "an array of [lo,hi] pairs");
+        return;
+      }
+      std::int64_t v[2] = {0, 0};
+      int n = 0;
+      elements([&] {
+        std::int64_t x;
+        if (int_field(key, x) && n < 2) v[n] = x;
+        ++n;
+      });
+      if (n != 2) type_error(key, "an array of [lo,hi] pairs");
+      else out.emplace_back(v[0], v[1]);
+    });
+  }
+
+  // A nested object field: fn(key) consumes each member's value.
+  template <class Fn>
+  void sub_object(std::string_view key, Has h, Fn&& fn) {
+    if (*p_ != '{') {
+      if (!null()) type_error(key, "an object");
+      return;
+    }
+    ev_.has |= h;
+    members(fn);
+  }
+
+  void counts_obj(std::string_view key, Counts& c) {
+    sub_object(key, h_counts, [&](std::string_view k) {
+      if (k == "nan") int_field("counts.nan", c.nan);
+      else if (k == "pos_inf") int_field("counts.pos_inf", c.pos_inf);
+      else if (k == "neg_inf") int_field("counts.neg_inf", c.neg_inf);
+      else skip_value(2);
+    });
+  }
+
+  void buffer_obj(std::string_view key) {
+    auto& b = ev_.buffer;
+    sub_object(key, h_buffer, [&](std::string_view k) {
+      if (k == "arg") int_field("buffer.arg", b.arg);
+      else if (k == "ptr") str_field("buffer.ptr", b.ptr);
+      else if (k == "dtype") str_field("buffer.dtype", b.dtype);
+      else if (k == "elements") int_field("buffer.elements", b.elements);
+      else if (k == "name") str_field("buffer.name", b.name);
+      else skip_value(2);
+    });
+  }
+
+  void rows_obj(std::string_view key) {
+    sub_object(key, h_rows, [&](std::string_view k) {
+      if (k == "padding") ranges("rows.padding", ev_.rows_padding);
+      else if (k == "real") ranges("rows.real", ev_.rows_real);
+      else if (k == "truncated") bool_field("rows.truncated", ev_.rows_truncated);
+      else skip_value(2);
+    });
+  }
+
+  void flag_int(std::string_view key, std::int64_t& out, Has h) {
+    if (int_field(key, out)) ev_.has |= h;
+  }
+
+  void flag_str(std::string_view key, std::string& out, Has h) {
+    bool was_string = *p_ == '"';
+    str_field(key, out);
+    if (was_string) ev_.has |= h;
+  }
+
+  void enum_field(std::string_view key, std::string_view v) {
+    if (key == "region") {
+      ev_.has |= h_region;
+      if (v == "padding") ev_.region = Region::padding;
+      else if (v == "real") ev_.region = Region::real;
+      else if (v == "mixed") ev_.region = Region::mixed;
+      else ev_.region = Region::unknown;
+    } else {
+      ev_.has |= h_origin;
+      if (v == "introduced") ev_.origin = Origin::introduced;
+      else if (v == "propagated") ev_.origin = Origin::propagated;
+      else if (v == "host") ev_.origin = Origin::host;
+      else ev_.origin = Origin::unknown;
+    }
+  }
+
+  void field(std::string_view k) {
+    Event& e = ev_;
+    bool bv = false;
+    switch (k.size()) {
+      case 2:
+        if (k == "id") return flag_int(k, e.id, h_id);
+        if (k == "of") return flag_int(k, e.of, h_of);
+        break;
+      case 3:
+        if (k == "pid") return flag_int(k, e.pid, h_pid);
+        break;
+      case 4:
+        if (k == "rank") return flag_int(k, e.rank, h_rank);
+        if (k == "leak") {
+          if (bool_field(k, e.leak)) e.has |= h_leak;
+          return;
+        }
+        if (k == "dump") return flag_str(k, e.dump, h_dump);
+        if (k == "rows") return rows_obj(k);
+        if (k == "root") return int_array(k, e.root);
+        break;
+      case 5:
+        if (k == "event") return flag_str(k, e.event, h_event);
+        if (k == "ts_ns") return flag_int(k, e.ts_ns, h_ts);
+        if (k == "count") return flag_int(k, e.count, h_count);
+        if (k == "total") return flag_int(k, e.total, h_total);
+        if (k == "final") {
+          if (bool_field(k, e.final_)) e.has |= h_final;
+          return;
+        }
+        if (k == "scans") return void(int_field(k, e.scans));
+        if (k == "watch") return void(str_field(k, e.watch));
+        if (k == "fixed") {
+          if (bool_field(k, bv)) e.fixed = bv, e.has |= h_fixed;
+          return;
+        }
+        if (k == "argv0") return void(str_field(k, e.argv0));
+        break;
+      case 6:
+        if (k == "schema") return flag_str(k, e.schema, h_schema);
+        if (k == "kernel") return flag_str(k, e.kernel, h_kernel);
+        if (k == "stream") return void(str_field(k, e.stream));
+        if (k == "device") return flag_int(k, e.device, h_device);
+        if (k == "buffer") return buffer_obj(k);
+        if (k == "counts") return counts_obj(k, e.counts);
+        if (k == "replay") return flag_int(k, e.replay, h_replay);
+        if (k == "attach") return void(str_field(k, e.attach));
+        if (k == "reason") return void(str_field(k, e.reason));
+        if (k == "region" || k == "origin") {
+          if (*p_ == '"') enum_field(k, string(&str_scratch_));
+          else if (!null()) type_error(k, "a string");
+          return;
+        }
+        break;
+      case 7:
+        if (k == "parents") return int_array(k, e.parents);
+        if (k == "version") return void(str_field(k, e.version));
+        if (k == "message") return void(str_field(k, e.message));
+        break;
+      case 8:
+        if (k == "graph_id") return flag_int(k, e.graph_id, h_graph_id);
+        if (k == "findings") return void(int_field(k, e.findings));
+        if (k == "overflow") return flag_int(k, e.overflow, h_overflow);
+        if (k == "launches") return void(int_field(k, e.launches));
+        break;
+      case 9:
+        if (k == "launch_id") return flag_int(k, e.launch_id, h_launch_id);
+        break;
+      case 10:
+        if (k == "local_rank") return flag_int(k, e.local_rank, h_local_rank);
+        if (k == "graph_node") return flag_int(k, e.graph_node, h_graph_node);
+        if (k == "last_index") return void(int_field(k, e.last_index));
+        if (k == "rows_total") return flag_int(k, e.rows_total, h_rows_total);
+        break;
+      case 11:
+        if (k == "first_index") return flag_int(k, e.first_index, h_first_index);
+        if (k == "counts_real") return flag_int(k, e.counts_real, h_counts_real);
+        if (k == "last_replay") return flag_int(k, e.last_replay, h_last_replay);
+        if (k == "duration_ns") return void(int_field(k, e.duration_ns));
+        break;
+      case 12:
+        if (k == "first_replay") return flag_int(k, e.first_replay, h_first_replay);
+        break;
+      case 13:
+        if (k == "scans_dropped") return flag_int(k, e.scans_dropped, h_scans_dropped);
+        break;
+      case 14:
+        if (k == "kernel_mangled") return void(str_field(k, e.kernel_mangled));
+        if (k == "correlation_id") return flag_int(k, e.correlation_id, h_correlation_id);
+        if (k == "counts_padding") return flag_int(k, e.counts_padding, h_counts_padding);
+        break;
+      case 17:
+        if (k == "kernels_inspected") return void(int_field(k, e.kernels_inspected));
+        break;
+      case 21:
+        if (k == "kernels_not_inspected") return void(int_field(k, e.kernels_not_inspected));
+        break;
+      default: break;
+    }
+    if (k == "what") return void(str_field(k, e.what));
+    skip_value(1);  // unknown field: validated and ignored
+  }
+
+  void object_top() {
+    ws();
+    if (p_ >= e_) syntax("no JSON value");
+    if (*p_ != '{') {
+      skip_value(0);  // report a syntax error if there is one, else a type error
+      ws();
+      if (p_ < e_) syntax("unexpected characters after the JSON value");
+      throw SyntaxError{ErrorKind::field, "the line is not a JSON object"};
+    }
+    members([&](std::string_view k) { field(k); });
+    ws();
+    if (p_ < e_) syntax("unexpected characters after the JSON object");
+  }
+
+  ParseError validate() {
+    Event& e = ev_;
+    auto missing = [](const char* f) {
+      return ParseError{ErrorKind::field, std::string("missing field '") + f + "'"};
+    };
+    if (!(e.has & h_schema)) return missing("schema");
+    if (!schema_supported(e.schema))
+      return {ErrorKind::schema, "unsupported schema \"" + e.schema + "\" (this report reads nanscope/1)"};
+    if (!(e.has & h_event)) return missing("event");
+    if (!(e.has & h_id)) return missing("id");
+    if (!(e.has & h_ts)) return missing("ts_ns");
+    if (!(e.has & h_pid)) return missing("pid");
+    const std::string& n = e.event;
+    if (n == "nonfinite") {
+      e.kind = Kind::nonfinite;
+      if (!(e.has & h_kernel)) return missing("kernel");
+      if (!(e.has & h_counts)) return missing("counts");
+    } else if (n == "repeat") {
+      e.kind = Kind::repeat;
+      if (!(e.has & h_of)) return missing("of");
+      if (!(e.has & h_count)) return missing("count");
+    } else if (n == "summary") {
+      e.kind = Kind::summary;
+    } else if (n == "start") {
+      e.kind = Kind::start;
+    } else if (n == "not_inspected") {
+      e.kind = Kind::not_inspected;
+    } else if (n == "warning") {
+      e.kind = Kind::warning;
+    } else {
+      e.kind = Kind::other;  // a future event kind: ignored
+    }
+    return {};
+  }
+};
+
+}  // namespace
+
+ParseError parse_line(std::string_view line, Event& ev) {
+  ev.reset();
+  Parser p(line, ev);
+  return p.run();
+}
+
+}  // namespace nanscope::report

@@ -1,0 +1,222 @@
+// --format json: the machine-readable summary (shape documented in docs/report.md).
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "model.hpp"
+#include "report_json.hpp"
+#include "util.hpp"
+
+namespace nanscope::report {
+
+using json = nlohmann::ordered_json;
+
+json event_json(const Analysis& a, const Snapshot& s) {
+  const Event& e = s.ev;
+  json j = {{"id", e.id},
+            {"ts_ns", e.ts_ns},
+            {"time", iso8601(e.ts_ns)},
+            {"pid", e.pid},
+            {"rank", e.rank >= 0 ? json(e.rank) : json(nullptr)},
+            {"local_rank", e.local_rank >= 0 ? json(e.local_rank) : json(nullptr)},
+            {"file", a.files[s.file]},
+            {"line", s.line},
+            {"device", e.device},
+            {"stream", e.stream},
+            {"kernel", e.kernel},
+            {"kernel_short", shorten_kernel(e.kernel, 60)},
+            {"launch_id", e.has_field(h_launch_id) ? json(e.launch_id) : json(nullptr)},
+            {"correlation_id", e.has_field(h_correlation_id) ? json(e.correlation_id) : json(nullptr)},
+            {"graph_id", e.has_field(h_graph_id) ? json(e.graph_id) : json(nullptr)},
+            {"graph_node", e.has_field(h_graph_node) ? json(e.graph_node) : json(nullptr)},
+            {"replay", e.has_field(h_replay) ? json(e.replay) : json(nullptr)},
+            {"buffer",
+             {{"arg", e.buffer.arg},
+              {"name", e.buffer.name},
+              {"dtype", e.buffer.dtype},
+              {"ptr", e.buffer.ptr},
+              {"elements", e.buffer.elements}}},
+            {"counts", {{"nan", e.counts.nan}, {"pos_inf", e.counts.pos_inf}, {"neg_inf", e.counts.neg_inf}}},
+            {"first_index", e.first_index},
+            {"last_index", e.last_index},
+            {"region", e.region == Region::none ? json(nullptr) : json(region_name(e.region))},
+            {"origin", e.origin == Origin::none ? json(nullptr) : json(origin_name(e.origin))},
+            {"rows", {{"real", e.rows_real}, {"padding", e.rows_padding}, {"truncated", e.rows_truncated}}},
+            {"leak", e.leak},
+            {"dump", e.dump.empty() ? json(nullptr) : json(e.dump)}};
+  return j;
+}
+
+json summary_json(const Analysis& a) {
+  const Totals& t = a.totals;
+  json j;
+  j["schema"] = "nanscope-report/1";
+  j["files"] = a.files;
+  json filters = json::object();
+  if (a.opt.since) filters["since_ns"] = *a.opt.since;
+  if (a.opt.until) filters["until_ns"] = *a.opt.until;
+  if (!a.opt.kernel_regex.empty()) filters["kernel"] = a.opt.kernel_regex;
+  j["filters"] = filters;
+
+  const char* label = "";
+  const Snapshot* fc = a.first_cause(&label);
+  if (fc) {
+    j["first_cause"] = event_json(a, *fc);
+    j["first_cause"]["label"] = label;
+  } else {
+    j["first_cause"] = nullptr;
+  }
+  json per_proc = json::array();
+  for (const Proc& p : a.procs)
+    if (p.first_introduced.valid) per_proc.push_back(event_json(a, p.first_introduced));
+  std::sort(per_proc.begin(), per_proc.end(), [](const json& x, const json& y) { return x["ts_ns"] < y["ts_ns"]; });
+  j["first_cause_per_process"] = per_proc;
+
+  auto site_json = [&](std::uint32_t i) {
+    const Site& s = a.sites[i];
+    const Proc& p = a.procs[s.proc];
+    return json{{"site", i},
+                {"pid", p.pid},
+                {"rank", p.rank >= 0 ? json(p.rank) : json(nullptr)},
+                {"kernel", a.kernels[s.kernel].name},
+                {"stream", p.streams[s.stream]},
+                {"first_id", s.first_id},
+                {"first_ts_ns", s.first_ts},
+                {"arg", s.arg},
+                {"buffer", s.buffer_name},
+                {"region", s.region == Region::none ? json(nullptr) : json(region_name(s.region))},
+                {"origin", s.origin == Origin::none ? json(nullptr) : json(origin_name(s.origin))},
+                {"rows", {{"real", s.rows_real}, {"padding", s.rows_padding}}},
+                {"findings", s.events + s.folded}};
+  };
+  json leaks = json::array();
+  std::vector<std::uint32_t> l;
+  for (std::uint32_t i = 0; i < a.sites.size(); ++i)
+    if (a.sites[i].leak) l.push_back(i);
+  std::sort(l.begin(), l.end(), [&](auto x, auto y) { return a.sites[x].leak_ts < a.sites[y].leak_ts; });
+  for (auto i : l) {
+    json s = site_json(i);
+    s["leak_id"] = a.sites[i].leak_id;
+    s["leak_ts_ns"] = a.sites[i].leak_ts;
+    leaks.push_back(std::move(s));
+  }
+  j["leaks"] = leaks;
+
+  json lineage = {{"sites", json::array()}, {"edges", json::array()}};
+  std::vector<char> in_lineage(a.sites.size(), 0);
+  for (auto& [k, n] : a.edges) in_lineage[k >> 32] = in_lineage[std::uint32_t(k)] = 1;
+  for (std::uint32_t i = 0; i < a.sites.size(); ++i)
+    if (in_lineage[i]) lineage["sites"].push_back(site_json(i));
+  std::vector<std::pair<std::uint64_t, std::int64_t>> edges(a.edges.begin(), a.edges.end());
+  std::sort(edges.begin(), edges.end());
+  for (auto& [k, n] : edges)
+    lineage["edges"].push_back({{"parent", std::uint32_t(k >> 32)}, {"child", std::uint32_t(k)}, {"events", n}});
+  j["lineage"] = lineage;
+
+  json kernels = json::array();
+  for (const KernelAgg& k : a.kernels) {
+    if (k.findings == 0) continue;
+    std::vector<std::int64_t> ranks, pids;
+    for (auto r : k.ranks) (r >= 0 ? ranks : pids).push_back(r >= 0 ? r : -1 - r);
+    std::sort(ranks.begin(), ranks.end());
+    std::sort(pids.begin(), pids.end());
+    kernels.push_back({{"kernel", k.name},
+                       {"kernel_short", shorten_kernel(k.name, 44)},
+                       {"findings", k.findings},
+                       {"events", k.events},
+                       {"repeats", k.folded},
+                       {"sites", k.sites},
+                       {"real_findings", k.real_findings},
+                       {"counts", {{"nan", k.counts.nan}, {"pos_inf", k.counts.pos_inf}, {"neg_inf", k.counts.neg_inf}}},
+                       {"nonfinite", {{"real", k.split.real}, {"padding", k.split.padding}, {"unknown", k.split.unknown}}},
+                       {"first_seen_ns", k.first_ts},
+                       {"last_seen_ns", k.last_ts},
+                       {"fixed", k.fixed_yes == 0 ? (k.fixed_no ? "no" : "n/a") : (k.fixed_no ? "partly" : "yes")},
+                       {"ranks", ranks},
+                       {"unranked_pids", pids}});
+  }
+  std::sort(kernels.begin(), kernels.end(),
+            [](const json& x, const json& y) { return x["first_seen_ns"] < y["first_seen_ns"]; });
+  j["kernels"] = kernels;
+
+  json graphs = json::array();
+  for (const GraphAgg& g : a.graphs) {
+    if (g.findings == 0) continue;
+    const Proc& p = a.procs[g.proc];
+    json replays = json::array();
+    for (auto& [r, n] : g.replays) replays.push_back({{"replay", r}, {"findings", n}});
+    graphs.push_back({{"pid", p.pid},
+                      {"rank", p.rank >= 0 ? json(p.rank) : json(nullptr)},
+                      {"graph_id", g.graph_id},
+                      {"nodes", g.nodes},
+                      {"findings", g.findings},
+                      {"first_replay", g.replay_max >= 0 ? json(g.replay_min) : json(nullptr)},
+                      {"last_replay", g.replay_max >= 0 ? json(g.replay_max) : json(nullptr)},
+                      {"replays", replays},
+                      {"replays_complete", !g.replays_capped}});
+  }
+  j["graphs"] = graphs;
+
+  json dumps = json::array();
+  for (const DumpRef& d : a.dumps)
+    dumps.push_back({{"id", d.id}, {"pid", a.procs[d.proc].pid}, {"kernel", d.kernel}, {"path", d.path}});
+  j["dumps"] = dumps;
+
+  json procs = json::array();
+  std::int64_t launches = 0, scans = 0, dropped = 0, overflow = 0, not_insp = 0;
+  for (const Proc& p : a.procs) {
+    launches += p.launches, scans += p.scans, dropped += p.scans_dropped, overflow += p.overflow;
+    not_insp += p.kernels_not_inspected;
+    procs.push_back({{"pid", p.pid},
+                     {"rank", p.rank >= 0 ? json(p.rank) : json(nullptr)},
+                     {"local_rank", p.local_rank >= 0 ? json(p.local_rank) : json(nullptr)},
+                     {"file", a.files[p.file]},
+                     {"argv0", p.argv0},
+                     {"findings", p.findings},
+                     {"summary", p.summarized},
+                     {"scans_dropped", p.scans_dropped},
+                     {"overflow", p.overflow}});
+  }
+  j["processes"] = procs;
+  json warnings = json::array();
+  for (auto& [what, w] : a.warnings) warnings.push_back({{"what", what}, {"message", w.first}, {"count", w.second}});
+  j["warnings"] = warnings;
+  json ni = json::array();
+  for (auto& [k, r] : a.not_inspected) ni.push_back({{"kernel", k}, {"reason", r}});
+  j["not_inspected"] = ni;
+
+  j["totals"] = {{"lines", t.lines},
+                 {"bytes", t.bytes},
+                 {"bad_lines", t.bad_lines},
+                 {"events",
+                  {{"start", t.ev_start},
+                   {"nonfinite", t.ev_nonfinite},
+                   {"repeat", t.ev_repeat},
+                   {"not_inspected", t.ev_not_inspected},
+                   {"warning", t.ev_warning},
+                   {"summary", t.ev_summary},
+                   {"other", t.ev_other}}},
+                 {"filtered_out", t.filtered_out},
+                 {"findings", t.findings},
+                 {"repeats", t.folded},
+                 {"real_findings", t.real_findings},
+                 {"leaks", t.leaks},
+                 {"counts", {{"nan", t.counts.nan}, {"pos_inf", t.counts.pos_inf}, {"neg_inf", t.counts.neg_inf}}},
+                 {"nonfinite", {{"real", t.split.real}, {"padding", t.split.padding}, {"unknown", t.split.unknown}}},
+                 {"launches", launches},
+                 {"scans", scans},
+                 {"scans_dropped", dropped},
+                 {"overflow", overflow},
+                 {"kernels_not_inspected", not_insp},
+                 {"orphan_repeats", t.orphan_repeats},
+                 {"unresolved_parents", t.unresolved_parents}};
+  const char* mode = a.opt.fail_on == FailOn::real ? "real" : a.opt.fail_on == FailOn::any ? "any" : "never";
+  j["gate"] = {{"fail_on", mode}, {"triggered", a.gate_triggered()}, {"exit_code", a.exit_code()}};
+  return j;
+}
+
+void render_json(const Analysis& a, std::ostream& out) {
+  out << summary_json(a).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace nanscope::report

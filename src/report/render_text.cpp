@@ -1,0 +1,319 @@
+// Terminal output.
+#include <algorithm>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model.hpp"
+#include "util.hpp"
+
+namespace nanscope::report {
+
+namespace {
+
+struct Style {
+  bool on;
+  std::string operator()(const char* code, std::string_view s) const {
+    if (!on) return std::string(s);
+    return std::string("\033[") + code + "m" + std::string(s) + "\033[0m";
+  }
+};
+
+// A table whose columns are sized to their content (display width, not bytes).
+class Table {
+ public:
+  explicit Table(std::vector<std::string> head, std::vector<bool> right) : head_(std::move(head)), right_(std::move(right)) {}
+  void row(std::vector<std::string> r) { rows_.push_back(std::move(r)); }
+  void print(std::ostream& out, const Style& st, const std::string& indent = "  ") const {
+    std::vector<std::size_t> w(head_.size());
+    for (std::size_t c = 0; c < head_.size(); ++c) {
+      w[c] = display_width(head_[c]);
+      for (auto& r : rows_) w[c] = std::max(w[c], display_width(r[c]));
+    }
+    auto line = [&](const std::vector<std::string>& r, bool header) {
+      std::string s = indent;
+      for (std::size_t c = 0; c < r.size(); ++c) {
+        bool last = c + 1 == r.size();
+        std::string cell = (last && !right_[c]) ? r[c] : pad(r[c], w[c], right_[c]);
+        s += header ? st("2", cell) : cell;
+        if (!last) s += "  ";
+      }
+      out << s << '\n';
+    };
+    line(head_, true);
+    for (auto& r : rows_) line(r, false);
+  }
+
+ private:
+  std::vector<std::string> head_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string num(std::int64_t v) { return group_digits(v); }
+
+std::string when(const Analysis& a, std::int64_t ts) {
+  if (ts == kNoTime) return "-";
+  return rel_time(ts - a.t0);
+}
+
+std::string rows_line(const Event& e) {
+  std::string s;
+  if (!e.rows_real.empty()) s += "real " + ranges_str(e.rows_real);
+  if (!e.rows_padding.empty()) s += std::string(s.empty() ? "" : " · ") + "padding " + ranges_str(e.rows_padding);
+  if (e.rows_truncated) s += " (truncated)";
+  if (e.has_field(h_rows_total)) s += " of " + num(e.rows_total) + " rows";
+  return s;
+}
+
+void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
+  const char* label = "";
+  const Snapshot* fc = a.first_cause(&label);
+  if (!fc) {
+    out << st("1;32", "FIRST CAUSE") << "  none: no non-finite value was found";
+    if (a.totals.filtered_out) out << " (" << num(a.totals.filtered_out) << " events outside the filters)";
+    out << "\n\n";
+    return;
+  }
+  const Event& e = fc->ev;
+  out << st("1;31", "FIRST CAUSE") << "  " << label << '\n';
+  auto kv = [&](const char* k, const std::string& v) {
+    if (!v.empty()) out << "  " << st("2", pad(k, 8)) << ' ' << v << '\n';
+  };
+  kv("kernel", st("1", e.kernel));
+  std::string where = a.proc_label(fc->proc);
+  if (e.local_rank >= 0) where += " (local rank " + std::to_string(e.local_rank) + ")";
+  where += " · device " + std::to_string(e.device) + " · stream " + (e.stream.empty() ? "?" : e.stream);
+  kv("where", where);
+  kv("when", iso8601(e.ts_ns) + "  (" + rel_time(e.ts_ns - a.t0) + " into the logs)");
+  std::string launch;
+  if (e.has_field(h_launch_id)) launch = "#" + std::to_string(e.launch_id);
+  if (e.has_field(h_correlation_id)) launch += " (correlation " + std::to_string(e.correlation_id) + ")";
+  if (e.has_field(h_graph_id)) {
+    launch += " · graph " + std::to_string(e.graph_id);
+    if (e.has_field(h_graph_node)) launch += " node " + std::to_string(e.graph_node);
+    if (e.has_field(h_replay)) launch += " replay " + std::to_string(e.replay);
+  }
+  kv("launch", launch);
+  std::string buf = "arg " + std::to_string(e.buffer.arg);
+  if (!e.buffer.name.empty()) buf += " \"" + e.buffer.name + "\"";
+  if (!e.buffer.dtype.empty()) buf += " " + e.buffer.dtype;
+  if (e.buffer.elements) buf += " × " + num(e.buffer.elements);
+  if (!e.buffer.ptr.empty()) buf += " @ " + e.buffer.ptr;
+  kv("buffer", buf);
+  kv("values", num(e.counts.nan) + " NaN, " + num(e.counts.pos_inf) + " +Inf, " + num(e.counts.neg_inf) +
+                   " -Inf (elements " + num(e.first_index) + ".." + num(e.last_index) + ")");
+  std::string region = e.region == Region::none ? std::string("not recorded") : region_name(e.region);
+  if (e.has_field(h_counts_padding) || e.has_field(h_counts_real))
+    region += " (" + num(e.counts_real) + " in real rows, " + num(e.counts_padding) + " in padding rows)";
+  kv("region", region);
+  kv("rows", rows_line(e));
+  kv("origin", std::string(e.origin == Origin::none ? "not recorded" : origin_name(e.origin)) + " · event " +
+                   std::to_string(e.id) + " at " + a.files[fc->file] + ":" + std::to_string(fc->line));
+  if (!e.dump.empty()) kv("dump", e.dump + "  (nanscope report --dump " + std::to_string(e.id) + ")");
+  // Other processes/ranks with their own introduced origin.
+  std::vector<const Snapshot*> others;
+  for (const Proc& p : a.procs)
+    if (p.first_introduced.valid && p.first_introduced.proc != fc->proc) others.push_back(&p.first_introduced);
+  std::sort(others.begin(), others.end(), [](auto* x, auto* y) { return x->ev.ts_ns < y->ev.ts_ns; });
+  for (std::size_t i = 0; i < others.size() && i < 8; ++i) {
+    const Snapshot* o = others[i];
+    out << "  " << st("2", pad(i == 0 ? "also" : "", 8)) << ' ' << a.proc_label(o->proc) << " introduced at "
+        << rel_time(o->ev.ts_ns - a.t0) << " (" << rel_time(o->ev.ts_ns - e.ts_ns) << " after): "
+        << shorten_kernel(o->ev.kernel, 60) << '\n';
+  }
+  if (others.size() > 8) out << "           … and " << others.size() - 8 << " more processes\n";
+  out << '\n';
+}
+
+void lineage(const Analysis& a, std::ostream& out, const Style& st) {
+  if (a.edges.empty()) return;
+  auto children = a.lineage_children();
+  std::vector<char> seen(a.sites.size(), 0);
+  int printed = 0;
+  out << st("1", "LINEAGE") << " (from each origin to what it propagated into)\n";
+  for (std::uint32_t root : a.lineage_roots()) {
+    if (children[root].empty() || seen[root]) continue;
+    std::vector<std::pair<std::uint32_t, int>> stack{{root, 0}};
+    while (!stack.empty() && printed < 24) {
+      auto [si, depth] = stack.back();
+      stack.pop_back();
+      if (seen[si]++) continue;
+      const Site& s = a.sites[si];
+      out << "  " << std::string(std::size_t(depth) * 2, ' ') << (depth ? "└ " : "") << pad(when(a, s.first_ts), 12, true)
+          << "  " << a.proc_label(s.proc) << "  " << shorten_kernel(a.kernels[s.kernel].name, 48) << "  arg " << s.arg;
+      if (s.region != Region::none) out << "  " << region_name(s.region);
+      if (s.origin != Origin::none) out << " (" << origin_name(s.origin) << ")";
+      if (s.leak) out << st("1;33", "  LEAK padding→real");
+      out << '\n';
+      ++printed;
+      auto& ch = children[si];
+      for (auto it = ch.rbegin(); it != ch.rend(); ++it)
+        if (depth < 16) stack.push_back({*it, depth + 1});
+    }
+  }
+  if (printed >= 24) out << "  … (see --format json or --html for the full lineage)\n";
+  out << '\n';
+}
+
+void leaks(const Analysis& a, std::ostream& out, const Style& st) {
+  std::vector<std::uint32_t> l;
+  for (std::uint32_t i = 0; i < a.sites.size(); ++i)
+    if (a.sites[i].leak) l.push_back(i);
+  out << st("1", "LEAK POINTS") << " (non-finite values crossing from padding rows into real rows)";
+  if (l.empty()) {
+    out << ": none\n\n";
+    return;
+  }
+  out << '\n';
+  std::sort(l.begin(), l.end(), [&](auto x, auto y) { return a.sites[x].leak_ts < a.sites[y].leak_ts; });
+  Table t({"when", "process", "kernel", "buffer", "real rows", "event"}, {true, false, false, false, false, true});
+  for (std::size_t i = 0; i < l.size() && i < 50; ++i) {
+    const Site& s = a.sites[l[i]];
+    std::string buf = "arg " + std::to_string(s.arg) + (s.buffer_name.empty() ? "" : " " + s.buffer_name);
+    t.row({when(a, s.leak_ts), a.proc_label(s.proc), shorten_kernel(a.kernels[s.kernel].name, 48), buf,
+           s.rows_real.empty() ? "-" : ranges_str(s.rows_real, 3), std::to_string(s.leak_id)});
+  }
+  t.print(out, st);
+  if (l.size() > 50) out << "  … " << l.size() - 50 << " more leak points (see --format json)\n";
+  out << '\n';
+}
+
+void kernel_table(const Analysis& a, std::ostream& out, const Style& st) {
+  std::vector<std::uint32_t> ks;
+  for (std::uint32_t i = 0; i < a.kernels.size(); ++i)
+    if (a.kernels[i].findings > 0) ks.push_back(i);
+  out << st("1", "PER KERNEL");
+  if (ks.empty()) {
+    out << ": no findings\n\n";
+    return;
+  }
+  out << '\n';
+  std::sort(ks.begin(), ks.end(), [&](auto x, auto y) { return a.kernels[x].first_ts < a.kernels[y].first_ts; });
+  Table t({"kernel", "findings", "repeats", "real", "padding", "unknown", "first seen", "last seen", "fixed"},
+          {false, true, true, true, true, true, true, true, false});
+  for (auto i : ks) {
+    const KernelAgg& k = a.kernels[i];
+    std::string fixed = k.fixed_yes == 0 ? (k.fixed_no ? "no" : "-") : (k.fixed_no ? "partly" : "yes");
+    std::string real = num(k.split.real);
+    t.row({shorten_kernel(k.name, 44), num(k.findings), num(k.folded), k.split.real ? st("31", real) : real,
+           num(k.split.padding), num(k.split.unknown), when(a, k.first_ts), when(a, k.last_ts), fixed});
+  }
+  t.print(out, st);
+  out << "  (real / padding / unknown: non-finite values by row region; repeats: findings folded into `repeat` "
+         "events)\n\n";
+}
+
+void graph_table(const Analysis& a, std::ostream& out, const Style& st) {
+  std::vector<std::uint32_t> gs;
+  for (std::uint32_t i = 0; i < a.graphs.size(); ++i)
+    if (a.graphs[i].findings > 0) gs.push_back(i);
+  if (gs.empty()) return;
+  out << st("1", "PER GRAPH / REPLAY") << '\n';
+  Table t({"process", "graph", "nodes", "findings", "replays", "findings per replay"},
+          {false, true, true, true, false, false});
+  for (auto i : gs) {
+    const GraphAgg& g = a.graphs[i];
+    std::string replays = g.replay_max < 0 ? "-"
+                          : g.replay_min == g.replay_max
+                              ? std::to_string(g.replay_min)
+                              : std::to_string(g.replay_min) + ".." + std::to_string(g.replay_max);
+    std::string per;
+    int n = 0;
+    for (auto& [r, c] : g.replays) {
+      if (n++ == 8) {
+        per += " …";
+        break;
+      }
+      per += (per.empty() ? "" : " ") + std::to_string(r) + ":" + num(c);
+    }
+    if (g.replays_capped && n <= 8) per += " (+ repeat ranges)";
+    t.row({a.proc_label(g.proc), std::to_string(g.graph_id), std::to_string(g.nodes.size()), num(g.findings),
+           replays, per.empty() ? "-" : per});
+  }
+  t.print(out, st);
+  out << '\n';
+}
+
+void dump_list(const Analysis& a, std::ostream& out, const Style& st) {
+  if (a.dumps.empty()) return;
+  out << st("1", "DUMPS") << " (nanscope report --dump ID FILES… prints one)\n";
+  for (std::size_t i = 0; i < a.dumps.size() && i < 20; ++i) {
+    const DumpRef& d = a.dumps[i];
+    out << "  " << pad(std::to_string(d.id), 6, true) << "  " << a.proc_label(d.proc) << "  "
+        << shorten_kernel(d.kernel, 40) << "  " << d.path << '\n';
+  }
+  std::int64_t more = std::int64_t(a.dumps.size()) - 20 + a.dumps_more;
+  if (more > 0) out << "  … " << more << " more\n";
+  out << '\n';
+}
+
+void totals(const Analysis& a, std::ostream& out, const Style& st) {
+  const Totals& t = a.totals;
+  out << st("1", "TOTALS") << '\n';
+  std::int64_t ranks = 0, unsummarized = 0, launches = 0, scans = 0, dropped = 0, overflow = 0, not_insp = 0;
+  for (const Proc& p : a.procs) {
+    if (p.rank >= 0) ++ranks;
+    if (!p.summarized) ++unsummarized;
+    launches += p.launches;
+    scans += p.scans;
+    dropped += p.scans_dropped;
+    overflow += p.overflow;
+    not_insp += p.kernels_not_inspected;
+  }
+  out << "  input      " << num(t.files) << " file(s), " << num(std::int64_t(a.procs.size())) << " process(es)";
+  if (ranks) out << " (" << ranks << " with a rank)";
+  out << ", " << num(t.lines) << " lines";
+  if (t.bad_lines) out << ", " << st("33", num(t.bad_lines) + " bad line(s) skipped");
+  out << '\n';
+  if (a.t0 != kNoTime) out << "  span       " << iso8601(a.t0) << " .. " << rel_time(a.t1 - a.t0) << '\n';
+  out << "  findings   " << num(t.findings) << " (" << num(t.ev_nonfinite - t.filtered_out) << " events + "
+      << num(t.folded) << " folded in repeats)";
+  if (t.filtered_out) out << ", " << num(t.filtered_out) << " events outside the filters";
+  out << '\n';
+  out << "  values     " << num(t.counts.nan) << " NaN, " << num(t.counts.pos_inf) << " +Inf, "
+      << num(t.counts.neg_inf) << " -Inf · real " << num(t.split.real) << ", padding " << num(t.split.padding)
+      << ", unknown " << num(t.split.unknown) << '\n';
+  out << "  leaks      " << num(t.leaks) << '\n';
+  out << "  scans      " << num(launches) << " launches, " << num(scans) << " scans, "
+      << (dropped ? st("33", num(dropped) + " dropped") : "0 dropped") << ", "
+      << (overflow ? st("33", num(overflow) + " lost to overflow") : "0 lost to overflow") << '\n';
+  if (not_insp || !a.not_inspected.empty())
+    out << "  coverage   " << num(std::max<std::int64_t>(not_insp, std::int64_t(a.not_inspected.size())))
+        << " kernel(s) not inspected\n";
+  if (unsummarized)
+    out << "  " << st("33", "warning") << "    " << unsummarized
+        << " process(es) wrote no summary (crashed or still running?)\n";
+  for (auto& [what, w] : a.warnings)
+    out << "  " << st("33", "warning") << "    " << what << ": " << w.first << (w.second > 1 ? " (×" + num(w.second) + ")" : "")
+        << '\n';
+  if (t.orphan_repeats) out << "  note       " << num(t.orphan_repeats) << " repeat event(s) whose first finding is not in the input\n";
+  if (t.unresolved_parents) out << "  note       " << num(t.unresolved_parents) << " parent reference(s) not resolved\n";
+}
+
+}  // namespace
+
+void render_text(const Analysis& a, std::ostream& out) {
+  Style st{a.opt.color};
+  first_cause(a, out, st);
+  lineage(a, out, st);
+  leaks(a, out, st);
+  kernel_table(a, out, st);
+  graph_table(a, out, st);
+  dump_list(a, out, st);
+  totals(a, out, st);
+  const char* mode = a.opt.fail_on == FailOn::real ? "real" : a.opt.fail_on == FailOn::any ? "any" : "never";
+  out << '\n';
+  if (a.gate_triggered()) {
+    out << st("1;31", "FAIL") << "  --fail-on " << mode << ": "
+        << (a.opt.fail_on == FailOn::real ? num(a.totals.real_findings) + " finding(s) in real rows"
+                                          : num(a.totals.any_findings) + " finding(s)")
+        << '\n';
+  } else {
+    out << st("1;32", "PASS") << "  --fail-on " << mode;
+    if (a.totals.any_findings) out << " (" << num(a.totals.any_findings) << " finding(s), none that gate)";
+    out << '\n';
+  }
+}
+
+}  // namespace nanscope::report
