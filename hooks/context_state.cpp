@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "scan_launch.hpp"
+
 extern "C" {
 extern const unsigned char nanscope_kernels_fatbin[];
 extern const size_t nanscope_kernels_fatbin_size;
@@ -13,9 +15,6 @@ extern const size_t nanscope_kernels_fatbin_size;
 namespace nanscope {
 
 namespace {
-constexpr unsigned kScanThreads = 256;    // kThreads in kernels/scan.cu
-constexpr unsigned kBlocksPerSm = 4;      // enough 16-byte loads in flight to saturate HBM
-constexpr uint64_t kBytesPerBlockStep = kScanThreads * 4 /*unroll*/ * 16 /*bytes per load*/;
 constexpr uint32_t kCapturedChunk = 1024;
 
 #define NANSCOPE_TRY(call)                                                      \
@@ -108,11 +107,10 @@ CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bo
   task.channel_host = reinterpret_cast<nanscope_channel_host*>(host_channel_dev_);
   task.records = reinterpret_cast<nanscope_record*>(host_channel_dev_ + sizeof(nanscope_channel_host));
 
-  const uint64_t blocks_needed = (max_bytes + kBytesPerBlockStep - 1) / kBytesPerBlockStep;
-  const unsigned grid = static_cast<unsigned>(
-      std::clamp<uint64_t>(blocks_needed, 1, uint64_t{kBlocksPerSm} * static_cast<unsigned>(sm_count_)));
+  const ScanPolicy policy;
+  const unsigned grid = scan_grid(policy, max_bytes, sm_count_);
   void* params[] = {&task};
-  return cuLaunchKernel(scan_fn_, grid, 1, 1, kScanThreads, 1, 1, 0, stream, params, nullptr);
+  return cuLaunchKernel(scan_fn_, grid, 1, 1, policy.threads, 1, 1, 0, stream, params, nullptr);
 }
 
 }  // namespace nanscope

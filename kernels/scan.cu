@@ -94,7 +94,7 @@ __device__ __forceinline__ uint64_t load_bits(const unsigned char* base, uint32_
 }
 
 // Slow path: a 16-byte vector that holds at least one suspect element.
-__device__ __noinline__ void count_vector(uint32_t dt, const uint4& v, unsigned long long first_elem,
+__device__ __noinline__ void count_vector(uint32_t dt, const uint4 v, unsigned long long first_elem,
                                           ThreadCounts& c) {
   const uint32_t words[4] = {v.x, v.y, v.z, v.w};
   const int eb = element_bytes(dt);

@@ -67,6 +67,13 @@ def findings(events):
     return [e for e in events if e["event"] == "nonfinite"]
 
 
+def test_scan_kernel():
+    p = run([os.path.join(BIN_DIR, "scan_kernel_test")], check=False)
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    if p.returncode != 0:
+        fail(f"scan_kernel_test exited {p.returncode}")
+
+
 def test_nan_sources_report():
     app = os.path.join(BIN_DIR, "nan_sources")
     p, events = under_nanscope([app])

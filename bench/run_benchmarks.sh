@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every GPU benchmark side by side in one go (the H200 run that BENCHMARKS.md quotes).
+# Usage: bench/run_benchmarks.sh BIN_DIR LIB
+set -uo pipefail
+bin=${1:?bin dir}
+lib=${2:?libnanscope.so}
+here=$(cd "$(dirname "$0")" && pwd)
+echo "== scan throughput and graph node cost"
+"$bin/nanscope_scan_bench"
+echo
+echo "== host cost per launch (median of 60 batches of 200 launches)"
+plain=$("$bin/nanscope_launch_bench")
+scoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_launch_bench")
+echo "$plain"
+echo "$scoped"
+python3 - "$plain" "$scoped" <<'PY'
+import sys
+def parse(line):
+    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
+p, s = parse(sys.argv[1]), parse(sys.argv[2])
+for k in p:
+    print(f"overhead {k.replace('_us','')}: {s[k]-p[k]:+.3f} us per launch ({s[k]:.3f} vs {p[k]:.3f})")
+PY
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  echo
+  echo "== torch references in the same run"
+  python3 "$here/torch_reference.py"
+fi

@@ -1,0 +1,217 @@
+// Scan benchmarks, side by side in one run on one GPU:
+//  1. throughput of nanscope's scan kernel on 1 GiB fp32 / bf16 against a plain device
+//     reduction of the same buffer (CUB sum, and a 16-byte-load XOR reduction = read roofline);
+//  2. cost of one scan node inside a CUDA graph on a [16,128,512] bf16 buffer, against an
+//     empty kernel node.
+// The scan kernel is the embedded fatbin the tool uses, launched through the driver API with
+// the tool's own launch geometry (src/scan_launch.hpp).
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cub/device/device_reduce.cuh>
+
+#include "scan_abi.h"
+#include "scan_launch.hpp"
+
+extern "C" {
+extern const unsigned char nanscope_kernels_fatbin[];
+}
+
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+#define CU(x)                                                          \
+  do {                                                                 \
+    CUresult r_ = (x);                                                 \
+    if (r_ != CUDA_SUCCESS) {                                          \
+      std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, (int)r_); \
+      std::exit(1);                                                    \
+    }                                                                  \
+  } while (0)
+
+__global__ void fill_random(uint32_t* p, size_t words, uint32_t seed, uint32_t mask, uint32_t bits) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t x = (uint32_t)i * 2654435761u ^ seed;
+    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
+    p[i] = (x & mask) | bits;  // finite values: exponent bits never all ones
+  }
+}
+
+__global__ void xor_reduce(const uint4* p, size_t n, unsigned* out) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint4 v = __ldcs(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) atomicAdd(out, 1u);  // keeps the loads alive
+}
+
+__global__ void empty_kernel() {}
+
+namespace {
+
+struct Channel {
+  nanscope_channel_host* host = nullptr;
+  CUdeviceptr host_dev = 0;
+  nanscope_channel_dev* dev = nullptr;
+  nanscope_scan_accum* accum = nullptr;
+};
+
+Channel make_channel(unsigned accums) {
+  Channel c;
+  const size_t bytes = sizeof(nanscope_channel_host) + 1024 * sizeof(nanscope_record);
+  CK(cudaHostAlloc((void**)&c.host, bytes, cudaHostAllocMapped));
+  std::memset(c.host, 0, bytes);
+  c.host->capacity = 1024;
+  void* d = nullptr;
+  CK(cudaHostGetDevicePointer(&d, c.host, 0));
+  c.host_dev = (CUdeviceptr)d;
+  CK(cudaMalloc(&c.dev, sizeof(nanscope_channel_dev)));
+  CK(cudaMemset(c.dev, 0, sizeof(nanscope_channel_dev)));
+  CK(cudaMalloc(&c.accum, accums * sizeof(nanscope_scan_accum)));
+  CK(cudaMemset(c.accum, 0, accums * sizeof(nanscope_scan_accum)));
+  return c;
+}
+
+nanscope_scan_task make_task(const Channel& c, unsigned accum_index, const void* ptr, uint64_t elements, uint32_t dtype) {
+  nanscope_scan_task t{};
+  t.buffers[0] = {(uint64_t)ptr, elements, dtype, 0};
+  t.buffer_count = 1;
+  t.accum = c.accum + accum_index;
+  t.channel_dev = c.dev;
+  t.channel_host = (nanscope_channel_host*)c.host_dev;
+  t.records = (nanscope_record*)(c.host_dev + sizeof(nanscope_channel_host));
+  return t;
+}
+
+template <typename F>
+float median_ms(F&& launch, int reps, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) launch();
+  CK(cudaStreamSynchronize(s));
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(a, s));
+    launch();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int dev_count = 0;
+  if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0) {
+    std::fprintf(stderr, "scan_bench: no CUDA device\n");
+    return 0;
+  }
+  CK(cudaFree(nullptr));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  CUmodule mod;
+  CUfunction scan;
+  CU(cuModuleLoadData(&mod, nanscope_kernels_fatbin));
+  CU(cuModuleGetFunction(&scan, mod, "nanscope_scan"));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Channel ch = make_channel(256);
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+
+  // ---- 1. Throughput on 1 GiB.
+  const size_t bytes = size_t{1} << 30;
+  void* buf = nullptr;
+  CK(cudaMalloc(&buf, bytes));
+  unsigned* sink = nullptr;
+  CK(cudaMalloc(&sink, sizeof(unsigned)));
+  void* cub_tmp = nullptr;
+  size_t cub_bytes = 0;
+  float* cub_out = nullptr;
+  CK(cudaMalloc(&cub_out, sizeof(float)));
+  CK(cub::DeviceReduce::Sum(nullptr, cub_bytes, (const float*)buf, cub_out, bytes / 4, s));
+  CK(cudaMalloc(&cub_tmp, cub_bytes));
+
+  std::printf("\n%-34s %10s %10s %8s\n", "1 GiB buffer", "ms", "TB/s", "ratio");
+  struct DT { const char* name; uint32_t dtype; uint32_t mask, bits; size_t esize; };
+  // fp32: clear exponent's top bit -> always finite. bf16 pairs: same per half.
+  const DT dts[] = {{"f32", NS_F32, 0xbfffffffu, 0, 4}, {"bf16", NS_BF16, 0xbfffbfffu, 0, 2}};
+  for (const DT& d : dts) {
+    fill_random<<<1024, 256, 0, s>>>((uint32_t*)buf, bytes / 4, 1234, d.mask, d.bits);
+    CK(cudaStreamSynchronize(s));
+    const double gib = (double)bytes;
+    float ref_ms = median_ms([&] { xor_reduce<<<prop.multiProcessorCount * 8, 512, 0, s>>>((const uint4*)buf, bytes / 16, sink); }, 20, s);
+    std::printf("%-34s %10.3f %10.2f %8s\n", (std::string("read roofline (xor reduce) ") + d.name).c_str(), ref_ms, gib / ref_ms / 1e9, "1.00");
+    if (d.dtype == NS_F32) {
+      float cub_ms = median_ms([&] { cub::DeviceReduce::Sum(cub_tmp, cub_bytes, (const float*)buf, cub_out, bytes / 4, s); }, 20, s);
+      std::printf("%-34s %10.3f %10.2f %8.2f\n", "cub::DeviceReduce::Sum f32", cub_ms, gib / cub_ms / 1e9, ref_ms / cub_ms);
+    }
+    for (unsigned bps : {2u, 4u, 8u}) {
+      nanscope::ScanPolicy pol;
+      pol.blocks_per_sm = bps;
+      nanscope_scan_task task = make_task(ch, 0, buf, bytes / d.esize, d.dtype);
+      void* params[] = {&task};
+      const unsigned grid = nanscope::scan_grid(pol, bytes, prop.multiProcessorCount);
+      float ms = median_ms([&] { CU(cuLaunchKernel(scan, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr)); }, 20, s);
+      char label[64];
+      std::snprintf(label, sizeof label, "nanscope scan %s (%u blk/SM)%s", d.name, bps, bps == nanscope::ScanPolicy{}.blocks_per_sm ? " *" : "");
+      std::printf("%-34s %10.3f %10.2f %8.2f\n", label, ms, gib / ms / 1e9, ref_ms / ms);
+    }
+  }
+  if (ch.host->read_index != 0 || ((volatile nanscope_record*)(ch.host + 1))->seq != 0) {
+    std::fprintf(stderr, "scan_bench: clean data produced a record\n");
+    return 1;
+  }
+
+  // ---- 2. One scan node inside a graph, [16,128,512] bf16 = 2 MiB.
+  const size_t small_elems = 16 * 128 * 512;
+  fill_random<<<256, 256, 0, s>>>((uint32_t*)buf, small_elems / 2, 99, 0xbfffbfffu, 0);
+  CK(cudaStreamSynchronize(s));
+  const int nodes = 100;
+  auto graph_ms = [&](bool with_scan) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    std::vector<nanscope_scan_task> tasks(nodes);
+    nanscope::ScanPolicy pol;
+    const unsigned grid = nanscope::scan_grid(pol, small_elems * 2, prop.multiProcessorCount);
+    for (int i = 0; i < nodes; ++i) {
+      if (with_scan) {
+        tasks[i] = make_task(ch, 1 + i, buf, small_elems, NS_BF16);
+        void* params[] = {&tasks[i]};
+        CU(cuLaunchKernel(scan, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+      } else {
+        empty_kernel<<<1, 32, 0, s>>>();
+      }
+    }
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    return ms;
+  };
+  const float empty = graph_ms(false), scanned = graph_ms(true);
+  std::printf("\n%-34s %10s\n", "graph of 100 nodes, [16,128,512] bf16", "us/node");
+  std::printf("%-34s %10.2f\n", "empty kernel node", empty * 1000 / nodes);
+  std::printf("%-34s %10.2f\n", "nanscope scan node", scanned * 1000 / nodes);
+  return 0;
+}

@@ -1,0 +1,160 @@
+// Layer test for kernels/scan.cu: the embedded scan kernel, launched the way the tool launches
+// it, must count NaN / +Inf / -Inf and the first and last bad index exactly, for every dtype,
+// odd sizes, unaligned starts, several buffers per launch, and repeated (graph-like) runs on
+// one accumulator. Exit 77 without a GPU.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "scan_abi.h"
+#include "scan_launch.hpp"
+
+extern "C" {
+extern const unsigned char nanscope_kernels_fatbin[];
+}
+
+namespace {
+int failures = 0;
+#define EXPECT_EQ_U64(a, b, what)                                                              \
+  do {                                                                                          \
+    if ((uint64_t)(a) != (uint64_t)(b)) {                                                       \
+      std::printf("FAIL %s: got %llu want %llu\n", what, (unsigned long long)(a), (unsigned long long)(b)); \
+      ++failures;                                                                               \
+    }                                                                                           \
+  } while (0)
+
+struct Bits { uint64_t nan, pinf, ninf, finite_hi, mask; int size; };
+// Per dtype: a NaN, +Inf, -Inf bit pattern (0 when the type has none) and element size.
+Bits bits_for(uint32_t dt) {
+  switch (dt) {
+    case NS_F64: return {0x7ff8000000000001ull, 0x7ff0000000000000ull, 0xfff0000000000000ull, 0x3ff0000000000000ull, ~0ull, 8};
+    case NS_F32: return {0x7fc00001u, 0x7f800000u, 0xff800000u, 0x3f800000u, 0xffffffffu, 4};
+    case NS_F16: return {0x7e01u, 0x7c00u, 0xfc00u, 0x3c00u, 0xffffu, 2};
+    case NS_BF16: return {0xffc1u, 0x7f80u, 0xff80u, 0x3f80u, 0xffffu, 2};
+    case NS_F8E4M3: return {0xffu, 0, 0, 0x38u, 0xffu, 1};
+    default: return {0x7eu, 0x7cu, 0xfcu, 0x3cu, 0xffu, 1};
+  }
+}
+
+void put(std::vector<unsigned char>& buf, size_t byte_off, uint64_t v, int size) { std::memcpy(&buf[byte_off], &v, size); }
+}  // namespace
+
+int main() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("skip: no CUDA device\n");
+    return 77;
+  }
+  cudaFree(nullptr);
+  CUmodule mod;
+  CUfunction scan;
+  if (cuModuleLoadData(&mod, nanscope_kernels_fatbin) != CUDA_SUCCESS ||
+      cuModuleGetFunction(&scan, mod, "nanscope_scan") != CUDA_SUCCESS) {
+    std::printf("FAIL: cannot load the embedded scan kernel\n");
+    return 1;
+  }
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+
+  const uint64_t cap = 64;
+  nanscope_channel_host* host = nullptr;
+  cudaHostAlloc((void**)&host, sizeof(nanscope_channel_host) + cap * sizeof(nanscope_record), cudaHostAllocMapped);
+  std::memset(host, 0, sizeof(nanscope_channel_host) + cap * sizeof(nanscope_record));
+  host->capacity = cap;
+  auto* records = reinterpret_cast<volatile nanscope_record*>(host + 1);
+  void* host_dev = nullptr;
+  cudaHostGetDevicePointer(&host_dev, host, 0);
+  nanscope_channel_dev* ctrl = nullptr;
+  cudaMalloc(&ctrl, sizeof(*ctrl));
+  cudaMemset(ctrl, 0, sizeof(*ctrl));
+  nanscope_scan_accum* acc = nullptr;
+  cudaMalloc(&acc, sizeof(*acc));
+  cudaMemset(acc, 0, sizeof(*acc));
+  uint64_t consumed = 0;
+
+  std::mt19937_64 rng(42);
+  const uint32_t dtypes[] = {NS_F64, NS_F32, NS_F16, NS_BF16, NS_F8E4M3, NS_F8E5M2};
+  const uint64_t sizes[] = {1, 7, 33, 4097, (1u << 20) + 3, 3u << 22};
+  int cases = 0;
+  for (uint32_t dt : dtypes) {
+    const Bits b = bits_for(dt);
+    for (uint64_t elems : sizes) {
+      for (int misalign = 0; misalign < 2; ++misalign) {
+        // Two buffers per launch: the second is clean, so a record from it is a bug.
+        const size_t off = misalign ? (size_t)b.size * (b.size < 16 ? 1 : 0) + (b.size == 8 ? 8 : 0) : 0;
+        std::vector<unsigned char> h(off + elems * b.size);
+        for (uint64_t i = 0; i < elems; ++i) put(h, off + i * b.size, b.finite_hi ^ (i & 1), b.size);
+        uint64_t want_nan = 0, want_pinf = 0, want_ninf = 0, first = ~0ull, last = 0;
+        const int bad = elems < 8 ? 1 : 1 + (int)(rng() % 50);
+        std::vector<char> kind(elems, 0);
+        for (int k = 0; k < bad; ++k) kind[rng() % elems] = 1 + (int)(rng() % 3);
+        for (uint64_t i = 0; i < elems; ++i) {
+          int kd = kind[i];
+          if (kd == 2 && !b.pinf) kd = 1;
+          if (kd == 3 && !b.ninf) kd = 1;
+          if (!kd) continue;
+          put(h, off + i * b.size, kd == 1 ? b.nan : kd == 2 ? b.pinf : b.ninf, b.size);
+          want_nan += kd == 1, want_pinf += kd == 2, want_ninf += kd == 3;
+          first = std::min(first, i), last = std::max(last, i);
+        }
+        unsigned char* d = nullptr;
+        unsigned char* clean = nullptr;
+        cudaMalloc(&d, h.size());
+        cudaMalloc(&clean, 4096);
+        cudaMemset(clean, 0, 4096);
+        cudaMemcpy(d, h.data(), h.size(), cudaMemcpyHostToDevice);
+        nanscope_scan_task t{};
+        t.buffers[0] = {(uint64_t)(d + off), elems, dt, 3};
+        t.buffers[1] = {(uint64_t)clean, 4096u / b.size, dt, 4};
+        t.buffer_count = 2;
+        t.kernel_id = 9;
+        t.launch_id = 1000 + cases;
+        t.accum = acc;
+        t.channel_dev = ctrl;
+        t.channel_host = (nanscope_channel_host*)host_dev;
+        t.records = (nanscope_record*)((char*)host_dev + sizeof(nanscope_channel_host));
+        void* params[] = {&t};
+        const unsigned grid = nanscope::scan_grid(nanscope::ScanPolicy{}, elems * b.size, sms);
+        for (int rep = 0; rep < 2; ++rep) {  // the same accumulator twice: it must reset itself
+          cuLaunchKernel(scan, grid, 1, 1, nanscope::ScanPolicy{}.threads, 1, 1, 0, nullptr, params, nullptr);
+          if (cudaDeviceSynchronize() != cudaSuccess) {
+            std::printf("FAIL: scan kernel error\n");
+            return 1;
+          }
+          volatile nanscope_record& r = records[consumed % cap];
+          char what[160];
+          std::snprintf(what, sizeof what, "dtype %u elems %llu misalign %d rep %d", dt, (unsigned long long)elems, misalign, rep);
+          if (r.seq != consumed + 1) {
+            std::printf("FAIL %s: no record\n", what);
+            ++failures;
+            continue;
+          }
+          EXPECT_EQ_U64(r.nan, want_nan, what);
+          EXPECT_EQ_U64(r.pos_inf, want_pinf, what);
+          EXPECT_EQ_U64(r.neg_inf, want_ninf, what);
+          EXPECT_EQ_U64(r.first_index, first, what);
+          EXPECT_EQ_U64(r.last_index, last, what);
+          EXPECT_EQ_U64(r.arg, 3, what);
+          EXPECT_EQ_U64(r.elements, elems, what);
+          EXPECT_EQ_U64(r.replay, (uint64_t)(2 * cases + rep), what);
+          ++consumed;
+          host->read_index = consumed;
+          if (records[consumed % cap].seq == consumed + 1) {
+            std::printf("FAIL %s: the clean buffer produced a record\n", what);
+            ++failures;
+          }
+        }
+        cudaFree(d);
+        cudaFree(clean);
+        ++cases;
+      }
+    }
+  }
+  std::printf("%d cases, %d failures\n", cases, failures);
+  return failures ? 1 : 0;
+}
