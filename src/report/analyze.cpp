@@ -19,7 +19,7 @@ namespace {
 constexpr std::size_t kRecent = 4096;             // parents resolvable beyond the site map
 constexpr std::size_t kMaxLine = 64u << 20;        // longer lines are reported and skipped
 constexpr std::size_t kChunk = 4u << 20;
-constexpr std::size_t kMaxReplays = 4096;
+constexpr std::size_t kMaxReplays = 256;   // per graph: replays listed one by one
 constexpr std::size_t kMaxDumps = 1000;
 
 bool is_log_name(const fs::path& p) {
@@ -32,8 +32,12 @@ bool is_log_name(const fs::path& p) {
 
 void TimeHist::add(std::uint32_t kernel, std::int64_t ts, const RegionCounts& c) {
   if (ts < 0) ts = 0;
-  if (k_.size() <= kernel) k_.resize(kernel + 1);
+  if (k_.size() <= kernel) k_.resize(kernel + 1), last_.resize(kernel + 1);
   std::int64_t idx = ts >> shift_;
+  if (last_[kernel].idx == idx && idx >= lo_ && idx <= hi_) {
+    *last_[kernel].c += c;
+    return;
+  }
   lo_ = std::min(lo_, idx);
   hi_ = std::max(hi_, idx);
   while (hi_ - lo_ + 1 > kBuckets) {  // widen the buckets: merge neighbours
@@ -46,8 +50,11 @@ void TimeHist::add(std::uint32_t kernel, std::int64_t ts, const RegionCounts& c)
       for (auto& [b, v] : m) merged[b >> 1] += v;
       m.swap(merged);
     }
+    for (auto& l : last_) l = {};
   }
-  k_[kernel][idx] += c;
+  RegionCounts& b = k_[kernel][idx];
+  b += c;
+  last_[kernel] = {idx, &b};
 }
 
 // ---- Analysis ---------------------------------------------------------------------------
@@ -86,14 +93,18 @@ std::uint32_t Analysis::proc_of(std::uint32_t file, const Event& e) {
 }
 
 std::uint32_t Analysis::kernel_of(const std::string& name) {
-  auto it = kernel_index_.find(name);
-  if (it != kernel_index_.end()) return it->second;
+  std::uint64_t h = std::hash<std::string_view>{}(name);
+  for (;; ++h) {
+    auto it = kernel_index_.find(h);
+    if (it == kernel_index_.end()) break;
+    if (kernels[it->second].name == name) return it->second;
+  }
   auto idx = static_cast<std::uint32_t>(kernels.size());
   KernelAgg k;
   k.name = name;
   k.selected = !kernel_re_ || std::regex_search(name, *kernel_re_);
   kernels.push_back(std::move(k));
-  kernel_index_.emplace(name, idx);
+  kernel_index_.emplace(h, idx);
   return idx;
 }
 
@@ -120,9 +131,16 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   for (auto& r : e.rows_real) num(r.first), num(r.second);
   key_ += '|';
   for (auto& r : e.rows_padding) num(r.first), num(r.second);
-  auto it = site_index_.find(key_);
-  *created = it == site_index_.end();
-  if (!*created) return it->second;
+  std::uint64_t h = std::hash<std::string_view>{}(key_);
+  for (;; ++h) {
+    auto it = site_index_.find(h);
+    if (it == site_index_.end()) break;
+    if (site_keys_[it->second] == key_) {
+      *created = false;
+      return it->second;
+    }
+  }
+  *created = true;
   auto idx = static_cast<std::uint32_t>(sites.size());
   Site s;
   s.proc = proc;
@@ -142,7 +160,8 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   s.graph_id = e.graph_id;
   s.graph_node = e.graph_node;
   sites.push_back(std::move(s));
-  site_index_.emplace(key_, idx);
+  site_index_.emplace(h, idx);
+  site_keys_.push_back(key_);
   kernels[kernel].sites++;
   return idx;
 }

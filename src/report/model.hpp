@@ -128,6 +128,11 @@ class TimeHist {
   int shift_ = 16;  // 65 us
   std::int64_t lo_ = std::numeric_limits<std::int64_t>::max(), hi_ = std::numeric_limits<std::int64_t>::min();
   std::vector<std::map<std::int64_t, RegionCounts>> k_;
+  struct Last {
+    std::int64_t idx = -1;
+    RegionCounts* c = nullptr;
+  };
+  std::vector<Last> last_;  // per kernel: the bucket written last (timestamps mostly increase)
 };
 
 struct Totals {
@@ -188,7 +193,10 @@ class Analysis {
 
  private:
   Event ev_;
-  std::unordered_map<std::string, std::uint32_t> kernel_index_, site_index_;
+  // Keyed by a 64-bit hash of the name / site key; collisions are checked against the
+  // stored name / key and resolved by probing the next hash value.
+  std::unordered_map<std::uint64_t, std::uint32_t> kernel_index_, site_index_;
+  std::vector<std::string> site_keys_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> graph_index_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> proc_index_;
   std::optional<std::regex> kernel_re_;
