@@ -1,0 +1,75 @@
+// Padding specs and watches: the host-side model shared by the C API, the rules file and the
+// engine. A spec says which rows of a padded batch are padding; it is evaluated on the device
+// at scan time, so a graph replayed with new seq_lens gets a fresh verdict every replay.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "signature.hpp"
+
+namespace nanscope {
+
+enum class PaddingSource : uint8_t {
+  none,         // no padding information: region "unknown"
+  seq_lens,     // device int32/int64 array; row r is padding when seq_lens[r] == pad_value
+  real_count_device,  // device int32/int64 scalar; rows >= *count are padding
+  real_count_host,    // host value frozen at declaration; rows >= count are padding
+  mask,         // device byte array; row r is padding when mask[r] != 0
+};
+const char* padding_source_name(PaddingSource);
+
+enum class IndexType : uint8_t { i32, i64 };
+
+enum class Action : uint8_t { detect, fix, abort };
+const char* action_name(Action);
+
+struct PaddingSpec {
+  PaddingSource source = PaddingSource::none;
+  uint64_t rows = 0;          // rows in the padded batch
+  uint64_t device_ptr = 0;    // seq_lens / count / mask
+  IndexType index_type = IndexType::i32;
+  int64_t pad_value = 0;      // seq_lens value that marks padding
+  uint64_t host_count = 0;    // real_count_host
+};
+
+struct WatchSpec {
+  std::string name;
+  uint64_t ptr = 0;           // device address of row 0, element 0
+  DType dtype = DType::none;
+  uint64_t rows = 0;
+  uint64_t row_elements = 0;  // elements per row that belong to the tensor
+  uint64_t row_stride = 0;    // elements from one row to the next (0: = row_elements)
+  Action action = Action::detect;
+  PaddingSpec padding;
+
+  uint64_t stride() const { return row_stride ? row_stride : row_elements; }
+  // Bytes from ptr to the end of the last row.
+  uint64_t extent_bytes() const {
+    return rows == 0 ? 0 : ((rows - 1) * stride() + row_elements) * dtype_size(dtype);
+  }
+};
+
+// Empty when valid, else one message naming the offending field.
+std::string validate(const PaddingSpec& spec);
+std::string validate(const WatchSpec& watch);
+
+// Row ranges that hold non-finite values, as the log reports them.
+struct RowRange {
+  uint64_t first = 0, last = 0;  // inclusive
+  bool padding = false;
+};
+struct RowVerdict {
+  std::vector<RowRange> ranges;  // sorted, compacted, at most `max_ranges`
+  bool truncated = false;
+  uint64_t counts_padding = 0, counts_real = 0;
+  const char* region() const;  // "padding", "real", "mixed" or "unknown"
+};
+
+// Compacts rows (sorted or not, duplicates allowed) that hold non-finite values into ranges
+// of consecutive rows with the same padding status.
+std::vector<RowRange> compact_rows(std::vector<std::pair<uint64_t, bool>> rows_with_status,
+                                   std::size_t max_ranges, bool* truncated);
+
+}  // namespace nanscope
