@@ -17,7 +17,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .muted{color:#6a737d}.pass{color:#1a7f37;font-weight:600}.fail{color:#cf222e;font-weight:600}
 #first-cause{border:2px solid #cf222e;border-radius:8px;padding:12px 16px;background:#fff5f5}
-#first-cause.none{border-color:#1a7f37;background:#f3fff5}
+#first-cause.none{border-color:#1a7f37;background:#f3fff5}#first-cause h2{margin-top:0}
 #first-cause dl{display:grid;grid-template-columns:90px 1fr;gap:2px 12px;margin:8px 0 0}
 #first-cause dt{color:#6a737d}#first-cause dd{margin:0;word-break:break-all}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
