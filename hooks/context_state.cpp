@@ -37,6 +37,7 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
   NANSCOPE_TRY(cuModuleLoadData(&module_, nanscope_kernels_fatbin));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
+  NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
 
   const size_t channel_bytes =
       sizeof(nanscope_channel_host) + size_t{limits_.channel_records} * sizeof(nanscope_record);
@@ -63,6 +64,8 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
 ContextState::~ContextState() {
   // The context may already be going away; failures here are ignored on purpose.
   for (CUdeviceptr p : captured_chunks_) cuMemFree(p);
+  for (auto& [key, b] : bitmaps_) cuMemFree(b.first);
+  for (CUdeviceptr p : retired_bitmaps_) cuMemFree(p);
   if (eager_accums_) cuMemFree(eager_accums_);
   if (channel_dev_) cuMemFree(channel_dev_);
   if (private_stream_) cuStreamDestroy(private_stream_);
@@ -90,6 +93,25 @@ CUdeviceptr ContextState::next_captured_accumulator() {
   return captured_chunks_.back() + size_t{captured_used_++} * sizeof(nanscope_scan_accum);
 }
 
+CUdeviceptr ContextState::row_bitmap(uint32_t key, uint64_t rows) {
+  std::lock_guard lock(bitmap_mu_);
+  auto& slot = bitmaps_[key];
+  if (slot.first && slot.second >= rows) return slot.first;
+  RelaxedCaptureMode relaxed;
+  const uint64_t capacity = std::max<uint64_t>(rows, slot.second * 2);
+  const size_t bytes = ((capacity + 31) / 32) * sizeof(uint32_t);
+  CUdeviceptr p = 0;
+  if (cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return 0;
+  if (cuMemsetD8Async(p, 0, bytes, private_stream_) != CUDA_SUCCESS ||
+      cuStreamSynchronize(private_stream_) != CUDA_SUCCESS) {
+    cuMemFree(p);
+    return 0;
+  }
+  if (slot.first) retired_bitmaps_.push_back(slot.first);
+  slot = {p, capacity};
+  return p;
+}
+
 CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bool captured,
                                    uint64_t max_bytes) {
   CUdeviceptr acc = 0;
@@ -110,7 +132,8 @@ CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bo
   const ScanPolicy policy;
   const unsigned grid = scan_grid(policy, max_bytes, sm_count_);
   void* params[] = {&task};
-  return cuLaunchKernel(scan_fn_, grid, 1, 1, policy.threads, 1, 1, 0, stream, params, nullptr);
+  return cuLaunchKernel(task.row_aware_mask ? scan_rows_fn_ : scan_fn_, grid, 1, 1, policy.threads, 1, 1, 0,
+                        stream, params, nullptr);
 }
 
 }  // namespace nanscope

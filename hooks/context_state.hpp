@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "channel.hpp"
@@ -39,6 +40,11 @@ class ContextState {
   // address is frozen into the graph). Returns the driver's result.
   CUresult launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes);
 
+  // Device bitmap of `rows` bits for watch `key`, zeroed, reused across launches (the scan
+  // that publishes it clears it). Grows by allocating a new one; old ones stay alive because
+  // captured graphs may hold their address. Returns 0 when allocation fails.
+  CUdeviceptr row_bitmap(uint32_t key, uint64_t rows);
+
   ChannelReader& reader() { return *reader_; }
 
  private:
@@ -51,6 +57,10 @@ class ContextState {
   int sm_count_ = 1;
   CUmodule module_ = nullptr;
   CUfunction scan_fn_ = nullptr;
+  CUfunction scan_rows_fn_ = nullptr;
+  std::mutex bitmap_mu_;
+  std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)
+  std::vector<CUdeviceptr> retired_bitmaps_;
   CUstream private_stream_ = nullptr;
   void* host_channel_ = nullptr;
   CUdeviceptr host_channel_dev_ = 0;

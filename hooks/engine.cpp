@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -95,10 +96,20 @@ Engine::Engine(Config cfg, nanscope_attach_t attach)
     : cfg_(std::move(cfg)),
       attach_(attach),
       start_ns_(wall_clock_ns()),
-      kernels_(cfg_.kernel_filter, cfg_.kernel_exclude) {
+      kernels_(cfg_.kernel_filter, cfg_.kernel_exclude, &rules_) {
   std::string log_error;
   log_ = std::make_unique<EventLog>(EventLogOptions{cfg_.log_path, cfg_.console, cfg_.level}, &log_error);
   if (!log_error.empty()) log_->warn(log_error + "; JSON log disabled, console only");
+  if (!cfg_.rules_path.empty()) {
+    RulesResult loaded = load_rules(cfg_.rules_path);
+    for (const auto& err : loaded.errors) {
+      log_->warn(err);
+      log_->emit("warning", Json{{"what", "rules"}, {"message", err}});
+    }
+    rules_ = std::move(loaded.file.rules);
+    for (uint32_t i = 0; i < rules_.size(); ++i) watch_meta_[kRuleWatchBit | i] = {rules_[i].name, rules_[i].action};
+    log_->info(fmt::format("{} rule(s) loaded from NANSCOPE_RULES={}", rules_.size(), cfg_.rules_path));
+  }
 }
 
 nanscope_status_t Engine::init(nanscope_attach_t attach) {
@@ -126,7 +137,8 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
                        {"max_captured_scans", e->cfg_.max_captured_scans},
                        {"poll_us", e->cfg_.poll_us},
                        {"max_scan_bytes", e->cfg_.max_scan_bytes},
-                       {"max_events_per_site", e->cfg_.max_events_per_site}};
+                       {"max_events_per_site", e->cfg_.max_events_per_site},
+                       {"rules", e->cfg_.rules_path}};
     if (!parsed.errors.empty()) start["config_errors"] = parsed.errors;
     start["argv0"] = program_name();
     e->log_->emit("start", start);
@@ -232,6 +244,31 @@ std::optional<AddressRange> Engine::extent(uint64_t ptr) {
   return AddressRange{base, size};
 }
 
+namespace {
+
+// The bytes of kernel parameter i, in either launch form; null when unknown.
+const char* param_bytes(const LaunchArgs& a, const KernelInfo& k, uint32_t i) {
+  if (i >= k.params.size()) return nullptr;
+  if (a.kernel_params) return static_cast<const char*>(a.kernel_params[i]);
+  if (!a.extra) return nullptr;
+  const char* buffer = nullptr;
+  size_t size = 0;
+  for (void** p = a.extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
+    if (p[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const char*>(p[1]);
+    else if (p[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(p[1]);
+  }
+  if (!buffer || k.params[i].first + k.params[i].second > size) return nullptr;
+  return buffer + k.params[i].first;
+}
+
+}  // namespace
+
+Action Engine::effective_action(Action declared) const {
+  // NANSCOPE_MODE=fix|abort applies to every watch and rule that did not ask for more.
+  if (declared != Action::detect) return declared;
+  return cfg_.mode == Mode::fix ? Action::fix : cfg_.mode == Mode::abort ? Action::abort : Action::detect;
+}
+
 void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   LaunchArgs a;
   if (!decode_launch(cbid, cb.functionParams, a)) return;
@@ -245,7 +282,9 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
     if (log_->debug_enabled()) log_->debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
   }
-  if (!k.inspected) return;
+  if (k.excluded) return;
+  const bool check_watches = !watches_.empty() && k.params_known;
+  if (!k.inspected && k.rules.empty() && !check_watches) return;
 
   ToolScope scope;  // everything below is our own driver work
   ContextState* cs = context_for(cb.context);
@@ -254,15 +293,84 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   uint32_t n = 0;
+  auto full = [&] {
+    if (n < NANSCOPE_SCAN_MAX_BUFFERS) return false;
+    warn_once(warned_buffers_, "scan_buffers",
+              fmt::format("a launch of {} references more than {} scanned buffers; the rest are skipped",
+                          k.demangled, NANSCOPE_SCAN_MAX_BUFFERS));
+    return true;
+  };
+  auto add_row_aware = [&](const WatchSpec& w, uint32_t watch_id, uint32_t arg) {
+    for (uint32_t i = 0; i < n; ++i)
+      if (((task.row_aware_mask >> i) & 1u) && task.row_specs[i].watch_id == watch_id) return;
+    if (full()) return;
+    const CUdeviceptr bitmap = cs->row_bitmap(watch_id, w.rows);
+    if (!bitmap) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const uint64_t elements = (w.rows - 1) * w.stride() + w.row_elements;
+    task.buffers[n] = {w.ptr, elements, static_cast<uint32_t>(w.dtype), arg};
+    nanscope_row_spec& rs = task.row_specs[n];
+    rs.rows = w.rows;
+    rs.row_elements = w.row_elements;
+    rs.row_stride = w.stride();
+    rs.source = static_cast<uint32_t>(w.padding.source);
+    rs.source_ptr = w.padding.device_ptr;
+    rs.index_i64 = w.padding.index_type == IndexType::i64;
+    rs.pad_value = w.padding.pad_value;
+    rs.host_count = w.padding.host_count;
+    rs.row_bitmap = reinterpret_cast<unsigned int*>(bitmap);
+    rs.fix = effective_action(w.action) == Action::fix;
+    rs.watch_id = watch_id;
+    task.row_aware_mask |= 1u << n;
+    max_bytes = std::max(max_bytes, elements * dtype_size(w.dtype));
+    ++n;
+  };
+
+  // 1. Rules: the kernel's own parameters say where the output and its padding are.
+  for (uint32_t ri : k.rules) {
+    const Rule& rule = rules_[ri];
+    const ParamReader read = [&](uint32_t param, uint32_t offset, void* out, size_t bytes) {
+      const char* base = param_bytes(a, k, param);
+      if (!base || offset + bytes > k.params[param].second) return false;
+      std::memcpy(out, base + offset, bytes);
+      return true;
+    };
+    std::string error;
+    if (auto w = resolve(rule, read, &error)) add_row_aware(*w, kRuleWatchBit | ri, rule.output.ptr.param);
+    else warn_rule(ri, error);
+  }
+  // 2. Watches: any 8-byte word of any parameter that points into a watched buffer.
+  if (check_watches) {
+    const auto snapshot = watches_.snapshot();
+    for (uint32_t i = 0; i < k.params.size(); ++i) {
+      // A const pointer is read, not written: the buffer cannot have changed.
+      if (i < k.roles.size() && k.roles[i] == ParamRole::input) continue;
+      const char* bytes = param_bytes(a, k, i);
+      if (!bytes) continue;
+      for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
+        uint64_t v = 0;
+        std::memcpy(&v, bytes + off, sizeof(v));
+        if (v) WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) { add_row_aware(e.spec, e.id, i); });
+      }
+    }
+  }
+  // 3. Typed outputs not already covered by a row-aware scan.
   for (const OutputParam& out : k.outputs) {
     const uint64_t ptr = read_pointer_param(a, out);
     if (ptr == 0) continue;
+    bool covered = false;
+    for (uint32_t i = 0; i < n && !covered; ++i)
+      covered = ((task.row_aware_mask >> i) & 1u) && ptr >= task.buffers[i].ptr &&
+                ptr < task.buffers[i].ptr + task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
+    if (covered) continue;
     const auto range = extent(ptr);
     if (!range) continue;  // not device memory we can scan (host pointer, freed, foreign)
     uint64_t bytes = range->base + range->size - ptr;
     if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
     const uint64_t elements = bytes / dtype_size(out.dtype);
-    if (elements == 0) continue;
+    if (elements == 0 || full()) continue;
     task.buffers[n++] = {ptr, elements, static_cast<uint32_t>(out.dtype), out.arg};
     max_bytes = std::max(max_bytes, bytes);
   }
@@ -302,6 +410,27 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
                           "counted as scans_dropped",
                           error_name(r)));
 }
+
+void Engine::warn_rule(uint32_t rule_index, const std::string& error) {
+  {
+    std::lock_guard lock(meta_mu_);
+    if (!warned_rules_.insert(rule_index).second) return;
+  }
+  const std::string msg = error + " (said once per rule; launches it cannot resolve are not scanned by it)";
+  log_->warn(msg);
+  log_->emit("warning", Json{{"what", "rule"}, {"message", msg}});
+}
+
+uint32_t Engine::add_watch(WatchSpec spec) {
+  const std::string name = spec.name;
+  const Action action = spec.action;
+  const uint32_t id = watches_.add(std::move(spec));
+  std::lock_guard lock(meta_mu_);
+  watch_meta_[id] = {name, action};
+  return id;
+}
+
+bool Engine::remove_watch(uint32_t id) { return watches_.remove(id); }
 
 void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
   CUdeviceptr* dptr = nullptr;
@@ -388,6 +517,38 @@ void Engine::drain_all() {
   }
 }
 
+namespace {
+
+const char* region_of(const Finding& f) {
+  if (!f.row_aware || f.padding_source == PaddingSource::none) return "unknown";
+  return f.verdict.region();
+}
+
+Json rows_json(const Finding& f) {
+  Json padding = Json::array(), real = Json::array(), unknown = Json::array();
+  for (const RowRange& r : f.verdict.ranges) {
+    Json range = Json::array({r.first, r.last});
+    if (f.padding_source == PaddingSource::none) unknown.push_back(range);
+    else (r.padding ? padding : real).push_back(range);
+  }
+  Json j{{"padding", padding}, {"real", real}};
+  if (!unknown.empty()) j["unknown"] = unknown;
+  j["truncated"] = f.verdict.truncated;
+  return j;
+}
+
+std::string ranges_text(const Finding& f) {
+  std::string out;
+  for (const RowRange& r : f.verdict.ranges) {
+    if (!out.empty()) out += ",";
+    out += r.first == r.last ? fmt::format("{}", r.first) : fmt::format("{}-{}", r.first, r.last);
+    out += f.padding_source == PaddingSource::none ? "" : r.padding ? "p" : "r";
+  }
+  return out + (f.verdict.truncated ? ",..." : "");
+}
+
+}  // namespace
+
 void Engine::handle_finding(const Finding& f, int device) {
   findings_.fetch_add(1, std::memory_order_relaxed);
   total_nan_.fetch_add(f.nan, std::memory_order_relaxed);
@@ -395,12 +556,20 @@ void Engine::handle_finding(const Finding& f, int device) {
   total_ninf_.fetch_add(f.neg_inf, std::memory_order_relaxed);
   const KernelInfo* k = kernels_.by_id(f.kernel_id);
   const std::string kernel = k ? k->demangled : "?";
+  const std::string region = region_of(f);
+  WatchMeta meta;
+  if (f.row_aware) {
+    std::lock_guard lock(meta_mu_);
+    if (auto it = watch_meta_.find(f.watch_id); it != watch_meta_.end()) meta = it->second;
+  }
+  const bool abort_now = f.row_aware && effective_action(meta.action) == Action::abort && f.verdict.counts_real > 0;
 
-  Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node}];
+  // A change of region is a new site: padding-only turning real is what users need to see.
+  Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node, region, f.ptr, f.watch_id}];
   ++site.total;
   if (site.total == 1) site.first_replay = f.replay;
   site.last_replay = f.replay;
-  if (site.total > cfg_.max_events_per_site) {
+  if (site.total > cfg_.max_events_per_site && !abort_now) {
     // Bounded log volume: fold further findings into `repeat` events at power-of-two totals.
     ++site.pending;
     if ((site.total & (site.total - 1)) == 0) {
@@ -420,6 +589,7 @@ void Engine::handle_finding(const Finding& f, int device) {
   j["launch_id"] = f.launch_id;
   j["correlation_id"] = f.correlation_id;
   j["buffer"] = {{"arg", f.arg}, {"ptr", hex(f.ptr)}, {"dtype", dtype_name(f.dtype)}, {"elements", f.elements}};
+  if (f.row_aware) j["buffer"]["name"] = meta.name;
   j["counts"] = {{"nan", f.nan}, {"pos_inf", f.pos_inf}, {"neg_inf", f.neg_inf}};
   j["first_index"] = f.first_index;
   j["last_index"] = f.last_index;
@@ -428,16 +598,47 @@ void Engine::handle_finding(const Finding& f, int device) {
     j["graph_node"] = f.graph_node;
     j["replay"] = f.replay;
   }
+  j["region"] = region;
+  if (f.row_aware) {
+    j["counts_padding"] = f.verdict.counts_padding;
+    j["counts_real"] = f.verdict.counts_real;
+    j["rows"] = rows_json(f);
+    j["rows_total"] = f.rows_total;
+    j["watch"] = meta.name;
+    j["padding_source"] = padding_source_name(f.padding_source);
+    if (f.fixed) j["action"] = "zeroed";
+  }
   const uint64_t id = log_->emit("nonfinite", j);
   if (site.total == 1) site.first_event = id;
 
   std::string where = fmt::format("launch {}, stream {}", f.launch_id, hex(f.stream));
   if (f.captured) where += fmt::format(", graph {} node {} replay {}", f.graph_id, f.graph_node, f.replay);
-  log_->info(fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}",
+  std::string verdict;
+  if (f.row_aware)
+    verdict = fmt::format(" [{} '{}': {} in padding rows, {} in real rows; rows {}{}]", region, meta.name,
+                          f.verdict.counts_padding, f.verdict.counts_real, ranges_text(f),
+                          f.fixed ? "; padding rows zeroed" : "");
+  log_->info(fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}{}",
                          kernel.size() > 160 ? kernel.substr(0, 157) + "..." : kernel, f.arg,
                          dtype_name(f.dtype), f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf,
-                         f.first_index, where,
+                         f.first_index, where, verdict,
                          site.total == cfg_.max_events_per_site ? "; further findings here are aggregated" : ""));
+  if (abort_now) abort_on_real(f, kernel, meta.name);
+}
+
+void Engine::abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch) {
+  if (aborting_.exchange(true)) return;
+  const std::string reason =
+      fmt::format("nanscope: abort: {} non-finite value(s) in real rows of '{}' written by {} (launch {}{})",
+                  f.verdict.counts_real, watch, kernel, f.launch_id,
+                  f.captured ? fmt::format(", graph {} replay {}", f.graph_id, f.replay) : "");
+  log_->emit("abort", Json{{"reason", reason}, {"launch_id", f.launch_id}, {"watch", watch}});
+  shut_down_.store(true);  // the signal handler must not write a second summary
+  write_summary(/*contexts_locked=*/true);
+  log_->flush();
+  std::fprintf(stderr, "%s\n", reason.c_str());
+  std::fflush(stderr);
+  std::abort();  // asked for by the user (action abort): stop the process with SIGABRT
 }
 
 void Engine::flush() {
@@ -445,10 +646,11 @@ void Engine::flush() {
   log_->flush();
 }
 
-void Engine::write_summary() {
+void Engine::write_summary(bool contexts_locked) {
   uint64_t overflow = 0, corrupt = 0;
   {
-    std::shared_lock lock(ctx_mu_);
+    std::shared_lock lock(ctx_mu_, std::defer_lock);
+    if (!contexts_locked) lock.lock();
     for (auto& [ctx, state] : contexts_) {
       overflow += state->reader().overflow();
       corrupt += state->reader().corrupt();

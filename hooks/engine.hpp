@@ -20,8 +20,13 @@
 #include "config.hpp"
 #include "context_state.hpp"
 #include "event_log.hpp"
+#include <set>
+
 #include "kernel_table.hpp"
 #include "nanscope/nanscope.h"
+#include "padding.hpp"
+#include "rules.hpp"
+#include "watch_registry.hpp"
 
 namespace nanscope {
 
@@ -47,6 +52,10 @@ class Engine {
   void on_mem_free(CUpti_CallbackId cbid, const void* params);
   void on_context_destroy(CUcontext ctx);
 
+  // Watches declared through the C API. Host-side only: usable before CUDA starts.
+  uint32_t add_watch(WatchSpec spec);
+  bool remove_watch(uint32_t id);
+
   void flush();
   void shutdown();          // at exit: last drain, closing repeats, summary
   void emergency_flush();   // from a fatal signal: best effort, no joins
@@ -61,7 +70,13 @@ class Engine {
   void drain_all();
   void handle_finding(const Finding& f, int device);
   void warn_once(std::atomic<bool>& flag, const std::string& what, const std::string& message);
-  void write_summary();
+  void write_summary(bool contexts_locked = false);
+  void warn_rule(uint32_t rule_index, const std::string& error);
+  Action effective_action(Action declared) const;
+  void abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch);
+
+  // Watch ids of rules: the rule index with this bit set (API watches count up from 1).
+  static constexpr uint32_t kRuleWatchBit = 0x80000000u;
 
   static std::atomic<Engine*> instance_;
 
@@ -69,7 +84,16 @@ class Engine {
   const nanscope_attach_t attach_;
   const uint64_t start_ns_;
   std::unique_ptr<EventLog> log_;
+  std::vector<Rule> rules_;  // NANSCOPE_RULES, loaded before the first launch
   KernelTable kernels_;
+  WatchRegistry watches_;
+  struct WatchMeta {
+    std::string name;
+    Action action = Action::detect;
+  };
+  std::mutex meta_mu_;
+  std::unordered_map<uint32_t, WatchMeta> watch_meta_;  // kept after unwatch, for late findings
+  std::set<uint32_t> warned_rules_;
   AllocationMap allocs_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
 
@@ -80,7 +104,7 @@ class Engine {
   std::mutex capture_mu_;
   std::unordered_map<uint64_t, uint32_t> capture_nodes_;  // capture id -> scans captured so far
 
-  // Aggregation: per (kernel, arg, graph, node) site.
+  // Aggregation: per (kernel, arg, graph, node, region, buffer, watch) site.
   struct Site {
     uint64_t first_event = 0;
     uint64_t total = 0;
@@ -88,7 +112,7 @@ class Engine {
     uint32_t first_replay = 0, last_replay = 0;
   };
   std::mutex drain_mu_;  // serialises drains (thread, flush, exit, context teardown)
-  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint32_t>, Site> sites_;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint32_t, std::string, uint64_t, uint32_t>, Site> sites_;
 
   std::thread drain_thread_;
   std::mutex wake_mu_;
@@ -99,7 +123,8 @@ class Engine {
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
   std::atomic<bool> warned_launch_{false}, warned_context_{false}, warned_capture_pool_{false},
-      warned_callback_{false};
+      warned_callback_{false}, warned_buffers_{false};
+  std::atomic<bool> aborting_{false};
 
   friend void CUPTIAPI cupti_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);
 };

@@ -43,7 +43,8 @@ std::string name_of(void* handle, const char* symbol_name) {
 
 }  // namespace
 
-KernelTable::KernelTable(std::string filter, std::string exclude) {
+KernelTable::KernelTable(std::string filter, std::string exclude, const std::vector<Rule>* rules)
+    : rules_(rules) {
   // The config parser already validated both expressions.
   if (!filter.empty()) { filter_ = std::regex(filter); has_filter_ = true; }
   if (!exclude.empty()) { exclude_ = std::regex(exclude); has_exclude_ = true; }
@@ -57,17 +58,27 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   k.demangled = sig.demangled.empty() ? k.mangled : sig.demangled;
   if (has_filter_ && !std::regex_search(k.demangled, filter_)) {
     k.reason = "excluded by NANSCOPE_KERNEL_FILTER";
+    k.excluded = true;
     return k;
   }
   if (has_exclude_ && std::regex_search(k.demangled, exclude_)) {
     k.reason = "excluded by NANSCOPE_KERNEL_EXCLUDE";
+    k.excluded = true;
     return k;
   }
+  // The layout serves watches and rules too, which find pointers inside any parameter.
+  ParamLayout layout = param_layout(handle);
+  if (layout.ok) {
+    k.params_known = true;
+    for (auto [off, size] : layout.params) k.params.emplace_back(static_cast<uint32_t>(off), static_cast<uint32_t>(size));
+  }
+  if (rules_)
+    for (uint32_t i = 0; i < rules_->size(); ++i)
+      if ((*rules_)[i].matches(k.demangled)) k.rules.push_back(i);
   if (!sig.has_params) {
     k.reason = "name carries no parameter types (extern \"C\" or Triton); use a watch";
     return k;
   }
-  ParamLayout layout = param_layout(handle);
   if (!layout.ok) {
     k.reason = "driver gave no parameter layout";
     return k;
@@ -76,6 +87,7 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
     k.reason = "parameter count mismatch between name and driver";
     return k;
   }
+  for (const ParamSig& p : sig.params) k.roles.push_back(p.role);
   for (uint32_t i = 0; i < sig.params.size(); ++i) {
     const ParamSig& p = sig.params[i];
     if (p.role == ParamRole::output && layout.params[i].second == sizeof(void*))

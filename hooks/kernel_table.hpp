@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rules.hpp"
 #include "signature.hpp"
 
 namespace nanscope {
@@ -27,14 +28,20 @@ struct KernelInfo {
   std::string mangled;
   std::string demangled;
   const char* symbol_seen = nullptr;  // symbolName pointer last seen with this handle
-  bool inspected = false;
+  bool inspected = false;             // has typed outputs to scan
+  bool excluded = false;              // filtered out: never look at it
   std::string reason;                 // why not inspected
   std::vector<OutputParam> outputs;
+  std::vector<std::pair<uint32_t, uint32_t>> params;  // offset, size of each parameter
+  bool params_known = false;
+  std::vector<uint32_t> rules;        // indices of matching rules
+  std::vector<ParamRole> roles;       // from the signature, when it matches the layout
 };
 
 class KernelTable {
  public:
-  KernelTable(std::string filter, std::string exclude);
+  // `rules` must outlive the table.
+  KernelTable(std::string filter, std::string exclude, const std::vector<Rule>* rules);
 
   // Returns the cached info for `handle`, decoding it on first sight. `is_new` is set when
   // this call created the entry (so the caller can log it once).
@@ -46,6 +53,7 @@ class KernelTable {
  private:
   KernelInfo decode(void* handle, const char* symbol_name) const;
 
+  const std::vector<Rule>* rules_;
   bool has_filter_ = false, has_exclude_ = false;
   std::regex filter_, exclude_;
   mutable std::shared_mutex mu_;

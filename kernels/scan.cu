@@ -69,12 +69,42 @@ __device__ __forceinline__ uint32_t vec_suspect(uint32_t dt, const uint4& v) {
   return word_suspect(dt, v.x) | word_suspect(dt, v.y) | word_suspect(dt, v.z) | word_suspect(dt, v.w);
 }
 
-struct ThreadCounts {
-  uint32_t nan = 0, pos_inf = 0, neg_inf = 0;
-  unsigned long long first = ~0ull, last = 0;
+// Padding status of row r, read on the device at scan time (so graph replays see new values).
+__device__ __forceinline__ bool row_is_padding(const nanscope_row_spec& s, uint64_t r) {
+  switch (s.source) {
+    case NS_PAD_SEQ_LENS: {
+      const int64_t v = s.index_i64 ? reinterpret_cast<const int64_t*>(s.source_ptr)[r]
+                                    : reinterpret_cast<const int32_t*>(s.source_ptr)[r];
+      return v == s.pad_value;
+    }
+    case NS_PAD_COUNT_DEVICE: {
+      const int64_t n = s.index_i64 ? *reinterpret_cast<const int64_t*>(s.source_ptr)
+                                    : *reinterpret_cast<const int32_t*>(s.source_ptr);
+      return n < 0 || r >= static_cast<uint64_t>(n);
+    }
+    case NS_PAD_COUNT_HOST: return r >= s.host_count;
+    case NS_PAD_MASK: return reinterpret_cast<const unsigned char*>(s.source_ptr)[r] != 0;
+    default: return false;
+  }
+}
 
-  __device__ __forceinline__ void add(int kind, unsigned long long index) {
+struct ThreadCounts {
+  uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
+  unsigned long long first = ~0ull, last = 0;
+  unsigned long long flagged_row = ~0ull;  // last row this thread marked in the row bitmap
+
+  // `rows` is null for buffers scanned without a row spec.
+  __device__ __forceinline__ void add(int kind, unsigned long long index, const nanscope_row_spec* rows) {
     if (kind == 0) return;
+    if (rows) {
+      const uint64_t r = index / rows->row_stride;
+      if (index - r * rows->row_stride >= rows->row_elements) return;  // gap between rows
+      padding += row_is_padding(*rows, r);
+      if (r != flagged_row) {
+        atomicOr(&rows->row_bitmap[r >> 5], 1u << (r & 31));
+        flagged_row = r;
+      }
+    }
     nan += kind == 1;
     pos_inf += kind == 2;
     neg_inf += kind == 3;
@@ -94,8 +124,9 @@ __device__ __forceinline__ uint64_t load_bits(const unsigned char* base, uint32_
 }
 
 // Slow path: a 16-byte vector that holds at least one suspect element.
+template <bool kRows>
 __device__ __noinline__ void count_vector(uint32_t dt, const uint4 v, unsigned long long first_elem,
-                                          ThreadCounts& c) {
+                                          ThreadCounts& c, const nanscope_row_spec* rows) {
   const uint32_t words[4] = {v.x, v.y, v.z, v.w};
   const int eb = element_bytes(dt);
   const int per_vec = 16 / eb;
@@ -104,15 +135,55 @@ __device__ __noinline__ void count_vector(uint32_t dt, const uint4 v, unsigned l
     uint64_t bits;
     if (eb == 8) bits = (uint64_t)words[byte / 4] | ((uint64_t)words[byte / 4 + 1] << 32);
     else bits = words[byte / 4] >> ((byte % 4) * 8);
-    c.add(classify(dt, bits), first_elem + e);
+    c.add(classify(dt, bits), first_elem + e, kRows ? rows : nullptr);
   }
+}
+
+// Fix mode: zeroes the elements of a padding row, leaving real rows and gaps untouched.
+// A thread remembers the last row it looked up, so a vector costs one division.
+struct PaddingCursor {
+  uint64_t row = ~0ull;
+  bool padding = false;
+  __device__ __forceinline__ bool is_padding(const nanscope_row_spec& s, uint64_t r) {
+    if (r != row) row = r, padding = row_is_padding(s, r);
+    return padding;
+  }
+};
+
+__device__ __forceinline__ void store_zero(unsigned char* base, uint32_t eb, uint64_t i) {
+  switch (eb) {
+    case 8: reinterpret_cast<uint64_t*>(base)[i] = 0; break;
+    case 4: reinterpret_cast<uint32_t*>(base)[i] = 0; break;
+    case 2: reinterpret_cast<uint16_t*>(base)[i] = 0; break;
+    default: base[i] = 0; break;
+  }
+}
+
+__device__ void zero_if_padding(unsigned char* base, uint32_t eb, uint64_t i, const nanscope_row_spec& s,
+                                PaddingCursor& cur) {
+  const uint64_t r = i / s.row_stride;
+  if (i - r * s.row_stride < s.row_elements && cur.is_padding(s, r)) store_zero(base, eb, i);
+}
+
+// A whole 16-byte vector starting at element e0: one store when it sits inside one row.
+__device__ __forceinline__ void zero_vector_if_padding(unsigned char* base, uint32_t eb, uint64_t e0,
+                                                       uint32_t per_vec, const nanscope_row_spec& s,
+                                                       PaddingCursor& cur) {
+  const uint64_t r = e0 / s.row_stride;
+  const uint64_t col = e0 - r * s.row_stride;
+  if (col + per_vec <= s.row_elements) {
+    if (cur.is_padding(s, r)) *reinterpret_cast<uint4*>(base + e0 * eb) = make_uint4(0, 0, 0, 0);
+    return;
+  }
+  for (uint32_t j = 0; j < per_vec; ++j) zero_if_padding(base, eb, e0 + j, s, cur);
 }
 
 // Counts the non-finite elements of one buffer that this thread owns (grid-stride).
 // The dtype is a template parameter so the hot loop carries no dtype switch.
-template <uint32_t dt>
-__device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c) {
-  const unsigned char* base = reinterpret_cast<const unsigned char*>(b.ptr);
+template <uint32_t dt, bool kRows, bool kFix>
+__device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c, const nanscope_row_spec* rows) {
+  unsigned char* base = reinterpret_cast<unsigned char*>(b.ptr);
+  PaddingCursor cursor;
   const uint64_t eb = element_bytes(dt);
   const uint64_t n = b.elements;
   const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -125,10 +196,18 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c
   const uint64_t vecs = (n - head) / per_vec;
   const uint64_t tail_start = head + vecs * per_vec;
 
-  for (uint64_t i = tid; i < head; i += stride) c.add(classify(dt, load_bits(base, dt, i)), i);
-  for (uint64_t i = tail_start + tid; i < n; i += stride) c.add(classify(dt, load_bits(base, dt, i)), i);
+  if (!kRows) rows = nullptr;  // lets the plain instantiation drop every row-aware branch
+  for (uint64_t i = tid; i < head; i += stride) {
+    c.add(classify(dt, load_bits(base, dt, i)), i, rows);
+    if (kFix) zero_if_padding(base, eb, i, *rows, cursor);
+  }
+  for (uint64_t i = tail_start + tid; i < n; i += stride) {
+    c.add(classify(dt, load_bits(base, dt, i)), i, rows);
+    if (kFix) zero_if_padding(base, eb, i, *rows, cursor);
+  }
 
   const uint4* vbase = reinterpret_cast<const uint4*>(base + head * eb);
+  (void)cursor;
   uint64_t v = tid;
   for (; v + (kUnroll - 1) * stride < vecs; v += kUnroll * stride) {
     uint4 x[kUnroll];
@@ -140,25 +219,72 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c
     if (suspect) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (vec_suspect(dt, x[u])) count_vector(dt, x[u], head + (v + u * stride) * per_vec, c);
+        if (vec_suspect(dt, x[u])) count_vector<kRows>(dt, x[u], head + (v + u * stride) * per_vec, c, rows);
+    }
+    if (kFix) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        zero_vector_if_padding(base, eb, head + (v + u * stride) * per_vec, per_vec, *rows, cursor);
     }
   }
   for (; v < vecs; v += stride) {
     const uint4 x = __ldcs(vbase + v);
-    if (vec_suspect(dt, x)) count_vector(dt, x, head + v * per_vec, c);
+    if (vec_suspect(dt, x)) count_vector<kRows>(dt, x, head + v * per_vec, c, rows);
+    if (kFix) zero_vector_if_padding(base, eb, head + v * per_vec, per_vec, *rows, cursor);
   }
 }
 
-__device__ void scan_buffer(const nanscope_scan_buffer& b, ThreadCounts& c) {
+template <bool kRows, bool kFix>
+__device__ void scan_buffer_dispatch(const nanscope_scan_buffer& b, ThreadCounts& c, const nanscope_row_spec* rows) {
   switch (b.dtype) {
-    case NS_F64: scan_buffer_typed<NS_F64>(b, c); break;
-    case NS_F32: scan_buffer_typed<NS_F32>(b, c); break;
-    case NS_F16: scan_buffer_typed<NS_F16>(b, c); break;
-    case NS_BF16: scan_buffer_typed<NS_BF16>(b, c); break;
-    case NS_F8E4M3: scan_buffer_typed<NS_F8E4M3>(b, c); break;
-    case NS_F8E5M2: scan_buffer_typed<NS_F8E5M2>(b, c); break;
+    case NS_F64: scan_buffer_typed<NS_F64, kRows, kFix>(b, c, rows); break;
+    case NS_F32: scan_buffer_typed<NS_F32, kRows, kFix>(b, c, rows); break;
+    case NS_F16: scan_buffer_typed<NS_F16, kRows, kFix>(b, c, rows); break;
+    case NS_BF16: scan_buffer_typed<NS_BF16, kRows, kFix>(b, c, rows); break;
+    case NS_F8E4M3: scan_buffer_typed<NS_F8E4M3, kRows, kFix>(b, c, rows); break;
+    case NS_F8E5M2: scan_buffer_typed<NS_F8E5M2, kRows, kFix>(b, c, rows); break;
     default: break;
   }
+}
+
+// Plain scans never see a row spec; row-aware scans (watches, rules) run in their own entry
+// point so the plain kernel keeps its registers and occupancy.
+template <bool kRows>
+__device__ void scan_buffer(const nanscope_scan_buffer& b, ThreadCounts& c, const nanscope_row_spec* rows) {
+  if (!kRows || !rows) scan_buffer_dispatch<false, false>(b, c, nullptr);
+  else if (rows->fix && rows->source != NS_PAD_NONE) scan_buffer_dispatch<true, true>(b, c, rows);
+  else scan_buffer_dispatch<true, false>(b, c, rows);
+}
+
+// Turns the row bitmap into ranges of consecutive rows with the same padding status, and
+// clears it for the next run. One thread; only words with a set bit cost more than a load.
+__device__ void publish_rows(const nanscope_row_spec& s, nanscope_record* r) {
+  uint32_t count = 0, pad_bits = 0;
+  bool truncated = false;
+  const uint64_t words = (s.rows + 31) / 32;
+  for (uint64_t w = 0; w < words; ++w) {
+    unsigned int bits = s.row_bitmap[w];
+    if (!bits) continue;
+    s.row_bitmap[w] = 0;
+    while (bits) {
+      const int bit = __ffs(bits) - 1;
+      bits &= bits - 1;
+      const uint64_t row = w * 32 + bit;
+      const bool pad = row_is_padding(s, row);
+      if (count > 0 && r->range_last[count - 1] + 1 == row && ((pad_bits >> (count - 1)) & 1u) == pad) {
+        r->range_last[count - 1] = (uint32_t)row;
+      } else if (count < NANSCOPE_MAX_ROW_RANGES) {
+        r->range_first[count] = r->range_last[count] = (uint32_t)row;
+        pad_bits |= (uint32_t)pad << count;
+        ++count;
+      } else {
+        truncated = true;
+      }
+    }
+  }
+  r->range_count = (uint16_t)count;
+  r->range_padding_bits = pad_bits;
+  r->ranges_truncated = truncated;
 }
 
 // The last block to finish turns the accumulated counts into channel records.
@@ -200,27 +326,42 @@ __device__ void publish(const nanscope_scan_task& t) {
         r->graph_node = t.graph_node;
         r->arg = (uint16_t)t.buffers[b].arg;
         r->dtype = (uint8_t)t.buffers[b].dtype;
-        r->flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
+        const bool row_aware = (t.row_aware_mask >> b) & 1u;
+        r->flags = (t.graph_id ? NS_RECORD_CAPTURED : 0) |
+                   (row_aware ? NS_RECORD_ROWS : 0) |
+                   (row_aware && t.row_specs[b].fix && t.row_specs[b].source ? NS_RECORD_FIXED : 0);
+        r->counts_padding = s->padding;
+        if (row_aware) {
+          const nanscope_row_spec& spec = t.row_specs[b];
+          r->rows_total = spec.rows;
+          r->watch_id = spec.watch_id;
+          r->padding_source = (uint8_t)spec.source;
+          publish_rows(spec, r);
+        }
         __threadfence_system();
         asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&r->seq), "l"(slot + 1) : "memory");
       }
     }
-    s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0;
+    if (total != 0 && ((t.row_aware_mask >> b) & 1u)) {
+      // Dropped on overflow: the bitmap must still be cleared for the next run.
+      const nanscope_row_spec& spec = t.row_specs[b];
+      for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
+    }
+    s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0; s->padding = 0;
   }
   acc->executions = replay + 1;
   __threadfence();
   acc->blocks_done = 0;
 }
 
-}  // namespace
-
-extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task t) {
+template <bool kRows>
+__device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
   __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
-      s_ninf[NANSCOPE_SCAN_MAX_BUFFERS];
+      s_ninf[NANSCOPE_SCAN_MAX_BUFFERS], s_pad[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ bool s_is_last;
   if (threadIdx.x < NANSCOPE_SCAN_MAX_BUFFERS) {
-    s_nan[threadIdx.x] = s_pinf[threadIdx.x] = s_ninf[threadIdx.x] = 0;
+    s_nan[threadIdx.x] = s_pinf[threadIdx.x] = s_ninf[threadIdx.x] = s_pad[threadIdx.x] = 0;
     s_first[threadIdx.x] = ~0ull;
     s_last[threadIdx.x] = 0;
   }
@@ -228,8 +369,9 @@ extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nansc
 
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     ThreadCounts c;
-    scan_buffer(t.buffers[b], c);
+    scan_buffer<kRows>(t.buffers[b], c, ((t.row_aware_mask >> b) & 1u) ? &t.row_specs[b] : nullptr);
     if (c.any()) {  // rare: only threads that saw a bad value touch shared memory
+      atomicAdd(&s_pad[b], c.padding);
       atomicAdd(&s_nan[b], c.nan);
       atomicAdd(&s_pinf[b], c.pos_inf);
       atomicAdd(&s_ninf[b], c.neg_inf);
@@ -243,6 +385,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nansc
     nanscope_scan_accum* acc = t.accum;
     for (uint32_t b = 0; b < t.buffer_count; ++b) {
       if ((s_nan[b] | s_pinf[b] | s_ninf[b]) == 0) continue;
+      atomicAdd(&acc->buf[b].padding, (unsigned long long)s_pad[b]);
       atomicAdd(&acc->buf[b].nan, (unsigned long long)s_nan[b]);
       atomicAdd(&acc->buf[b].pos_inf, (unsigned long long)s_pinf[b]);
       atomicAdd(&acc->buf[b].neg_inf, (unsigned long long)s_ninf[b]);
@@ -257,4 +400,14 @@ extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nansc
     __threadfence();
     publish(t);
   }
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task t) {
+  scan_main<false>(t);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_rows(const nanscope_scan_task t) {
+  scan_main<true>(t);
 }

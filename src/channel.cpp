@@ -26,6 +26,23 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   out.arg = r.arg;
   out.dtype = static_cast<DType>(r.dtype);
   out.captured = (r.flags & NS_RECORD_CAPTURED) != 0;
+  out.row_aware = (r.flags & NS_RECORD_ROWS) != 0;
+  out.fixed = (r.flags & NS_RECORD_FIXED) != 0;
+  out.verdict = RowVerdict{};
+  if (!out.row_aware) return true;
+  if (r.counts_padding > out.total() || r.range_count > NANSCOPE_MAX_ROW_RANGES || r.padding_source > NS_PAD_MASK)
+    return false;
+  out.watch_id = r.watch_id;
+  out.rows_total = r.rows_total;
+  out.padding_source = static_cast<PaddingSource>(r.padding_source);
+  const bool known = out.padding_source != PaddingSource::none;
+  out.verdict.counts_padding = known ? r.counts_padding : 0;
+  out.verdict.counts_real = known ? out.total() - r.counts_padding : 0;
+  out.verdict.truncated = r.ranges_truncated != 0;
+  for (uint32_t i = 0; i < r.range_count; ++i) {
+    if (r.range_first[i] > r.range_last[i] || r.range_last[i] >= r.rows_total) return false;
+    out.verdict.ranges.push_back({r.range_first[i], r.range_last[i], ((r.range_padding_bits >> i) & 1u) != 0});
+  }
   return true;
 }
 

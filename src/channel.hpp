@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <functional>
 
+#include <vector>
+
+#include "padding.hpp"
 #include "scan_abi.h"
 #include "signature.hpp"
 
@@ -25,6 +28,13 @@ struct Finding {
   uint16_t arg = 0;
   DType dtype = DType::none;
   bool captured = false;
+  // Row-aware scans (watches, rules) only.
+  bool row_aware = false;
+  bool fixed = false;
+  uint32_t watch_id = 0;
+  PaddingSource padding_source = PaddingSource::none;
+  uint64_t rows_total = 0;
+  RowVerdict verdict;
 
   uint64_t total() const { return nan + pos_inf + neg_inf; }
 };

@@ -6,6 +6,32 @@
 #include <stdint.h>
 
 #define NANSCOPE_SCAN_MAX_BUFFERS 8
+#define NANSCOPE_MAX_ROW_RANGES 14
+
+// Where a row-aware scan learns which rows are padding (read on the device at scan time).
+enum nanscope_padding_source {
+  NS_PAD_NONE = 0,
+  NS_PAD_SEQ_LENS = 1,      // row r is padding when seq_lens[r] == pad_value
+  NS_PAD_COUNT_DEVICE = 2,  // rows >= *count are padding
+  NS_PAD_COUNT_HOST = 3,    // rows >= host_count are padding
+  NS_PAD_MASK = 4           // row r is padding when mask[r] != 0
+};
+
+// Row layout and padding source of one buffer. Element index i lies in row i / row_stride,
+// column i % row_stride; columns >= row_elements are gaps between rows and are not scanned.
+typedef struct nanscope_row_spec {
+  uint64_t rows;
+  uint64_t row_elements;
+  uint64_t row_stride;      // elements, >= row_elements
+  uint64_t source_ptr;      // seq_lens / count / mask (device)
+  int64_t pad_value;
+  uint64_t host_count;
+  unsigned int* row_bitmap; // device, rows bits: rows holding non-finite values; reset by the publisher
+  uint32_t source;          // nanscope_padding_source
+  uint32_t index_i64;       // seq_lens / count hold int64 instead of int32
+  uint32_t fix;             // zero every padding row after scanning it
+  uint32_t watch_id;
+} nanscope_row_spec;
 
 // Element types. Must match nanscope::DType in signature.hpp.
 enum nanscope_scan_dtype { NS_F64 = 0, NS_F32 = 1, NS_F16 = 2, NS_BF16 = 3, NS_F8E4M3 = 4, NS_F8E5M2 = 5 };
@@ -25,6 +51,7 @@ typedef struct nanscope_scan_buffer {
 typedef struct nanscope_scan_counts {
   unsigned long long nan, pos_inf, neg_inf;
   unsigned long long first_inv, last;  // first bad index = ~first_inv
+  unsigned long long padding;          // non-finite values in padding rows (row-aware buffers)
 } nanscope_scan_counts;
 
 typedef struct nanscope_scan_accum {
@@ -51,10 +78,22 @@ typedef struct nanscope_record {
   uint16_t arg;
   uint8_t dtype;
   uint8_t flags;           // NS_RECORD_*
-  uint64_t reserved[2];
+  // Row verdicts, for buffers scanned with a row spec (a watch or a rule).
+  uint64_t counts_padding;
+  uint64_t rows_total;
+  uint32_t watch_id;
+  uint16_t range_count;
+  uint8_t ranges_truncated;
+  uint8_t padding_source;  // nanscope_padding_source: 0 means no spec, region unknown
+  uint32_t range_padding_bits;  // bit i: range i is made of padding rows
+  uint32_t reserved;
+  uint32_t range_first[NANSCOPE_MAX_ROW_RANGES];
+  uint32_t range_last[NANSCOPE_MAX_ROW_RANGES];
 } nanscope_record;
 
 #define NS_RECORD_CAPTURED 1u
+#define NS_RECORD_ROWS 2u    // the row fields are valid
+#define NS_RECORD_FIXED 4u   // padding rows were zeroed after the scan
 
 // Host-visible channel header, in mapped pinned memory, followed by `capacity` records.
 typedef struct nanscope_channel_host {
@@ -84,10 +123,14 @@ typedef struct nanscope_scan_task {
   nanscope_channel_dev* channel_dev;       // device memory
   nanscope_channel_host* channel_host;     // mapped host memory (device address)
   nanscope_record* records;                // mapped host memory (device address)
+  uint32_t row_aware_mask;                 // bit b: buffers[b] uses row_specs[b]
+  uint32_t pad2_;
+  nanscope_row_spec row_specs[NANSCOPE_SCAN_MAX_BUFFERS];
 } nanscope_scan_task;
 
 #ifdef __cplusplus
-static_assert(sizeof(nanscope_record) == 128, "record layout");
+static_assert(sizeof(nanscope_record) == 256, "record layout");
+static_assert(sizeof(nanscope_row_spec) == 72, "row spec layout");
 static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
 #endif
 #endif

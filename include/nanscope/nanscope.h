@@ -62,6 +62,75 @@ NANSCOPE_API const char* nanscope_version(void);
 
 NANSCOPE_API const char* nanscope_status_string(nanscope_status_t status);
 
+/* ---- Padding specs and watches --------------------------------------------------------
+ * A padding spec says which rows of a padded batch are padding. Device sources are read on the
+ * GPU at every scan, so a CUDA graph replayed with new seq_lens gets a fresh verdict each time.
+ * A watch ties a device buffer to a spec: after any kernel launch whose parameters reference
+ * the buffer (a pointer anywhere inside it, also inside struct parameters), nanscope scans the
+ * whole buffer row by row and reports padding / real verdicts. Watches may be declared before
+ * CUDA is initialised; they take effect at the first launch that references them. */
+
+typedef struct nanscope_padding_spec_st* nanscope_padding_spec_t;
+typedef struct nanscope_watch_st* nanscope_watch_t;
+
+typedef enum nanscope_dtype_t {
+  NANSCOPE_DTYPE_F64 = 0,
+  NANSCOPE_DTYPE_F32 = 1,
+  NANSCOPE_DTYPE_F16 = 2,
+  NANSCOPE_DTYPE_BF16 = 3,
+  NANSCOPE_DTYPE_F8E4M3 = 4,
+  NANSCOPE_DTYPE_F8E5M2 = 5,
+  NANSCOPE_DTYPE_FORCE_INT = 0x7fffffff
+} nanscope_dtype_t;
+
+typedef enum nanscope_index_type_t {
+  NANSCOPE_INDEX_INT32 = 0,
+  NANSCOPE_INDEX_INT64 = 1,
+  NANSCOPE_INDEX_FORCE_INT = 0x7fffffff
+} nanscope_index_type_t;
+
+typedef enum nanscope_action_t {
+  NANSCOPE_ACTION_DEFAULT = 0, /* NANSCOPE_MODE */
+  NANSCOPE_ACTION_DETECT = 1,
+  NANSCOPE_ACTION_FIX = 2,     /* zero the padding rows right after the producing kernel */
+  NANSCOPE_ACTION_ABORT = 3,   /* SIGABRT at the first non-finite value in a real row */
+  NANSCOPE_ACTION_FORCE_INT = 0x7fffffff
+} nanscope_action_t;
+
+/* Row r is padding when seq_lens[r] == pad_value. seq_lens: device array of `rows` entries. */
+NANSCOPE_API nanscope_status_t nanscope_padding_spec_seq_lens(nanscope_padding_spec_t* spec, uint64_t rows,
+                                                              const void* seq_lens, nanscope_index_type_t type,
+                                                              int64_t pad_value);
+/* Rows >= *real_rows are padding. real_rows: device scalar. */
+NANSCOPE_API nanscope_status_t nanscope_padding_spec_real_rows_device(nanscope_padding_spec_t* spec, uint64_t rows,
+                                                                      const void* real_rows,
+                                                                      nanscope_index_type_t type);
+/* Rows >= real_rows are padding; the value is fixed at declaration (also inside graphs). */
+NANSCOPE_API nanscope_status_t nanscope_padding_spec_real_rows(nanscope_padding_spec_t* spec, uint64_t rows,
+                                                               uint64_t real_rows);
+/* Row r is padding when mask[r] != 0. mask: device array of `rows` bytes. */
+NANSCOPE_API nanscope_status_t nanscope_padding_spec_mask(nanscope_padding_spec_t* spec, uint64_t rows,
+                                                          const void* mask);
+NANSCOPE_API nanscope_status_t nanscope_padding_spec_destroy(nanscope_padding_spec_t spec);
+
+typedef struct nanscope_watch_desc_t {
+  size_t struct_size;            /* sizeof(nanscope_watch_desc_t) */
+  const char* name;              /* shown in the log; copied */
+  const void* ptr;               /* device address of row 0 */
+  nanscope_dtype_t dtype;
+  uint64_t rows;
+  uint64_t row_elements;         /* elements per row */
+  uint64_t row_stride;           /* elements between row starts; 0 = row_elements */
+  nanscope_action_t action;
+  nanscope_padding_spec_t padding; /* may be NULL: verdicts are "unknown"; the spec is copied */
+} nanscope_watch_desc_t;
+
+NANSCOPE_API nanscope_status_t nanscope_watch(const nanscope_watch_desc_t* desc, nanscope_watch_t* watch);
+NANSCOPE_API nanscope_status_t nanscope_unwatch(nanscope_watch_t watch);
+
+/* The message of the last failed call on this thread (names the offending field). */
+NANSCOPE_API const char* nanscope_last_error(void);
+
 /* Entry point for CUDA_INJECTION64_PATH. Returns 1 on success. */
 NANSCOPE_API int InitializeInjection(void);
 

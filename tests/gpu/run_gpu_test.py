@@ -16,6 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("NANSCOPE_BIN", "")
 LIB = os.environ.get("NANSCOPE_LIB", "")
 BIN_DIR = os.environ.get("NANSCOPE_BIN_DIR", "")
+if LIB:  # apps linked against libnanscope find the one under test
+    os.environ["LD_LIBRARY_PATH"] = os.path.dirname(LIB) + ":" + os.environ.get("LD_LIBRARY_PATH", "")
 
 
 def has_gpu():
@@ -72,6 +74,105 @@ def test_scan_kernel():
     print(p.stdout[-3000:], p.stderr[-2000:])
     if p.returncode != 0:
         fail(f"scan_kernel_test exited {p.returncode}")
+
+
+def run_logged(cmd, env=None, check=True):
+    log = tempfile.mktemp(suffix=".jsonl")
+    full = {"NANSCOPE_LOG": log}
+    full.update(env or {})
+    p = run(cmd, env=full, check=check)
+    return p, (read_log(log) if os.path.exists(log) else [])
+
+
+def test_padding_verdicts():
+    p, events = run_logged([os.path.join(BIN_DIR, "padding_verdicts_app")])
+    expected = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    cases = [e for e in expected if "case" in e]
+    replays = [e for e in expected if "graph_replay" in e]
+    if len(cases) != 30 or len(replays) != 3:
+        fail(f"app printed {len(cases)} cases and {len(replays)} replays")
+    by_watch = {}
+    for e in findings(events):
+        by_watch.setdefault(e.get("watch"), []).append(e)
+    for want in cases:
+        got = by_watch.get(want["case"], [])
+        total = want["nan"] + want["pos_inf"] + want["neg_inf"]
+        if total == 0:
+            if got:
+                fail(f"{want['case']}: no bad values, got {got}")
+            continue
+        if len(got) != 1:
+            fail(f"{want['case']} ({want['source']}, dtype {want['dtype']}): expected one finding, got {len(got)}")
+        e = got[0]
+        actual = {"nan": e["counts"]["nan"], "pos_inf": e["counts"]["pos_inf"], "neg_inf": e["counts"]["neg_inf"],
+                  "counts_padding": e["counts_padding"], "counts_real": e["counts_real"],
+                  "first_index": e["first_index"], "last_index": e["last_index"],
+                  "rows": {"padding": e["rows"]["padding"], "real": e["rows"]["real"]}}
+        expect = {k: want[k] for k in actual}
+        if actual != expect:
+            fail(f"{want['case']} ({want['source']}, dtype {want['dtype']}, row_len {want['row_len']}, "
+                 f"stride {want['stride']}):\n  want {expect}\n  got  {actual}")
+        region = "mixed" if want["counts_padding"] and want["counts_real"] else (
+            "padding" if want["counts_padding"] else "real")
+        if e["region"] != region or e["rows_total"] != 16:
+            fail(f"{want['case']}: region {e['region']} (want {region}), rows_total {e['rows_total']}")
+        if want["fix"] and (want["fix_ok"] != 1 or e.get("action") != "zeroed"):
+            fail(f"{want['case']}: fix failed (fix_ok={want['fix_ok']}, action={e.get('action')})")
+    got = sorted(by_watch.get("graph_case", []), key=lambda e: e["replay"])
+    if [e["replay"] for e in got] != [0, 1, 2]:
+        fail(f"graph_case: expected findings at replays 0,1,2, got {[e.get('replay') for e in got]}")
+    for e, want in zip(got, replays):
+        if e["region"] != want["region"] or {"padding": e["rows"]["padding"], "real": e["rows"]["real"]} != want["rows"]:
+            fail(f"graph replay {want['graph_replay']}: want {want}, got region {e['region']} rows {e['rows']}")
+    print(f"ok: {len(cases)} verdict cases exact against the host reference; graph verdicts follow seq_lens per replay")
+
+
+def test_padded_decode():
+    app = os.path.join(BIN_DIR, "padded_decode")
+    results = {}
+    for variant in ("softmax", "unwritten"):
+        for how in ("eager", "graph"):
+            p, events = run_logged([app, "detect", how, variant])
+            f = findings(events)
+            attn = [e for e in f if e.get("watch") == "attn_out"]
+            q = [e for e in f if e.get("watch") == "q_fp8"]
+            # Kernels that take a watched buffer as const (amax, quantize) do not rescan it.
+            if any(not e["kernel"].startswith("mla_decode_attention") for e in attn):
+                fail(f"attn_out rescanned after a read-only launch: {[e['kernel'] for e in attn]}")
+            # steps 0 and 1 have padding rows; step 2 has none
+            if len(attn) != 2 or any(e["region"] != "padding" for e in attn):
+                fail(f"detect {how} {variant}: attn_out should be padding-only twice: {[(e['region'], e['rows']) for e in attn]}")
+            # Unwritten rows keep what the last step left: rows 3-4 were real (finite) in step 0.
+            want_rows = [[[5, 7]], [[3, 7]]] if variant == "softmax" else [[[5, 7]], [[5, 7]]]
+            if [e["rows"]["padding"] for e in attn] != want_rows:
+                fail(f"detect {how} {variant}: attn_out rows {[e['rows'] for e in attn]}")
+            if len(q) != 2 or any(e["counts_real"] == 0 for e in q):
+                fail(f"detect {how} {variant}: the quantisation should leak NaN into real rows: {q}")
+            results[("detect", how, variant)] = p.stdout
+            p, events = run_logged([app, "fix", how, variant])
+            f = findings(events)
+            if any(e.get("watch") == "q_fp8" or e["region"] in ("real", "mixed") for e in f):
+                fail(f"fix {how} {variant}: a real-row finding survived the fix: {f}")
+            attn = [e for e in f if e.get("watch") == "attn_out"]
+            # unwritten: step 0 zeroes rows 5-7 for good, so step 1 finds nothing left
+            if len(attn) != (2 if variant == "softmax" else 1) or any(e.get("action") != "zeroed" for e in attn):
+                fail(f"fix {how} {variant}: expected two zeroed attn_out findings: {attn}")
+            steps = [line for line in p.stdout.splitlines() if line.startswith("padded_decode: step")]
+            if len(steps) != 3 or any("padding_rows_zero=1" not in s or "consumer_finite=1" not in s for s in steps):
+                fail(f"fix {how} {variant}: {steps}")
+            detect_steps = [line for line in results[("detect", how, variant)].splitlines() if line.startswith("padded_decode: step")]
+            hashes = lambda lines: [l.split()[4] for l in lines]
+            if hashes(steps) != hashes(detect_steps):
+                fail(f"fix {how} {variant}: real rows changed: {hashes(steps)} vs {hashes(detect_steps)}")
+        p, events = run_logged([app, "abort", "eager", variant], check=False)
+        if p.returncode not in (-6, 134) or "nanscope: abort:" not in p.stderr:
+            fail(f"abort {variant}: expected SIGABRT with a reason, got rc {p.returncode}\n{p.stderr[-2000:]}")
+        kinds = [e["event"] for e in events]
+        if "abort" not in kinds or "summary" not in kinds:
+            fail(f"abort {variant}: log lacks abort/summary events: {kinds}")
+        if any(e["event"] == "nonfinite" and e.get("watch") == "attn_out" and e["region"] != "padding" for e in events):
+            fail("abort: attn_out should stay padding-only")
+    print("ok: padded_decode detect/fix/abort, eager and graph, softmax and unwritten variants")
 
 
 def test_nan_sources_report():

@@ -64,7 +64,9 @@ TEST(Html, RendersInHeadlessChromium) {
   write_training(dir);
   Result r = run({dir.path.string(), "--html", dir / "report.html"});
   ASSERT_EQ(r.rc, 1) << r.err;
-  std::string cmd = "'" + chromium + "' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
+  // `timeout` guards CI against a browser that never exits.
+  std::string guard = ::access("/usr/bin/timeout", X_OK) == 0 ? "/usr/bin/timeout 120 " : "";
+  std::string cmd = guard + "'" + chromium + "' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
                     "--no-first-run --user-data-dir='" + dir / "profile" + "' --window-size=1280,2000 "
                     "--virtual-time-budget=2000 --dump-dom 'file://" + dir / "report.html" + "' 2>/dev/null";
   int status = 0;
