@@ -192,14 +192,17 @@ void kernel_table(const Analysis& a, std::ostream& out, const Style& st) {
   std::sort(ks.begin(), ks.end(), [&](auto x, auto y) { return a.kernels[x].first_ts < a.kernels[y].first_ts; });
   Table t({"kernel", "findings", "repeats", "real", "padding", "unknown", "first seen", "last seen", "fixed"},
           {false, true, true, true, true, true, true, true, false});
-  for (auto i : ks) {
-    const KernelAgg& k = a.kernels[i];
+  constexpr std::size_t kMaxRows = 50;
+  for (std::size_t n = 0; n < ks.size() && n < kMaxRows; ++n) {
+    const KernelAgg& k = a.kernels[ks[n]];
     std::string fixed = k.fixed_yes == 0 ? (k.fixed_no ? "no" : "-") : (k.fixed_no ? "partly" : "yes");
     std::string real = num(k.split.real);
     t.row({shorten_kernel(k.name, 44), num(k.findings), num(k.folded), k.split.real ? st("31", real) : real,
            num(k.split.padding), num(k.split.unknown), when(a, k.first_ts), when(a, k.last_ts), fixed});
   }
   t.print(out, st);
+  if (ks.size() > kMaxRows)
+    out << "  … " << ks.size() - kMaxRows << " more kernels, first seen later (see --format json)\n";
   out << "  (real / padding / unknown: non-finite values by row region; repeats: findings folded into `repeat` "
          "events)\n\n";
 }
@@ -212,8 +215,9 @@ void graph_table(const Analysis& a, std::ostream& out, const Style& st) {
   out << st("1", "PER GRAPH / REPLAY") << '\n';
   Table t({"process", "graph", "nodes", "findings", "replays", "findings per replay"},
           {false, true, true, true, false, false});
-  for (auto i : gs) {
-    const GraphAgg& g = a.graphs[i];
+  constexpr std::size_t kMaxRows = 50;
+  for (std::size_t row = 0; row < gs.size() && row < kMaxRows; ++row) {
+    const GraphAgg& g = a.graphs[gs[row]];
     std::string replays = g.replay_max < 0 ? "-"
                           : g.replay_min == g.replay_max
                               ? std::to_string(g.replay_min)
@@ -227,11 +231,12 @@ void graph_table(const Analysis& a, std::ostream& out, const Style& st) {
       }
       per += (per.empty() ? "" : " ") + std::to_string(r) + ":" + num(c);
     }
-    if (g.replays_capped && n <= 8) per += " (+ repeat ranges)";
+    if (g.replays_capped && n <= 8) per += " (partial)";  // repeats over replay ranges, or the 256-replay cap
     t.row({a.proc_label(g.proc), std::to_string(g.graph_id), std::to_string(g.nodes.size()), num(g.findings),
            replays, per.empty() ? "-" : per});
   }
   t.print(out, st);
+  if (gs.size() > kMaxRows) out << "  … " << gs.size() - kMaxRows << " more graphs (see --format json)\n";
   out << '\n';
 }
 
