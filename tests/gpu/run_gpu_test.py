@@ -175,6 +175,24 @@ def test_padded_decode():
     print("ok: padded_decode detect/fix/abort, eager and graph, softmax and unwritten variants")
 
 
+def test_rules_struct():
+    rules = os.path.join(HERE, "rules_struct.json")
+    app = os.path.join(BIN_DIR, "rules_struct_app")
+    log = tempfile.mktemp(suffix=".jsonl")
+    p = run([BIN, "--log", log, "--", app], env={"NANSCOPE_RULES": rules})
+    got = [e for e in findings(read_log(log)) if e.get("watch") == "struct-decode-out"]
+    if len(got) != 1:
+        fail(f"expected one finding from the rule, got {got}\n{p.stderr}")
+    e = got[0]
+    want = {"region": "padding", "counts_padding": 3 * 1500, "counts_real": 0, "rows_total": 6,
+            "padding_rows": [[1, 1], [3, 4]], "dtype": "bf16"}
+    actual = {"region": e["region"], "counts_padding": e["counts_padding"], "counts_real": e["counts_real"],
+              "rows_total": e["rows_total"], "padding_rows": e["rows"]["padding"], "dtype": e["buffer"]["dtype"]}
+    if actual != want:
+        fail(f"rule verdict: want {want}, got {actual}")
+    print(f"ok: a rules file found the output inside a struct parameter: {actual}")
+
+
 def test_nan_sources_report():
     app = os.path.join(BIN_DIR, "nan_sources")
     p, events = under_nanscope([app])
