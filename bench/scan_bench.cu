@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
       nanscope_scan_task t = make_task(ch, 200, buf, elems, NS_BF16);
       if (row_aware) {
         t.row_aware_mask = 1;
-        t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1};
+        t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems};
       }
       void* params[] = {&t};
       return median_ms([&] { CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr)); }, 20, s);

@@ -315,6 +315,7 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     rs.rows = w.rows;
     rs.row_elements = w.row_elements;
     rs.row_stride = w.stride();
+    rs.inv_row_stride = 1.0 / static_cast<double>(w.stride());
     rs.source = static_cast<uint32_t>(w.padding.source);
     rs.source_ptr = w.padding.device_ptr;
     rs.index_i64 = w.padding.index_type == IndexType::i64;

@@ -88,6 +88,14 @@ __device__ __forceinline__ bool row_is_padding(const nanscope_row_spec& s, uint6
   }
 }
 
+// Row of element i. Hot in fix mode: a double multiply by the reciprocal, corrected to exact.
+__device__ __forceinline__ uint64_t row_of(uint64_t i, const nanscope_row_spec& s) {
+  uint64_t r = static_cast<uint64_t>(static_cast<double>(i) * s.inv_row_stride);
+  while (r > 0 && r * s.row_stride > i) --r;
+  while ((r + 1) * s.row_stride <= i) ++r;
+  return r;
+}
+
 struct ThreadCounts {
   uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
   unsigned long long first = ~0ull, last = 0;
@@ -97,7 +105,7 @@ struct ThreadCounts {
   __device__ __forceinline__ void add(int kind, unsigned long long index, const nanscope_row_spec* rows) {
     if (kind == 0) return;
     if (rows) {
-      const uint64_t r = index / rows->row_stride;
+      const uint64_t r = row_of(index, *rows);
       if (index - r * rows->row_stride >= rows->row_elements) return;  // gap between rows
       padding += row_is_padding(*rows, r);
       if (r != flagged_row) {
@@ -161,7 +169,7 @@ __device__ __forceinline__ void store_zero(unsigned char* base, uint32_t eb, uin
 
 __device__ void zero_if_padding(unsigned char* base, uint32_t eb, uint64_t i, const nanscope_row_spec& s,
                                 PaddingCursor& cur) {
-  const uint64_t r = i / s.row_stride;
+  const uint64_t r = row_of(i, s);
   if (i - r * s.row_stride < s.row_elements && cur.is_padding(s, r)) store_zero(base, eb, i);
 }
 
@@ -169,7 +177,7 @@ __device__ void zero_if_padding(unsigned char* base, uint32_t eb, uint64_t i, co
 __device__ __forceinline__ void zero_vector_if_padding(unsigned char* base, uint32_t eb, uint64_t e0,
                                                        uint32_t per_vec, const nanscope_row_spec& s,
                                                        PaddingCursor& cur) {
-  const uint64_t r = e0 / s.row_stride;
+  const uint64_t r = row_of(e0, s);
   const uint64_t col = e0 - r * s.row_stride;
   if (col + per_vec <= s.row_elements) {
     if (cur.is_padding(s, r)) *reinterpret_cast<uint4*>(base + e0 * eb) = make_uint4(0, 0, 0, 0);
@@ -181,7 +189,7 @@ __device__ __forceinline__ void zero_vector_if_padding(unsigned char* base, uint
 // Counts the non-finite elements of one buffer that this thread owns (grid-stride).
 // The dtype is a template parameter so the hot loop carries no dtype switch.
 template <uint32_t dt, bool kRows, bool kFix>
-__device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c, const nanscope_row_spec* rows) {
+__device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
   unsigned char* base = reinterpret_cast<unsigned char*>(b.ptr);
   PaddingCursor cursor;
   const uint64_t eb = element_bytes(dt);
@@ -235,7 +243,7 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer& b, ThreadCounts& c
 }
 
 template <bool kRows, bool kFix>
-__device__ void scan_buffer_dispatch(const nanscope_scan_buffer& b, ThreadCounts& c, const nanscope_row_spec* rows) {
+__device__ void scan_buffer_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
   switch (b.dtype) {
     case NS_F64: scan_buffer_typed<NS_F64, kRows, kFix>(b, c, rows); break;
     case NS_F32: scan_buffer_typed<NS_F32, kRows, kFix>(b, c, rows); break;
@@ -250,7 +258,7 @@ __device__ void scan_buffer_dispatch(const nanscope_scan_buffer& b, ThreadCounts
 // Plain scans never see a row spec; row-aware scans (watches, rules) run in their own entry
 // point so the plain kernel keeps its registers and occupancy.
 template <bool kRows>
-__device__ void scan_buffer(const nanscope_scan_buffer& b, ThreadCounts& c, const nanscope_row_spec* rows) {
+__device__ void scan_buffer(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
   if (!kRows || !rows) scan_buffer_dispatch<false, false>(b, c, nullptr);
   else if (rows->fix && rows->source != NS_PAD_NONE) scan_buffer_dispatch<true, true>(b, c, rows);
   else scan_buffer_dispatch<true, false>(b, c, rows);
@@ -332,7 +340,7 @@ __device__ void publish(const nanscope_scan_task& t) {
                    (row_aware && t.row_specs[b].fix && t.row_specs[b].source ? NS_RECORD_FIXED : 0);
         r->counts_padding = s->padding;
         if (row_aware) {
-          const nanscope_row_spec& spec = t.row_specs[b];
+          const nanscope_row_spec spec = t.row_specs[b];
           r->rows_total = spec.rows;
           r->watch_id = spec.watch_id;
           r->padding_source = (uint8_t)spec.source;
@@ -344,7 +352,7 @@ __device__ void publish(const nanscope_scan_task& t) {
     }
     if (total != 0 && ((t.row_aware_mask >> b) & 1u)) {
       // Dropped on overflow: the bitmap must still be cleared for the next run.
-      const nanscope_row_spec& spec = t.row_specs[b];
+      const nanscope_row_spec spec = t.row_specs[b];
       for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
     }
     s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0; s->padding = 0;
@@ -360,6 +368,9 @@ __device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
       s_ninf[NANSCOPE_SCAN_MAX_BUFFERS], s_pad[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ bool s_is_last;
+  // The row spec lives in shared memory: taking the address of a kernel parameter would copy the
+  // whole task into local memory in every thread.
+  __shared__ nanscope_row_spec s_rows;
   if (threadIdx.x < NANSCOPE_SCAN_MAX_BUFFERS) {
     s_nan[threadIdx.x] = s_pinf[threadIdx.x] = s_ninf[threadIdx.x] = s_pad[threadIdx.x] = 0;
     s_first[threadIdx.x] = ~0ull;
@@ -369,7 +380,13 @@ __device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
 
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     ThreadCounts c;
-    scan_buffer<kRows>(t.buffers[b], c, ((t.row_aware_mask >> b) & 1u) ? &t.row_specs[b] : nullptr);
+    const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
+    if (row_aware) {
+      __syncthreads();  // the previous buffer's readers are done with s_rows
+      if (threadIdx.x == 0) s_rows = t.row_specs[b];
+      __syncthreads();
+    }
+    scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr);
     if (c.any()) {  // rare: only threads that saw a bad value touch shared memory
       atomicAdd(&s_pad[b], c.padding);
       atomicAdd(&s_nan[b], c.nan);
@@ -383,8 +400,10 @@ __device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
 
   if (threadIdx.x == 0) {
     nanscope_scan_accum* acc = t.accum;
+    bool wrote = false;
     for (uint32_t b = 0; b < t.buffer_count; ++b) {
       if ((s_nan[b] | s_pinf[b] | s_ninf[b]) == 0) continue;
+      wrote = true;
       atomicAdd(&acc->buf[b].padding, (unsigned long long)s_pad[b]);
       atomicAdd(&acc->buf[b].nan, (unsigned long long)s_nan[b]);
       atomicAdd(&acc->buf[b].pos_inf, (unsigned long long)s_pinf[b]);
@@ -392,7 +411,9 @@ __device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
       atomicMax(&acc->buf[b].first_inv, ~s_first[b]);
       atomicMax(&acc->buf[b].last, s_last[b]);
     }
-    __threadfence();
+    // Only a block that added counts must order them before its ticket; clean blocks (the
+    // common case) skip the fence.
+    if (wrote) __threadfence();
     s_is_last = atomicAdd(&acc->blocks_done, 1u) == gridDim.x - 1;
   }
   __syncthreads();

@@ -31,6 +31,7 @@ typedef struct nanscope_row_spec {
   uint32_t index_i64;       // seq_lens / count hold int64 instead of int32
   uint32_t fix;             // zero every padding row after scanning it
   uint32_t watch_id;
+  double inv_row_stride;    // 1.0 / row_stride: row lookups without a 64-bit division
 } nanscope_row_spec;
 
 // Element types. Must match nanscope::DType in signature.hpp.
@@ -130,7 +131,7 @@ typedef struct nanscope_scan_task {
 
 #ifdef __cplusplus
 static_assert(sizeof(nanscope_record) == 256, "record layout");
-static_assert(sizeof(nanscope_row_spec) == 72, "row spec layout");
+static_assert(sizeof(nanscope_row_spec) == 80, "row spec layout");
 static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
 #endif
 #endif
