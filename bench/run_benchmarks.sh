@@ -6,7 +6,8 @@ bin=${1:?bin dir}
 lib=${2:?libnanscope.so}
 here=$(cd "$(dirname "$0")" && pwd)
 echo "== scan throughput and graph node cost"
-"$bin/nanscope_scan_bench"
+scan_out=$(mktemp)
+"$bin/nanscope_scan_bench" | tee "$scan_out"
 echo
 echo "== host cost per launch (median of 60 batches of 200 launches)"
 plain=$("$bin/nanscope_launch_bench")
@@ -25,4 +26,7 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo
   echo "== torch references in the same run"
   python3 "$here/torch_reference.py"
+  echo
+  echo "== zeroing padding rows in a CUDA graph: torch and Triton vs nanscope zero_padding"
+  python3 "$here/padding_fix_bench.py" "$scan_out"
 fi

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
       nanscope_scan_task t = make_task(ch, 200, buf, elems, NS_BF16);
       if (row_aware) {
         t.row_aware_mask = 1;
-        t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems};
+        t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems, 1u, 0u};
       }
       void* params[] = {&t};
       return median_ms([&] { CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr)); }, 20, s);
@@ -248,6 +248,34 @@ int main(int argc, char** argv) {
     std::printf("%-34s %10.1f %10.2f %8.2f\n", "plain scan", plain * 1000, b / plain / 1e9, 1.0);
     std::printf("%-34s %10.1f %10.2f %8.2f\n", "row-aware scan (verdicts)", rows_only * 1000, b / rows_only / 1e9, rows_only / plain);
     std::printf("%-34s %10.1f %10.2f %8.2f\n", "fused scan + fix", fused * 1000, b / fused / 1e9, fused / plain);
+
+    // ---- 4. zero_padding (the seed's fix) inside a graph: 100 nodes, [B,128,512] bf16.
+    std::printf("\n%-34s %10s\n", "zero_padding in a graph, bf16", "us/node");
+    for (uint64_t B : {1, 8, 32, 64, 128, 256, 512, 1024}) {
+      const uint64_t pad = B <= 16 ? (B + 1) / 2 : 16;
+      std::vector<int> sl(B, 5);
+      for (uint64_t r = 0; r < pad; ++r) sl[B - 1 - r] = 0;
+      CK(cudaMemcpy(d_seq, sl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
+      const unsigned g = nanscope::scan_grid(pol, B * row_elems * 2, prop.multiProcessorCount);
+      std::vector<nanscope_scan_task> tasks(nodes);
+      cudaGraph_t gr;
+      cudaGraphExec_t ge;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < nodes; ++i) {
+        tasks[i] = make_task(ch, 1 + i, buf, B * row_elems, NS_BF16);
+        tasks[i].row_aware_mask = 1;
+        tasks[i].row_specs[0] = {B, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 1u, 1,
+                                 1.0 / row_elems, 1u, 1u};
+        void* params[] = {&tasks[i]};
+        CU(cuLaunchKernel(scan_rows, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+      }
+      CK(cudaStreamEndCapture(s, &gr));
+      CK(cudaGraphInstantiate(&ge, gr, 0));
+      const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
+      std::printf("zero_padding B=%llu pad=%llu us=%.2f\n", (unsigned long long)B, (unsigned long long)pad, ms * 1000 / nodes);
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(gr));
+    }
   }
   return 0;
 }

@@ -111,6 +111,7 @@ NANSCOPE_API nanscope_status_t nanscope_watch(const nanscope_watch_desc_t* desc,
     case NANSCOPE_ACTION_DETECT: w.action = nanscope::Action::detect; break;
     case NANSCOPE_ACTION_FIX: w.action = nanscope::Action::fix; break;
     case NANSCOPE_ACTION_ABORT: w.action = nanscope::Action::abort; break;
+    case NANSCOPE_ACTION_ZERO_PADDING: w.action = nanscope::Action::zero_padding; break;
     default: return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_watch: action is not a nanscope_action_t");
   }
   if (desc->padding) w.padding = desc->padding->spec;

@@ -322,7 +322,11 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     rs.pad_value = w.padding.pad_value;
     rs.host_count = w.padding.host_count;
     rs.row_bitmap = reinterpret_cast<unsigned int*>(bitmap);
-    rs.fix = effective_action(w.action) == Action::fix;
+    const Action action = effective_action(w.action);
+    rs.fix = action == Action::fix || action == Action::zero_padding;
+    rs.zero_only = action == Action::zero_padding;
+    // Rows that start 16-byte aligned are walked row by row: one status lookup per chunk.
+    rs.chunked = w.ptr % 16 == 0 && (w.stride() * dtype_size(w.dtype)) % 16 == 0;
     rs.watch_id = watch_id;
     task.row_aware_mask |= 1u << n;
     max_bytes = std::max(max_bytes, elements * dtype_size(w.dtype));

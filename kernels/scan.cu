@@ -257,11 +257,77 @@ __device__ void scan_buffer_dispatch(const nanscope_scan_buffer b, ThreadCounts&
 
 // Plain scans never see a row spec; row-aware scans (watches, rules) run in their own entry
 // point so the plain kernel keeps its registers and occupancy.
+// Row-aligned buffers (16-byte aligned rows) are walked in chunks of one row, so a block looks
+// a row's padding status up once per chunk. With kZeroOnly, real rows are not read at all:
+// padding rows are scanned (for the report) and zeroed.
+template <uint32_t dt, bool kFix, bool kZeroOnly>
+__device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
+  unsigned char* base = reinterpret_cast<unsigned char*>(b.ptr);
+  const uint32_t eb = element_bytes(dt);
+  const uint32_t per_vec = 16 / eb;
+  const uint64_t row_vecs = rows->row_elements / per_vec;
+  const uint64_t chunk_vecs = uint64_t{kThreads} * kUnroll;
+  const uint64_t chunks_per_row = row_vecs ? (row_vecs + chunk_vecs - 1) / chunk_vecs : 1;
+  const uint64_t items = rows->rows * chunks_per_row;
+  for (uint64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const uint64_t r = item / chunks_per_row, ch = item - r * chunks_per_row;
+    const bool pad = row_is_padding(*rows, r);
+    if (kZeroOnly && !pad) continue;
+    const uint64_t row_start = r * rows->row_stride;
+    uint4* vrow = reinterpret_cast<uint4*>(base + row_start * eb);
+    const uint64_t v0 = ch * chunk_vecs;
+    const uint64_t v1 = v0 + chunk_vecs < row_vecs ? v0 + chunk_vecs : row_vecs;
+    uint4 x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t i = v0 + threadIdx.x + u * kThreads;
+      x[u] = i < v1 ? __ldcs(vrow + i) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t i = v0 + threadIdx.x + u * kThreads;
+      if (i >= v1) continue;
+      if (vec_suspect(dt, x[u])) count_vector<true>(dt, x[u], row_start + i * per_vec, c, rows);
+      if (kFix && pad) vrow[i] = make_uint4(0, 0, 0, 0);
+    }
+    if (ch == chunks_per_row - 1) {  // elements past the last full vector of the row
+      for (uint64_t j = row_vecs * per_vec + threadIdx.x; j < rows->row_elements; j += kThreads) {
+        c.add(classify(dt, load_bits(base, dt, row_start + j)), row_start + j, rows);
+        if (kFix && pad) store_zero(base, eb, row_start + j);
+      }
+    }
+  }
+}
+
+template <bool kFix, bool kZeroOnly>
+__device__ void scan_rows_chunked_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
+  switch (b.dtype) {
+    case NS_F64: scan_rows_chunked<NS_F64, kFix, kZeroOnly>(b, c, rows); break;
+    case NS_F32: scan_rows_chunked<NS_F32, kFix, kZeroOnly>(b, c, rows); break;
+    case NS_F16: scan_rows_chunked<NS_F16, kFix, kZeroOnly>(b, c, rows); break;
+    case NS_BF16: scan_rows_chunked<NS_BF16, kFix, kZeroOnly>(b, c, rows); break;
+    case NS_F8E4M3: scan_rows_chunked<NS_F8E4M3, kFix, kZeroOnly>(b, c, rows); break;
+    case NS_F8E5M2: scan_rows_chunked<NS_F8E5M2, kFix, kZeroOnly>(b, c, rows); break;
+    default: break;
+  }
+}
+
 template <bool kRows>
 __device__ void scan_buffer(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
-  if (!kRows || !rows) scan_buffer_dispatch<false, false>(b, c, nullptr);
-  else if (rows->fix && rows->source != NS_PAD_NONE) scan_buffer_dispatch<true, true>(b, c, rows);
-  else scan_buffer_dispatch<true, false>(b, c, rows);
+  if (!kRows || !rows) {
+    scan_buffer_dispatch<false, false>(b, c, nullptr);
+    return;
+  }
+  const bool fix = rows->fix && rows->source != NS_PAD_NONE;
+  if (rows->chunked) {
+    if (fix && rows->zero_only) scan_rows_chunked_dispatch<true, true>(b, c, rows);
+    else if (fix) scan_rows_chunked_dispatch<true, false>(b, c, rows);
+    else scan_rows_chunked_dispatch<false, false>(b, c, rows);
+  } else if (fix) {
+    scan_buffer_dispatch<true, true>(b, c, rows);
+  } else {
+    scan_buffer_dispatch<true, false>(b, c, rows);
+  }
 }
 
 // Turns the row bitmap into ranges of consecutive rows with the same padding status, and

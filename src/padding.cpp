@@ -23,6 +23,7 @@ const char* action_name(Action a) {
     case Action::detect: return "detect";
     case Action::fix: return "fix";
     case Action::abort: return "abort";
+    case Action::zero_padding: return "zero_padding";
   }
   return "detect";
 }
@@ -78,8 +79,8 @@ std::string validate(const WatchSpec& watch) {
     return fmt::format("row_stride ({}) is smaller than row_elements ({})", watch.row_stride,
                        watch.row_elements);
   if (watch.action != Action::detect && watch.action != Action::fix &&
-      watch.action != Action::abort)
-    return fmt::format("action ({}) is not detect, fix or abort", static_cast<int>(watch.action));
+      watch.action != Action::abort && watch.action != Action::zero_padding)
+    return fmt::format("action ({}) is not detect, fix, abort or zero_padding", static_cast<int>(watch.action));
   // extent_bytes() = ((rows - 1) * stride + row_elements) * size, each step checked.
   uint64_t elems = 0, bytes = 0, end = 0;
   if (__builtin_mul_overflow(watch.rows - 1, watch.stride(), &elems) ||

@@ -22,7 +22,9 @@ const char* padding_source_name(PaddingSource);
 
 enum class IndexType : uint8_t { i32, i64 };
 
-enum class Action : uint8_t { detect, fix, abort };
+// zero_padding: zero the padding rows without reading real rows (the seed's fix, cheapest);
+// padding rows are still scanned first, so the log says what was zeroed.
+enum class Action : uint8_t { detect, fix, abort, zero_padding };
 const char* action_name(Action);
 
 struct PaddingSpec {

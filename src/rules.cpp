@@ -124,9 +124,9 @@ IndexType index_type(const json& v, const std::string& field) {
 
 Action action(const json& v, const std::string& field) {
   const auto s = string(v, field);
-  for (auto a : {Action::detect, Action::fix, Action::abort})
+  for (auto a : {Action::detect, Action::fix, Action::abort, Action::zero_padding})
     if (s == action_name(a)) return a;
-  bad(field, fmt::format("\"{}\" is not one of detect, fix, abort", s));
+  bad(field, fmt::format("\"{}\" is not one of detect, fix, abort, zero_padding", s));
 }
 
 constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();

@@ -32,6 +32,8 @@ typedef struct nanscope_row_spec {
   uint32_t fix;             // zero every padding row after scanning it
   uint32_t watch_id;
   double inv_row_stride;    // 1.0 / row_stride: row lookups without a 64-bit division
+  uint32_t chunked;         // rows start 16-byte aligned: walk row by row (one status lookup per chunk)
+  uint32_t zero_only;       // with fix: read and zero padding rows only, never read real rows
 } nanscope_row_spec;
 
 // Element types. Must match nanscope::DType in signature.hpp.
@@ -131,7 +133,7 @@ typedef struct nanscope_scan_task {
 
 #ifdef __cplusplus
 static_assert(sizeof(nanscope_record) == 256, "record layout");
-static_assert(sizeof(nanscope_row_spec) == 80, "row spec layout");
+static_assert(sizeof(nanscope_row_spec) == 88, "row spec layout");
 static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
 #endif
 #endif

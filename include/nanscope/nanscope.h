@@ -94,6 +94,7 @@ typedef enum nanscope_action_t {
   NANSCOPE_ACTION_DETECT = 1,
   NANSCOPE_ACTION_FIX = 2,     /* zero the padding rows right after the producing kernel */
   NANSCOPE_ACTION_ABORT = 3,   /* SIGABRT at the first non-finite value in a real row */
+  NANSCOPE_ACTION_ZERO_PADDING = 4, /* zero padding rows only; real rows are not read (cheapest) */
   NANSCOPE_ACTION_FORCE_INT = 0x7fffffff
 } nanscope_action_t;
 

@@ -237,7 +237,7 @@ TEST(ValidateWatch, EveryCheckNamesItsField) {
       {[](WatchSpec& w) { w.row_stride = 100; },
        "row_stride (100) is smaller than row_elements (257)"},
       {[](WatchSpec& w) { w.action = static_cast<Action>(5); },
-       "action (5) is not detect, fix or abort"},
+       "action (5) is not detect, fix, abort or zero_padding"},
       {[](WatchSpec& w) { w.padding.rows = 4; }, "padding.rows (4) differs from rows (8)"},
       {[](WatchSpec& w) { w.padding.device_ptr = 0; },
        "padding.device_ptr is 0 (source seq_lens reads device memory)"},

@@ -295,7 +295,7 @@ TEST(RulesErrors, WrongTypes) {
                                          "row_elements": 64})"))),
             R"(rules.json: rule 0 ("r"): output.dtype: expected a string, got an integer 32)");
   EXPECT_EQ(only_error(one(rule_with(kOutput, R"("action": "zero", )"))),
-            R"(rules.json: rule 0 ("r"): action: "zero" is not one of detect, fix, abort)");
+            R"(rules.json: rule 0 ("r"): action: "zero" is not one of detect, fix, abort, zero_padding)");
   EXPECT_EQ(only_error(one(rule_with(kOutput, R"("padding": {"real_rows": {"param": 4,
                                                  "type": "int16"}}, )"))),
             R"(rules.json: rule 0 ("r"): padding.real_rows.type: "int16" is not one of int32, )"
