@@ -6,7 +6,8 @@
 //  3. a consumer reads the quantised result.
 // The output buffers are watched through the C API with seq_lens as the padding spec.
 //
-//   padded_decode [detect|fix|abort] [eager|graph] [softmax|unwritten]
+//   padded_decode [detect|fix|zero|abort] [eager|graph] [softmax|unwritten]
+// (zero = action zero_padding: zero padding rows without reading real rows)
 //
 // Graph mode captures the step once and replays it with 5, 3 and 8 real rows of 8.
 #include <cuda_bf16.h>
@@ -126,7 +127,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "padded_decode: no CUDA device found: nothing to run\n");
     return 0;
   }
-  const nanscope_action_t action = mode == "fix" ? NANSCOPE_ACTION_FIX
+  const nanscope_action_t action = mode == "fix"    ? NANSCOPE_ACTION_FIX
+                                   : mode == "zero" ? NANSCOPE_ACTION_ZERO_PADDING
                                    : mode == "abort" ? NANSCOPE_ACTION_ABORT
                                                      : NANSCOPE_ACTION_DETECT;
   std::vector<float> scores(kRows * kHeads * kKv);

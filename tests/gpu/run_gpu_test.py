@@ -149,21 +149,22 @@ def test_padded_decode():
             if len(q) != 2 or any(e["counts_real"] == 0 for e in q):
                 fail(f"detect {how} {variant}: the quantisation should leak NaN into real rows: {q}")
             results[("detect", how, variant)] = p.stdout
-            p, events = run_logged([app, "fix", how, variant])
-            f = findings(events)
-            if any(e.get("watch") == "q_fp8" or e["region"] in ("real", "mixed") for e in f):
-                fail(f"fix {how} {variant}: a real-row finding survived the fix: {f}")
-            attn = [e for e in f if e.get("watch") == "attn_out"]
-            # unwritten: step 0 zeroes rows 5-7 for good, so step 1 finds nothing left
-            if len(attn) != (2 if variant == "softmax" else 1) or any(e.get("action") != "zeroed" for e in attn):
-                fail(f"fix {how} {variant}: expected two zeroed attn_out findings: {attn}")
-            steps = [line for line in p.stdout.splitlines() if line.startswith("padded_decode: step")]
-            if len(steps) != 3 or any("padding_rows_zero=1" not in s or "consumer_finite=1" not in s for s in steps):
-                fail(f"fix {how} {variant}: {steps}")
-            detect_steps = [line for line in results[("detect", how, variant)].splitlines() if line.startswith("padded_decode: step")]
-            hashes = lambda lines: [l.split()[4] for l in lines]
-            if hashes(steps) != hashes(detect_steps):
-                fail(f"fix {how} {variant}: real rows changed: {hashes(steps)} vs {hashes(detect_steps)}")
+            for fix_mode in ("fix", "zero"):
+                p, events = run_logged([app, fix_mode, how, variant])
+                f = findings(events)
+                if any(e.get("watch") == "q_fp8" or e["region"] in ("real", "mixed") for e in f):
+                    fail(f"{fix_mode} {how} {variant}: a real-row finding survived the fix: {f}")
+                attn = [e for e in f if e.get("watch") == "attn_out"]
+                # unwritten: step 0 zeroes rows 5-7 for good, so step 1 finds nothing left
+                if len(attn) != (2 if variant == "softmax" else 1) or any(e.get("action") != "zeroed" for e in attn):
+                    fail(f"{fix_mode} {how} {variant}: expected two zeroed attn_out findings: {attn}")
+                steps = [line for line in p.stdout.splitlines() if line.startswith("padded_decode: step")]
+                if len(steps) != 3 or any("padding_rows_zero=1" not in s or "consumer_finite=1" not in s for s in steps):
+                    fail(f"{fix_mode} {how} {variant}: {steps}")
+                detect_steps = [line for line in results[("detect", how, variant)].splitlines() if line.startswith("padded_decode: step")]
+                hashes = lambda lines: [l.split()[4] for l in lines]
+                if hashes(steps) != hashes(detect_steps):
+                    fail(f"{fix_mode} {how} {variant}: real rows changed: {hashes(steps)} vs {hashes(detect_steps)}")
         p, events = run_logged([app, "abort", "eager", variant], check=False)
         if p.returncode not in (-6, 134) or "nanscope: abort:" not in p.stderr:
             fail(f"abort {variant}: expected SIGABRT with a reason, got rc {p.returncode}\n{p.stderr[-2000:]}")
