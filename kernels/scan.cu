@@ -269,10 +269,10 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
   const uint64_t chunk_vecs = uint64_t{kThreads} * kUnroll;
   const uint64_t chunks_per_row = row_vecs ? (row_vecs + chunk_vecs - 1) / chunk_vecs : 1;
   const uint64_t items = rows->rows * chunks_per_row;
-  for (uint64_t item = blockIdx.x; item < items; item += gridDim.x) {
+
+  // One chunk of one row: scan it, and zero it when the row is padding.
+  auto process = [&](uint64_t item, bool pad) {
     const uint64_t r = item / chunks_per_row, ch = item - r * chunks_per_row;
-    const bool pad = row_is_padding(*rows, r);
-    if (kZeroOnly && !pad) continue;
     const uint64_t row_start = r * rows->row_stride;
     uint4* vrow = reinterpret_cast<uint4*>(base + row_start * eb);
     const uint64_t v0 = ch * chunk_vecs;
@@ -296,6 +296,31 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
         if (kFix && pad) store_zero(base, eb, row_start + j);
       }
     }
+  };
+
+  if constexpr (kZeroOnly) {
+    // Real rows are never read. The block looks up the status of up to kThreads of its items
+    // at once (one round trip, not one per item), then works on the padding ones only.
+    __shared__ unsigned int s_pad_bits[kThreads / 32];
+    for (uint64_t first = blockIdx.x; first < items; first += uint64_t{gridDim.x} * kThreads) {
+      const uint64_t mine = first + uint64_t{threadIdx.x} * gridDim.x;
+      const bool pad = mine < items && row_is_padding(*rows, mine / chunks_per_row);
+      const unsigned int ballot = __ballot_sync(0xffffffffu, pad);
+      if ((threadIdx.x & 31) == 0) s_pad_bits[threadIdx.x / 32] = ballot;
+      __syncthreads();
+      for (int w = 0; w < kThreads / 32; ++w) {
+        unsigned int bits = s_pad_bits[w];
+        while (bits) {
+          const int lane = __ffs(bits) - 1;
+          bits &= bits - 1;
+          process(first + uint64_t(w * 32 + lane) * gridDim.x, true);
+        }
+      }
+      __syncthreads();
+    }
+  } else {
+    for (uint64_t item = blockIdx.x; item < items; item += gridDim.x)
+      process(item, kFix && row_is_padding(*rows, item / chunks_per_row));
   }
 }
 
@@ -362,7 +387,8 @@ __device__ void publish_rows(const nanscope_row_spec& s, nanscope_record* r) {
 }
 
 // The last block to finish turns the accumulated counts into channel records.
-__device__ void publish(const nanscope_scan_task& t) {
+template <bool kRows, typename Task>
+__device__ void publish(const Task& t) {
   nanscope_scan_accum* acc = t.accum;
   const unsigned int replay = acc->executions;
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
@@ -400,26 +426,28 @@ __device__ void publish(const nanscope_scan_task& t) {
         r->graph_node = t.graph_node;
         r->arg = (uint16_t)t.buffers[b].arg;
         r->dtype = (uint8_t)t.buffers[b].dtype;
-        const bool row_aware = (t.row_aware_mask >> b) & 1u;
-        r->flags = (t.graph_id ? NS_RECORD_CAPTURED : 0) |
-                   (row_aware ? NS_RECORD_ROWS : 0) |
-                   (row_aware && t.row_specs[b].fix && t.row_specs[b].source ? NS_RECORD_FIXED : 0);
+        r->flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
         r->counts_padding = s->padding;
-        if (row_aware) {
-          const nanscope_row_spec spec = t.row_specs[b];
-          r->rows_total = spec.rows;
-          r->watch_id = spec.watch_id;
-          r->padding_source = (uint8_t)spec.source;
-          publish_rows(spec, r);
+        if constexpr (kRows) {
+          if ((t.row_aware_mask >> b) & 1u) {
+            const nanscope_row_spec spec = t.row_specs[b];
+            r->flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0);
+            r->rows_total = spec.rows;
+            r->watch_id = spec.watch_id;
+            r->padding_source = (uint8_t)spec.source;
+            publish_rows(spec, r);
+          }
         }
         __threadfence_system();
         asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&r->seq), "l"(slot + 1) : "memory");
       }
     }
-    if (total != 0 && ((t.row_aware_mask >> b) & 1u)) {
-      // Dropped on overflow: the bitmap must still be cleared for the next run.
-      const nanscope_row_spec spec = t.row_specs[b];
-      for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
+    if constexpr (kRows) {
+      if (total != 0 && ((t.row_aware_mask >> b) & 1u)) {
+        // Dropped on overflow: the bitmap must still be cleared for the next run.
+        const nanscope_row_spec spec = t.row_specs[b];
+        for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
+      }
     }
     s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0; s->padding = 0;
   }
@@ -428,8 +456,8 @@ __device__ void publish(const nanscope_scan_task& t) {
   acc->blocks_done = 0;
 }
 
-template <bool kRows>
-__device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
+template <bool kRows, typename Task>
+__device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
       s_ninf[NANSCOPE_SCAN_MAX_BUFFERS], s_pad[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
@@ -446,11 +474,14 @@ __device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
 
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     ThreadCounts c;
-    const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
-    if (row_aware) {
-      __syncthreads();  // the previous buffer's readers are done with s_rows
-      if (threadIdx.x == 0) s_rows = t.row_specs[b];
-      __syncthreads();
+    bool row_aware = false;
+    if constexpr (kRows) {
+      row_aware = (t.row_aware_mask >> b) & 1u;
+      if (row_aware) {
+        __syncthreads();  // the previous buffer's readers are done with s_rows
+        if (threadIdx.x == 0) s_rows = t.row_specs[b];
+        __syncthreads();
+      }
     }
     scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr);
     if (c.any()) {  // rare: only threads that saw a bad value touch shared memory
@@ -485,13 +516,13 @@ __device__ __forceinline__ void scan_main(const nanscope_scan_task& t) {
   __syncthreads();
   if (s_is_last && threadIdx.x == 0) {
     __threadfence();
-    publish(t);
+    publish<kRows>(t);
   }
 }
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task t) {
+extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task_head t) {
   scan_main<false>(t);
 }
 
