@@ -40,25 +40,6 @@ std::string error_name(CUresult r) {
   return s ? s : fmt::format("CUresult {}", static_cast<int>(r));
 }
 
-// Reads the 8-byte pointer argument `out` of a launch, from either parameter form.
-uint64_t read_pointer_param(const LaunchArgs& a, const OutputParam& out) {
-  uint64_t v = 0;
-  if (a.kernel_params) {
-    std::memcpy(&v, a.kernel_params[out.arg], sizeof(v));
-    return v;
-  }
-  if (!a.extra) return 0;
-  const char* buffer = nullptr;
-  size_t size = 0;
-  for (void** p = a.extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
-    if (p[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const char*>(p[1]);
-    else if (p[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(p[1]);
-  }
-  if (!buffer || out.offset + sizeof(v) > size) return 0;
-  std::memcpy(&v, buffer + out.offset, sizeof(v));
-  return v;
-}
-
 }  // namespace
 
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
@@ -363,7 +344,10 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   }
   // 3. Typed outputs not already covered by a row-aware scan.
   for (const OutputParam& out : k.outputs) {
-    const uint64_t ptr = read_pointer_param(a, out);
+    const char* param = param_bytes(a, k, out.arg);
+    if (!param) continue;
+    uint64_t ptr = 0;
+    std::memcpy(&ptr, param, sizeof(ptr));
     if (ptr == 0) continue;
     bool covered = false;
     for (uint32_t i = 0; i < n && !covered; ++i)

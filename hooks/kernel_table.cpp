@@ -91,7 +91,7 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   for (uint32_t i = 0; i < sig.params.size(); ++i) {
     const ParamSig& p = sig.params[i];
     if (p.role == ParamRole::output && layout.params[i].second == sizeof(void*))
-      k.outputs.push_back({i, static_cast<uint32_t>(layout.params[i].first), p.dtype});
+      k.outputs.push_back({i, p.dtype});
   }
   if (k.outputs.empty()) {
     k.reason = "no typed floating-point output pointers (pointers may hide in structs); use a watch";

@@ -19,7 +19,6 @@ namespace nanscope {
 
 struct OutputParam {
   uint32_t arg = 0;
-  uint32_t offset = 0;  // byte offset in the packed parameter buffer (the `extra` form)
   DType dtype = DType::none;
 };
 

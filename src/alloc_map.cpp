@@ -4,16 +4,19 @@
 
 namespace nanscope {
 
-void AllocationMap::insert(uint64_t base, uint64_t size) {
-  if (size == 0) return;
-  std::unique_lock lock(mu_);
-  // A new allocation replaces stale entries it overlaps (a free we did not see).
+void AllocationMap::erase_overlaps_locked(uint64_t base, uint64_t size) {
   auto it = by_base_.lower_bound(base);
   if (it != by_base_.begin()) {
     auto prev = std::prev(it);
     if (prev->first + prev->second > base) it = prev;
   }
   while (it != by_base_.end() && it->first < base + size) it = by_base_.erase(it);
+}
+
+void AllocationMap::insert(uint64_t base, uint64_t size) {
+  if (size == 0) return;
+  std::unique_lock lock(mu_);
+  erase_overlaps_locked(base, size);  // a new allocation replaces entries we missed the free of
   by_base_.emplace(base, size);
 }
 
@@ -24,12 +27,7 @@ bool AllocationMap::erase(uint64_t base) {
 
 void AllocationMap::erase_range(uint64_t base, uint64_t size) {
   std::unique_lock lock(mu_);
-  auto it = by_base_.lower_bound(base);
-  if (it != by_base_.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first + prev->second > base) it = prev;
-  }
-  while (it != by_base_.end() && it->first < base + size) it = by_base_.erase(it);
+  erase_overlaps_locked(base, size);
 }
 
 std::optional<AddressRange> AllocationMap::find(uint64_t ptr) const {

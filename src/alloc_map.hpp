@@ -25,6 +25,8 @@ class AllocationMap {
   std::size_t size() const;
 
  private:
+  void erase_overlaps_locked(uint64_t base, uint64_t size);
+
   mutable std::shared_mutex mu_;
   std::map<uint64_t, uint64_t> by_base_;  // base -> size; allocations never overlap
 };
