@@ -133,6 +133,17 @@ NANSCOPE_API nanscope_status_t nanscope_unwatch(nanscope_watch_t watch) {
   return removed ? NANSCOPE_SUCCESS : fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_unwatch: unknown watch");
 }
 
+NANSCOPE_API nanscope_status_t nanscope_padding_set_global(nanscope_padding_spec_t spec) {
+  if (!nanscope::Engine::instance()) nanscope_init();
+  nanscope::Engine* e = nanscope::Engine::instance();
+  if (!e || !e->subscribed())
+    return fail(NANSCOPE_ERROR_UNAVAILABLE, "nanscope_padding_set_global: nanscope is disabled or could not attach to CUPTI");
+  e->set_global_padding(spec ? std::optional<nanscope::PaddingSpec>(spec->spec) : std::nullopt);
+  return NANSCOPE_SUCCESS;
+}
+
+NANSCOPE_API nanscope_status_t nanscope_padding_clear_global(void) { return nanscope_padding_set_global(nullptr); }
+
 NANSCOPE_API const char* nanscope_last_error(void) { return t_last_error.c_str(); }
 
 }  // extern "C"

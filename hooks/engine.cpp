@@ -118,7 +118,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
                        {"max_captured_scans", e->cfg_.max_captured_scans},
                        {"poll_us", e->cfg_.poll_us},
                        {"max_scan_bytes", e->cfg_.max_scan_bytes},
-                       {"max_events_per_site", e->cfg_.max_events_per_site},
+                       {"aggregate", e->cfg_.aggregate},
                        {"rules", e->cfg_.rules_path}};
     if (!parsed.errors.empty()) start["config_errors"] = parsed.errors;
     start["argv0"] = program_name();
@@ -281,7 +281,8 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
                           k.demangled, NANSCOPE_SCAN_MAX_BUFFERS));
     return true;
   };
-  auto add_row_aware = [&](const WatchSpec& w, uint32_t watch_id, uint32_t arg) {
+  // `inferred`: rows guessed from the global spec; never fixed, never aborts, only reported.
+  auto add_row_aware = [&](const WatchSpec& w, uint32_t watch_id, uint32_t arg, bool inferred = false) {
     for (uint32_t i = 0; i < n; ++i)
       if (((task.row_aware_mask >> i) & 1u) && task.row_specs[i].watch_id == watch_id) return;
     if (full()) return;
@@ -304,8 +305,8 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     rs.host_count = w.padding.host_count;
     rs.row_bitmap = reinterpret_cast<unsigned int*>(bitmap);
     const Action action = effective_action(w.action);
-    rs.fix = action == Action::fix || action == Action::zero_padding;
-    rs.zero_only = action == Action::zero_padding;
+    rs.fix = !inferred && (action == Action::fix || action == Action::zero_padding);
+    rs.zero_only = rs.fix && action == Action::zero_padding;
     // Rows that start 16-byte aligned are walked row by row: one status lookup per chunk.
     rs.chunked = w.ptr % 16 == 0 && (w.stride() * dtype_size(w.dtype)) % 16 == 0;
     rs.watch_id = watch_id;
@@ -343,6 +344,7 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     }
   }
   // 3. Typed outputs not already covered by a row-aware scan.
+  const auto global = std::atomic_load(&global_padding_);
   for (const OutputParam& out : k.outputs) {
     const char* param = param_bytes(a, k, out.arg);
     if (!param) continue;
@@ -360,6 +362,17 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
     const uint64_t elements = bytes / dtype_size(out.dtype);
     if (elements == 0 || full()) continue;
+    if (global && global->rows && elements % global->rows == 0) {
+      // Rows inferred from the global spec: only when the element count divides evenly.
+      WatchSpec w;
+      w.ptr = ptr;
+      w.dtype = out.dtype;
+      w.rows = global->rows;
+      w.row_elements = elements / global->rows;
+      w.padding = *global;
+      add_row_aware(w, kGlobalWatchBit | out.arg, out.arg, /*inferred=*/true);
+      continue;
+    }
     task.buffers[n++] = {ptr, elements, static_cast<uint32_t>(out.dtype), out.arg};
     max_bytes = std::max(max_bytes, bytes);
   }
@@ -420,6 +433,10 @@ uint32_t Engine::add_watch(WatchSpec spec) {
 }
 
 bool Engine::remove_watch(uint32_t id) { return watches_.remove(id); }
+
+void Engine::set_global_padding(std::optional<PaddingSpec> spec) {
+  std::atomic_store(&global_padding_, spec ? std::make_shared<const PaddingSpec>(*spec) : nullptr);
+}
 
 void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
   CUdeviceptr* dptr = nullptr;
@@ -547,19 +564,25 @@ void Engine::handle_finding(const Finding& f, int device) {
   const std::string kernel = k ? k->demangled : "?";
   const std::string region = region_of(f);
   WatchMeta meta;
-  if (f.row_aware) {
+  const bool rows_inferred = f.row_aware && (f.watch_id & kGlobalWatchBit) && !(f.watch_id & kRuleWatchBit);
+  if (rows_inferred) {
+    meta.name = "(global padding spec)";
+  } else if (f.row_aware) {
     std::lock_guard lock(meta_mu_);
     if (auto it = watch_meta_.find(f.watch_id); it != watch_meta_.end()) meta = it->second;
   }
-  const bool abort_now = f.row_aware && effective_action(meta.action) == Action::abort && f.verdict.counts_real > 0;
+  const bool abort_now = f.row_aware && !rows_inferred && effective_action(meta.action) == Action::abort &&
+                         f.verdict.counts_real > 0;
 
-  // A change of region is a new site: padding-only turning real is what users need to see.
-  Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node, region, f.ptr, f.watch_id}];
+  // Identical findings (same site, buffer, region and rows) fold together; a change of region
+  // or rows is a new event: padding-only turning real is what users need to see.
+  Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node, region, f.ptr, f.watch_id,
+                       f.row_aware ? ranges_text(f) : std::string()}];
   ++site.total;
   if (site.total == 1) site.first_replay = f.replay;
   site.last_replay = f.replay;
-  if (site.total > cfg_.max_events_per_site && !abort_now) {
-    // Bounded log volume: fold further findings into `repeat` events at power-of-two totals.
+  if (cfg_.aggregate && site.total > 1 && !abort_now) {
+    // Bounded log volume: repeat events at power-of-two totals, a closing total at exit.
     ++site.pending;
     if ((site.total & (site.total - 1)) == 0) {
       Json r{{"of", site.first_event}, {"count", site.pending}, {"total", site.total}, {"final", false}};
@@ -595,6 +618,7 @@ void Engine::handle_finding(const Finding& f, int device) {
     j["rows_total"] = f.rows_total;
     j["watch"] = meta.name;
     j["padding_source"] = padding_source_name(f.padding_source);
+    if (rows_inferred) j["rows_inferred"] = true;
     if (f.fixed) j["action"] = "zeroed";
   }
   const uint64_t id = log_->emit("nonfinite", j);
@@ -607,11 +631,10 @@ void Engine::handle_finding(const Finding& f, int device) {
     verdict = fmt::format(" [{} '{}': {} in padding rows, {} in real rows; rows {}{}]", region, meta.name,
                           f.verdict.counts_padding, f.verdict.counts_real, ranges_text(f),
                           f.fixed ? "; padding rows zeroed" : "");
-  log_->info(fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}{}",
+  log_->info(fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}",
                          kernel.size() > 160 ? kernel.substr(0, 157) + "..." : kernel, f.arg,
                          dtype_name(f.dtype), f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf,
-                         f.first_index, where, verdict,
-                         site.total == cfg_.max_events_per_site ? "; further findings here are aggregated" : ""));
+                         f.first_index, where, verdict));
   if (abort_now) abort_on_real(f, kernel, meta.name);
 }
 
@@ -681,7 +704,7 @@ void Engine::shutdown() {
   {
     std::lock_guard drain(drain_mu_);
     for (auto& [key, site] : sites_) {
-      if (site.total <= cfg_.max_events_per_site) continue;
+      if (!cfg_.aggregate || site.total <= 1) continue;
       Json r{{"of", site.first_event}, {"count", site.pending}, {"total", site.total}, {"final", true}};
       if (std::get<2>(key)) r["first_replay"] = site.first_replay, r["last_replay"] = site.last_replay;
       log_->emit("repeat", r);

@@ -20,6 +20,7 @@
 #include "config.hpp"
 #include "context_state.hpp"
 #include "event_log.hpp"
+#include <optional>
 #include <set>
 
 #include "kernel_table.hpp"
@@ -55,6 +56,7 @@ class Engine {
   // Watches declared through the C API. Host-side only: usable before CUDA starts.
   uint32_t add_watch(WatchSpec spec);
   bool remove_watch(uint32_t id);
+  void set_global_padding(std::optional<PaddingSpec> spec);
 
   void flush();
   void shutdown();          // at exit: last drain, closing repeats, summary
@@ -77,6 +79,8 @@ class Engine {
 
   // Watch ids of rules: the rule index with this bit set (API watches count up from 1).
   static constexpr uint32_t kRuleWatchBit = 0x80000000u;
+  // Typed outputs given rows by the global padding spec: this bit plus the parameter index.
+  static constexpr uint32_t kGlobalWatchBit = 0x40000000u;
 
   static std::atomic<Engine*> instance_;
 
@@ -94,6 +98,7 @@ class Engine {
   std::mutex meta_mu_;
   std::unordered_map<uint32_t, WatchMeta> watch_meta_;  // kept after unwatch, for late findings
   std::set<uint32_t> warned_rules_;
+  std::shared_ptr<const PaddingSpec> global_padding_;  // atomic_load/store
   AllocationMap allocs_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
 
@@ -104,7 +109,7 @@ class Engine {
   std::mutex capture_mu_;
   std::unordered_map<uint64_t, uint32_t> capture_nodes_;  // capture id -> scans captured so far
 
-  // Aggregation: per (kernel, arg, graph, node, region, buffer, watch) site.
+  // Aggregation: per (kernel, arg, graph, node, region, buffer, watch, rows) site.
   struct Site {
     uint64_t first_event = 0;
     uint64_t total = 0;
@@ -112,7 +117,7 @@ class Engine {
     uint32_t first_replay = 0, last_replay = 0;
   };
   std::mutex drain_mu_;  // serialises drains (thread, flush, exit, context teardown)
-  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint32_t, std::string, uint64_t, uint32_t>, Site> sites_;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint32_t, std::string, uint64_t, uint32_t, std::string>, Site> sites_;
 
   std::thread drain_thread_;
   std::mutex wake_mu_;

@@ -23,7 +23,7 @@ struct Config {
   uint32_t max_captured_scans = 65536;  // NANSCOPE_MAX_CAPTURED_SCANS
   uint32_t poll_us = 500;           // NANSCOPE_POLL_US
   uint64_t max_scan_bytes = 0;      // NANSCOPE_MAX_SCAN_BYTES, 0 = whole allocation
-  uint32_t max_events_per_site = 16;  // NANSCOPE_MAX_EVENTS_PER_SITE, then repeats are counted
+  bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events
   std::string rules_path;           // NANSCOPE_RULES
 
   std::string describe() const;     // one line for the startup echo

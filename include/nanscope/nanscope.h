@@ -129,6 +129,12 @@ typedef struct nanscope_watch_desc_t {
 NANSCOPE_API nanscope_status_t nanscope_watch(const nanscope_watch_desc_t* desc, nanscope_watch_t* watch);
 NANSCOPE_API nanscope_status_t nanscope_unwatch(nanscope_watch_t watch);
 
+/* A process-wide padding spec for typed outputs found without a watch: when the element count
+ * nanscope scans is a multiple of the spec's rows, the buffer gets row verdicts, flagged
+ * rows_inferred. The spec is copied; set NULL or call clear to drop it. */
+NANSCOPE_API nanscope_status_t nanscope_padding_set_global(nanscope_padding_spec_t spec);
+NANSCOPE_API nanscope_status_t nanscope_padding_clear_global(void);
+
 /* The message of the last failed call on this thread (names the offending field). */
 NANSCOPE_API const char* nanscope_last_error(void);
 

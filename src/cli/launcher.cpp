@@ -69,7 +69,7 @@ int run_launcher(int argc, char** argv) {
   app.allow_extras(false);
   app.prefix_command();  // everything from the first positional on belongs to the app
 
-  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, max_events;
+  std::string log, mode, filter, exclude, level, max_scan_bytes, channel;
   bool quiet = false, preload = false, print_env = false;
   app.add_option("--log", log, "JSON-lines log file (%p becomes the pid) [NANSCOPE_LOG]");
   app.add_option("--mode", mode, "detect, fix or abort [NANSCOPE_MODE]")
@@ -80,8 +80,8 @@ int run_launcher(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--max-scan-bytes", max_scan_bytes, "scan at most this many bytes per buffer [NANSCOPE_MAX_SCAN_BYTES]");
   app.add_option("--channel-records", channel, "device->host channel size in records [NANSCOPE_CHANNEL_RECORDS]");
-  app.add_option("--max-events-per-site", max_events,
-                 "findings logged one by one per kernel argument before aggregation [NANSCOPE_MAX_EVENTS_PER_SITE]");
+  bool no_aggregate = false;
+  app.add_flag("--no-aggregate", no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
   app.add_flag("--preload", preload, "attach with LD_PRELOAD instead of CUDA_INJECTION64_PATH");
   app.add_flag("--print-env", print_env, "print the environment nanscope would set, and exit");
@@ -122,7 +122,7 @@ int run_launcher(int argc, char** argv) {
   set("NANSCOPE_LEVEL", level);
   set("NANSCOPE_MAX_SCAN_BYTES", max_scan_bytes);
   set("NANSCOPE_CHANNEL_RECORDS", channel);
-  set("NANSCOPE_MAX_EVENTS_PER_SITE", max_events);
+  if (no_aggregate) env.emplace_back("NANSCOPE_AGGREGATE", "0");
   if (quiet) env.emplace_back("NANSCOPE_CONSOLE", "0");
 
   if (print_env) {
