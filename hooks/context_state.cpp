@@ -112,28 +112,43 @@ CUdeviceptr ContextState::row_bitmap(uint32_t key, uint64_t rows) {
   return p;
 }
 
-CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bool captured,
-                                   uint64_t max_bytes) {
-  CUdeviceptr acc = 0;
-  if (captured) {
-    acc = next_captured_accumulator();
-    if (!acc) return CUDA_ERROR_OUT_OF_MEMORY;
-  } else {
-    // Scans on one stream run in order, and thousands of scans would have to be in flight at
-    // once for two to share a ring slot.
-    const uint32_t slot = eager_next_.fetch_add(1, std::memory_order_relaxed) % limits_.eager_accumulators;
-    acc = eager_accums_ + size_t{slot} * sizeof(nanscope_scan_accum);
+bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdeviceptr accum) {
+  if (!accum) {
+    if (captured) {
+      accum = next_captured_accumulator();
+      if (!accum) return false;
+    } else {
+      // Scans on one stream run in order, and thousands of scans would have to be in flight at
+      // once for two to share a ring slot.
+      const uint32_t slot = eager_next_.fetch_add(1, std::memory_order_relaxed) % limits_.eager_accumulators;
+      accum = eager_accums_ + size_t{slot} * sizeof(nanscope_scan_accum);
+    }
   }
-  task.accum = reinterpret_cast<nanscope_scan_accum*>(acc);
+  task.accum = reinterpret_cast<nanscope_scan_accum*>(accum);
   task.channel_dev = reinterpret_cast<nanscope_channel_dev*>(channel_dev_);
   task.channel_host = reinterpret_cast<nanscope_channel_host*>(host_channel_dev_);
   task.records = reinterpret_cast<nanscope_record*>(host_channel_dev_ + sizeof(nanscope_channel_host));
+  return true;
+}
 
+CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const {
   const ScanPolicy policy;
-  const unsigned grid = scan_grid(policy, max_bytes, sm_count_);
-  void* params[] = {&task};
-  return cuLaunchKernel(task.row_aware_mask ? scan_rows_fn_ : scan_fn_, grid, 1, 1, policy.threads, 1, 1, 0,
-                        stream, params, nullptr);
+  slot[0] = &task;
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = task.row_aware_mask ? scan_rows_fn_ : scan_fn_;
+  p.gridDimX = scan_grid(policy, max_bytes, sm_count_);
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = policy.threads;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = slot;
+  return p;
+}
+
+CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes) {
+  if (!prepare_task(task, captured)) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS p = node_params(task, slot, max_bytes);
+  return cuLaunchKernel(p.func, p.gridDimX, 1, 1, p.blockDimX, 1, 1, 0, stream, p.kernelParams, nullptr);
 }
 
 }  // namespace nanscope

@@ -40,6 +40,13 @@ class ContextState {
   // address is frozen into the graph). Returns the driver's result.
   CUresult launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes);
 
+  // For graph nodes: fills the task's channel pointers and accumulator (`accum` 0 takes a new
+  // dedicated one). Returns false when the captured-scan pool is exhausted.
+  bool prepare_task(nanscope_scan_task& task, bool captured, CUdeviceptr accum = 0);
+  // Kernel-node parameters running the scan of `task`; `slot` must outlive their use.
+  CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const;
+  bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_; }
+
   // Device bitmap of `rows` bits for watch `key`, zeroed, reused across launches (the scan
   // that publishes it clears it). Grows by allocating a new one; old ones stay alive because
   // captured graphs may hold their address. Returns 0 when allocation fails.

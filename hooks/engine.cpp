@@ -263,16 +263,72 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
     if (log_->debug_enabled()) log_->debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
   }
-  if (k.excluded) return;
-  const bool check_watches = !watches_.empty() && k.params_known;
-  if (!k.inspected && k.rules.empty() && !check_watches) return;
+  if (!worth_a_look(k)) return;
 
   ToolScope scope;  // everything below is our own driver work
   ContextState* cs = context_for(cb.context);
   if (!cs) return;
-
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
+  if (!build_task(k, a, *cs, task, max_bytes)) return;
+  task.launch_id = launch_id;
+  task.correlation_id = cb.correlationId;
+
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t capture_id = 0;
+  const CUgraphNode* deps = nullptr;
+  size_t ndeps = 0;
+  if (cuStreamGetCaptureInfo(a.stream, &capture, &capture_id, nullptr, &deps, nullptr, &ndeps) != CUDA_SUCCESS)
+    capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return;  // nothing will run
+  const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  const CUgraphNode app_node = captured && ndeps == 1 ? deps[0] : nullptr;
+  if (captured) {
+    std::lock_guard lock(graph_mu_);
+    task.graph_id = capture_id;
+    task.graph_node = graph_nodes_[capture_id]++;
+  }
+  const CUresult r = cs->launch_scan(task, a.stream, captured, max_bytes);
+  if (r == CUDA_SUCCESS) {
+    scans_.fetch_add(1, std::memory_order_relaxed);
+    if (app_node) {
+      // Remember which captured node our scan follows, so later parameter updates reach it.
+      const CUgraphNode* after = nullptr;
+      size_t nafter = 0;
+      if (cuStreamGetCaptureInfo(a.stream, &capture, &capture_id, nullptr, &after, nullptr, &nafter) ==
+              CUDA_SUCCESS && nafter == 1) {
+        std::lock_guard lock(graph_mu_);
+        scan_after_[app_node] = {after[0], reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node};
+      }
+    }
+    return;
+  }
+  report_scan_failure(r, captured);
+}
+
+bool Engine::worth_a_look(const KernelInfo& k) const {
+  if (k.excluded) return false;
+  return k.inspected || !k.rules.empty() || (!watches_.empty() && k.params_known);
+}
+
+void Engine::report_scan_failure(CUresult r, bool captured) {
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (captured && r == CUDA_ERROR_OUT_OF_MEMORY)
+    warn_once(warned_capture_pool_, "captured_scans",
+              fmt::format("NANSCOPE_MAX_CAPTURED_SCANS={} reached: later kernels captured into graphs "
+                          "are not scanned (counted as scans_dropped)",
+                          cfg_.max_captured_scans));
+  else
+    warn_once(warned_launch_, "scan_launch",
+              fmt::format("a scan could not be launched or added to a graph ({}); such scans are skipped and "
+                          "counted as scans_dropped",
+                          error_name(r)));
+}
+
+bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& ctx, nanscope_scan_task& task,
+                        uint64_t& max_bytes) {
+  ContextState* cs = &ctx;
+  const bool check_watches = !watches_.empty() && k.params_known;
   uint32_t n = 0;
   auto full = [&] {
     if (n < NANSCOPE_SCAN_MAX_BUFFERS) return false;
@@ -376,41 +432,11 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     task.buffers[n++] = {ptr, elements, static_cast<uint32_t>(out.dtype), out.arg};
     max_bytes = std::max(max_bytes, bytes);
   }
-  if (n == 0) return;
+  if (n == 0) return false;
   task.buffer_count = n;
   task.kernel_id = k.id;
-  task.launch_id = launch_id;
-  task.correlation_id = cb.correlationId;
   task.stream = reinterpret_cast<uint64_t>(a.stream);
-
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t capture_id = 0;
-  if (cuStreamGetCaptureInfo(a.stream, &capture, &capture_id, nullptr, nullptr, nullptr, nullptr) !=
-      CUDA_SUCCESS)
-    capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return;  // nothing will run
-  const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
-  if (captured) {
-    std::lock_guard lock(capture_mu_);
-    task.graph_id = capture_id;
-    task.graph_node = capture_nodes_[capture_id]++;
-  }
-  const CUresult r = cs->launch_scan(task, a.stream, captured, max_bytes);
-  if (r == CUDA_SUCCESS) {
-    scans_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  dropped_.fetch_add(1, std::memory_order_relaxed);
-  if (captured && r == CUDA_ERROR_OUT_OF_MEMORY)
-    warn_once(warned_capture_pool_, "captured_scans",
-              fmt::format("NANSCOPE_MAX_CAPTURED_SCANS={} reached: later kernels captured into graphs "
-                          "are not scanned (counted as scans_dropped)",
-                          cfg_.max_captured_scans));
-  else
-    warn_once(warned_launch_, "scan_launch",
-              fmt::format("a scan kernel could not be launched ({}); such scans are skipped and "
-                          "counted as scans_dropped",
-                          error_name(r)));
+  return true;
 }
 
 void Engine::warn_rule(uint32_t rule_index, const std::string& error) {
@@ -520,6 +546,11 @@ void Engine::drain_all() {
   for (auto& [ctx, state] : contexts_) {
     const int device = state->device();
     state->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+    if (state->reader().overflow() != 0)
+      warn_once(warned_overflow_, "channel_overflow",
+                fmt::format("the device->host channel was full: findings were dropped on the GPU (counted in "
+                            "the summary's overflow); raise NANSCOPE_CHANNEL_RECORDS (now {})",
+                            cfg_.channel_records));
   }
 }
 

@@ -73,6 +73,12 @@ class Engine {
   void handle_finding(const Finding& f, int device);
   void warn_once(std::atomic<bool>& flag, const std::string& what, const std::string& message);
   void write_summary(bool contexts_locked = false);
+  bool worth_a_look(const KernelInfo& k) const;
+  // Fills `task` with every buffer to scan after a launch of `k` with arguments `a` (typed
+  // outputs, watches, rules). Returns false when there is nothing to scan.
+  bool build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
+                  uint64_t& max_bytes);
+  void report_scan_failure(CUresult r, bool captured);
   void warn_rule(uint32_t rule_index, const std::string& error);
   Action effective_action(Action declared) const;
   void abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch);
@@ -106,8 +112,16 @@ class Engine {
   std::unordered_map<CUcontext, std::unique_ptr<ContextState>> contexts_;
   std::unordered_map<CUcontext, std::string> failed_contexts_;
 
-  std::mutex capture_mu_;
-  std::unordered_map<uint64_t, uint32_t> capture_nodes_;  // capture id -> scans captured so far
+  // Graphs: ids, node numbering, and the scan node that follows each instrumented kernel node.
+  struct ScanNode {
+    CUgraphNode node = nullptr;
+    CUdeviceptr accum = 0;
+    uint64_t graph_id = 0;
+    uint32_t graph_node = 0;
+  };
+  std::mutex graph_mu_;
+  std::unordered_map<uint64_t, uint32_t> graph_nodes_;        // graph id -> scans in it so far
+  std::unordered_map<CUgraphNode, ScanNode> scan_after_;      // kernel node -> its scan node
 
   // Aggregation: per (kernel, arg, graph, node, region, buffer, watch, rows) site.
   struct Site {
@@ -128,7 +142,7 @@ class Engine {
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
   std::atomic<bool> warned_launch_{false}, warned_context_{false}, warned_capture_pool_{false},
-      warned_callback_{false}, warned_buffers_{false};
+      warned_callback_{false}, warned_buffers_{false}, warned_overflow_{false};
   std::atomic<bool> aborting_{false};
 
   friend void CUPTIAPI cupti_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);
