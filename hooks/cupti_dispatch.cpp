@@ -8,8 +8,79 @@ namespace nanscope {
 
 namespace {
 
+bool succeeded(const CUpti_CallbackData& cb) {
+  return !cb.functionReturnValue || *static_cast<const CUresult*>(cb.functionReturnValue) == CUDA_SUCCESS;
+}
+
+// Enter site: graphs must be instrumented before the driver copies them into an exec.
+void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+      // Every variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
+      e.on_graph_instantiate(static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams)->hGraph);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2:
+      e.on_graph_instantiate(static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams)->hGraph);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
+      CUstream s = static_cast<const cuStreamEndCapture_params*>(cb.functionParams)->hStream;
+      if (!s && cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz) s = CU_STREAM_PER_THREAD;
+      e.on_end_capture(s);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void on_graph_exit(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      auto* p = static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams);
+      if (p->phGraphExec) e.on_graph_instantiated(*p->phGraphExec, p->hGraph);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2: {
+      auto* p = static_cast<const cuGraphKernelNodeSetParams_v2_params*>(cb.functionParams);
+      e.on_kernel_node_params(nullptr, p->hNode, p->nodeParams, cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
+      auto* p = static_cast<const cuGraphExecKernelNodeSetParams_v2_params*>(cb.functionParams);
+      e.on_kernel_node_params(p->hGraphExec, p->hNode, p->nodeParams,
+                              cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
+      CUstream s = p->hStream;
+      if (!s && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) s = CU_STREAM_PER_THREAD;
+      e.on_graph_launch(p->hGraph, s);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
 void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  if (cb.callbackSite != CUPTI_API_EXIT) return;
+  if (cb.callbackSite == CUPTI_API_ENTER) {
+    on_driver_enter(e, cbid, cb);
+    return;
+  }
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
@@ -19,6 +90,24 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
       e.on_launch(cb, cbid);
       return;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      if (succeeded(cb)) on_graph_exit(e, cbid, cb);
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2:
+      return;  // handled at the enter site
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
@@ -26,8 +115,7 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
       e.on_mem_free(cbid, cb.functionParams);
       return;
     default:
-      if (cb.functionReturnValue && *static_cast<const CUresult*>(cb.functionReturnValue) == CUDA_SUCCESS)
-        e.on_mem_alloc(cbid, cb.functionParams);
+      if (succeeded(cb)) e.on_mem_alloc(cbid, cb.functionParams);
       return;
   }
 }

@@ -178,6 +178,21 @@ bool Engine::subscribe() {
       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
       CUPTI_DRIVER_TRACE_CBID_cuMemMap,
       CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
   };
   for (CUpti_CallbackId id : driver_cbids)
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
@@ -464,6 +479,151 @@ void Engine::set_global_padding(std::optional<PaddingSpec> spec) {
   std::atomic_store(&global_padding_, spec ? std::make_shared<const PaddingSpec>(*spec) : nullptr);
 }
 
+uint64_t Engine::graph_id_for(CUgraph graph) {
+  std::lock_guard lock(graph_mu_);
+  auto [it, fresh] = graph_ids_.try_emplace(graph, 0);
+  if (fresh) it->second = next_graph_id_++;
+  return it->second;
+}
+
+void Engine::on_end_capture(CUstream stream) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  if (cuStreamGetCaptureInfo(stream, &st, &id, &graph, nullptr, nullptr, nullptr) != CUDA_SUCCESS || !graph) return;
+  std::lock_guard lock(graph_mu_);
+  graph_ids_[graph] = id;  // findings in it already carry the capture id
+}
+
+void Engine::on_graph_instantiate(CUgraph graph) {
+  if (!graph) return;
+  ToolScope scope;
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return;
+  ContextState* cs = context_for(ctx);
+  if (!cs) return;
+  instrument_graph(graph, graph_id_for(graph), *cs, 0);
+}
+
+void Engine::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
+  size_t count = 0;
+  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
+  std::vector<CUgraphNode> nodes(count);
+  if (cuGraphGetNodes(g, nodes.data(), &count) != CUDA_SUCCESS) return;
+  for (CUgraphNode node : nodes) {
+    CUgraphNodeType type;
+    if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) continue;
+    if (type == CU_GRAPH_NODE_TYPE_GRAPH && depth < 16) {
+      CUgraph child = nullptr;
+      if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) instrument_graph(child, graph_id, cs, depth + 1);
+      continue;
+    }
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+    {
+      std::lock_guard lock(graph_mu_);
+      if (scan_after_.count(node) || scan_nodes_.count(node)) continue;  // done, or ours
+    }
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) continue;
+    if (p.func && cs.owns(p.func)) continue;  // a scan captured from a stream
+    void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
+    if (!handle) continue;
+    bool is_new = false;
+    const KernelInfo& k = kernels_.resolve(handle, nullptr, is_new);
+    if (is_new && !k.inspected)
+      log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
+    if (!worth_a_look(k)) continue;
+    size_t ndeps = 0;
+    cuGraphNodeGetDependentNodes(node, nullptr, nullptr, &ndeps);
+    std::vector<CUgraphNode> dependents(ndeps);
+    if (ndeps && cuGraphNodeGetDependentNodes(node, dependents.data(), nullptr, &ndeps) != CUDA_SUCCESS) continue;
+    bool scanned = false;  // a scan captured right after it, that capture did not let us record
+    for (CUgraphNode d : dependents) {
+      CUDA_KERNEL_NODE_PARAMS dp{};
+      CUgraphNodeType dt;
+      scanned |= cuGraphNodeGetType(d, &dt) == CUDA_SUCCESS && dt == CU_GRAPH_NODE_TYPE_KERNEL &&
+                 cuGraphKernelNodeGetParams(d, &dp) == CUDA_SUCCESS && dp.func && cs.owns(dp.func);
+    }
+    if (scanned) continue;
+    nanscope_scan_task task{};
+    uint64_t max_bytes = 0;
+    if (!build_task(k, LaunchArgs{handle, nullptr, p.kernelParams, p.extra}, cs, task, max_bytes)) continue;
+    {
+      std::lock_guard lock(graph_mu_);
+      task.graph_id = graph_id;
+      task.graph_node = graph_nodes_[graph_id]++;
+    }
+    if (!cs.prepare_task(task, /*captured=*/true)) {
+      report_scan_failure(CUDA_ERROR_OUT_OF_MEMORY, true);
+      continue;
+    }
+    void* slot[1];
+    const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, slot, max_bytes);
+    CUgraphNode scan = nullptr;
+    const CUresult r = cuGraphAddKernelNode(&scan, g, &node, 1, &sp);
+    if (r != CUDA_SUCCESS) {
+      report_scan_failure(r, true);
+      continue;
+    }
+    // The kernel's dependents now wait for the scan (and, through it, for the kernel).
+    for (CUgraphNode d : dependents)
+      if (cuGraphRemoveDependencies(g, &node, &d, nullptr, 1) == CUDA_SUCCESS)
+        cuGraphAddDependencies(g, &scan, &d, nullptr, 1);
+    scans_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(graph_mu_);
+    scan_after_[node] = {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node};
+    scan_nodes_[scan] = true;
+  }
+}
+
+void Engine::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
+  std::lock_guard lock(graph_mu_);
+  auto it = graph_ids_.find(graph);
+  if (it != graph_ids_.end()) exec_graph_ids_[exec] = it->second;
+}
+
+void Engine::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p, bool v1) {
+  if (!p) return;
+  ScanNode sn;
+  {
+    std::lock_guard lock(graph_mu_);
+    auto it = scan_after_.find(node);
+    if (it == scan_after_.end()) return;
+    sn = it->second;
+  }
+  ToolScope scope;
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return;
+  ContextState* cs = context_for(ctx);
+  if (!cs) return;
+  void* handle = p->func ? static_cast<void*>(p->func) : v1 ? nullptr : static_cast<void*>(p->kern);
+  if (!handle) return;
+  bool is_new = false;
+  const KernelInfo& k = kernels_.resolve(handle, nullptr, is_new);
+  nanscope_scan_task task{};
+  uint64_t max_bytes = 0;
+  // New parameters with nothing to scan leave an empty scan: the node must stay.
+  if (worth_a_look(k)) build_task(k, LaunchArgs{handle, nullptr, p->kernelParams, p->extra}, *cs, task, max_bytes);
+  task.kernel_id = k.id;
+  task.graph_id = sn.graph_id;
+  task.graph_node = sn.graph_node;
+  cs->prepare_task(task, true, sn.accum);
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS sp = cs->node_params(task, slot, max_bytes);
+  const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
+  if (r != CUDA_SUCCESS)
+    warn_once(warned_graph_, "graph_update",
+              fmt::format("a scan node could not follow a kernel node's new parameters ({}); it keeps scanning "
+                          "the old buffers",
+                          error_name(r)));
+}
+
+void Engine::on_graph_launch(CUgraphExec exec, CUstream stream) {
+  std::lock_guard lock(graph_mu_);
+  auto it = exec_graph_ids_.find(exec);
+  if (it != exec_graph_ids_.end()) graph_streams_[it->second] = reinterpret_cast<uint64_t>(stream);
+}
+
 void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
   CUdeviceptr* dptr = nullptr;
   uint64_t size = 0;
@@ -640,6 +800,8 @@ void Engine::handle_finding(const Finding& f, int device) {
     j["graph_id"] = f.graph_id;
     j["graph_node"] = f.graph_node;
     j["replay"] = f.replay;
+    std::lock_guard lock(graph_mu_);
+    if (auto it = graph_streams_.find(f.graph_id); it != graph_streams_.end()) j["stream"] = hex(it->second);
   }
   j["region"] = region;
   if (f.row_aware) {

@@ -52,6 +52,14 @@ class Engine {
   void on_mem_alloc(CUpti_CallbackId cbid, const void* params);
   void on_mem_free(CUpti_CallbackId cbid, const void* params);
   void on_context_destroy(CUcontext ctx);
+  // Graphs built by hand: add a scan node after every kernel node with something to scan, at
+  // the enter site of instantiate (and of exec update, so topologies keep matching).
+  void on_graph_instantiate(CUgraph graph);
+  void on_graph_instantiated(CUgraphExec exec, CUgraph graph);
+  void on_end_capture(CUstream stream);
+  // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
+  void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
+  void on_graph_launch(CUgraphExec exec, CUstream stream);
 
   // Watches declared through the C API. Host-side only: usable before CUDA starts.
   uint32_t add_watch(WatchSpec spec);
@@ -122,6 +130,13 @@ class Engine {
   std::mutex graph_mu_;
   std::unordered_map<uint64_t, uint32_t> graph_nodes_;        // graph id -> scans in it so far
   std::unordered_map<CUgraphNode, ScanNode> scan_after_;      // kernel node -> its scan node
+  std::unordered_map<CUgraphNode, bool> scan_nodes_;          // our own scan nodes
+  std::unordered_map<CUgraph, uint64_t> graph_ids_;           // captured (capture id) or built by hand
+  std::unordered_map<CUgraphExec, uint64_t> exec_graph_ids_;
+  std::unordered_map<uint64_t, uint64_t> graph_streams_;      // graph id -> stream of its last launch
+  uint64_t next_graph_id_ = uint64_t{1} << 40;                // above any capture id
+  void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth);
+  uint64_t graph_id_for(CUgraph graph);
 
   // Aggregation: per (kernel, arg, graph, node, region, buffer, watch, rows) site.
   struct Site {
@@ -142,7 +157,7 @@ class Engine {
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
   std::atomic<bool> warned_launch_{false}, warned_context_{false}, warned_capture_pool_{false},
-      warned_callback_{false}, warned_buffers_{false}, warned_overflow_{false};
+      warned_callback_{false}, warned_buffers_{false}, warned_overflow_{false}, warned_graph_{false};
   std::atomic<bool> aborting_{false};
 
   friend void CUPTIAPI cupti_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);

@@ -194,6 +194,72 @@ def test_rules_struct():
     print(f"ok: a rules file found the output inside a struct parameter: {actual}")
 
 
+def test_graph_manual():
+    app = os.path.join(BIN_DIR, "graph_manual_app")
+    p, events = under_nanscope([app])
+    ptrs = {}
+    for line in p.stdout.splitlines():
+        for kv in line.split()[2:]:
+            if "=" in kv and kv.split("=")[1].startswith("0x"):
+                ptrs[line.split()[1] + "." + kv.split("=")[0]] = kv.split("=")[1]
+    got = findings(events)
+    if any("graph_id" not in e or e["replay"] != 3 for e in got):
+        fail(f"every finding must come from replay 3 of a graph: {[(e['kernel'], e.get('graph_id'), e.get('replay')) for e in got]}")
+    by_graph = {}
+    for e in got:
+        by_graph.setdefault(e["graph_id"], []).append(e)
+    if len(by_graph) != 3:
+        fail(f"expected findings from 3 graphs (chain, update, child), got {len(by_graph)}: {got}")
+    chain, update, child = [sorted(by_graph[g], key=lambda e: e["graph_node"]) for g in sorted(by_graph)]
+    want_chain = [("maybe_nan", 0, ptrs["chain.a"]), ("scale", 1, ptrs["chain.b"]), ("scale", 2, ptrs["chain.c"])]
+    if [(e["kernel"].split("(")[0], e["graph_node"], e["buffer"]["ptr"]) for e in chain] != want_chain:
+        fail(f"chain: want {want_chain}, got {[(e['kernel'], e['graph_node'], e['buffer']['ptr']) for e in chain]}")
+    if len(update) != 1 or update[0]["buffer"]["ptr"] != ptrs["update.new"]:
+        fail(f"update: the scan should follow the new output {ptrs['update.new']}: {update}")
+    if len(child) != 1 or child[0]["buffer"]["ptr"] != ptrs["child.c"]:
+        fail(f"child graph: {child}")
+    if any(e["counts"]["nan"] != (1 << 14) // 4 for e in got):
+        fail(f"counts: {[e['counts'] for e in got]}")
+    print(f"ok: graphs built by hand: chain nodes 0,1,2, exec parameter update and child graph, all at replay 3")
+
+
+def test_torch_graph_replays():
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    script = os.path.join(HERE, "torch_graph_replays.py")
+    plain = run([sys.executable, script, "1000"])
+    p, events = run_logged([sys.executable, script, "1000"], env={"CUDA_INJECTION64_PATH": LIB})
+    if checksum_line(plain.stdout, "torch_graph_replays:") != checksum_line(p.stdout, "torch_graph_replays:"):
+        fail("results differ under nanscope")
+    lines = [e for e in events if e["event"] in ("nonfinite", "repeat") and not e.get("final")]
+    finals = [e for e in events if e["event"] == "repeat" and e.get("final")]
+    nonfinite = [e for e in events if e["event"] == "nonfinite"]
+    if not nonfinite:
+        fail("the padding NaN of the softmax was not found")
+    if len(lines) > 10:
+        fail(f"{len(lines)} log lines for 1000 replays (want <= 10 plus totals): {[e['event'] for e in lines]}")
+    total = sum(e["total"] for e in finals)
+    if total < 1000:
+        fail(f"closing totals should count every replay: {finals}")
+    print(f"ok: 1000 replays -> {len(lines)} event lines + {len(finals)} closing totals (total {total}); same result")
+
+
+def test_torch_compile():
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    script = os.path.join(HERE, "torch_graph_replays.py")
+    plain = run([sys.executable, script, "--compile"])
+    p, events = run_logged([sys.executable, script, "--compile"], env={"CUDA_INJECTION64_PATH": LIB})
+    a, b = checksum_line(plain.stdout, "torch_graph_replays:"), checksum_line(p.stdout, "torch_graph_replays:")
+    if a != b:
+        fail(f"torch.compile(reduce-overhead) result differs under nanscope: {a} vs {b}")
+    if findings(events):
+        fail(f"clean compiled model produced findings: {findings(events)[:2]}")
+    print("ok: torch.compile(mode='reduce-overhead') runs under nanscope to the same output, no findings")
+
+
 def test_nan_sources_report():
     app = os.path.join(BIN_DIR, "nan_sources")
     p, events = under_nanscope([app])
