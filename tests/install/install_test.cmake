@@ -1,0 +1,130 @@
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DGENERATOR=...] [-DCXX=...]
+#       [-DCUDA_COMPILER=...] [-DCUDA_STUBS_DIR=...] [-DPKG_CONFIG=...] -P install_test.cmake
+#
+# Installs BUILD_DIR into WORK_DIR/prefix, builds examples/linked_debug against it with
+# find_package(nanscope), runs it, and compiles + links a C++17 user of nanscope.hpp through
+# pkg-config. Programs linked to libnanscope.so need libcuda.so.1 to load; on a machine without
+# the NVIDIA driver they run against the toolkit's stub (stubs/libcuda.so, soname libcuda.so.1),
+# whose every call fails, i.e. "no CUDA device".
+cmake_minimum_required(VERSION 3.25)
+foreach(v BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT ${v})
+    message(FATAL_ERROR "install_test: -D${v}= is required")
+  endif()
+endforeach()
+if(NOT CUDA_STUBS_DIR)
+  set(CUDA_STUBS_DIR /usr/local/cuda/lib64/stubs)
+endif()
+
+function(step name)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install_test: ${name} failed (${rc}):\n${ARGN}\n${out}\n${err}")
+  endif()
+  message(STATUS "install_test: ${name}: ok")
+  set(step_out "${out}" PARENT_SCOPE)
+endfunction()
+
+# Runs a program linked to libnanscope; falls back to the libcuda stub when the loader cannot
+# find libcuda.so.1. Sets run_out.
+function(run_linked name)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 AND "${err}" MATCHES "libcuda\\.so\\.1")
+    set(stub ${WORK_DIR}/libcuda-stub)
+    file(MAKE_DIRECTORY ${stub})
+    if(NOT EXISTS ${CUDA_STUBS_DIR}/libcuda.so)
+      message(FATAL_ERROR "install_test: no libcuda.so.1 and no stub in ${CUDA_STUBS_DIR}:\n${err}")
+    endif()
+    file(CREATE_LINK ${CUDA_STUBS_DIR}/libcuda.so ${stub}/libcuda.so.1 SYMBOLIC)
+    message(STATUS "install_test: ${name}: no libcuda.so.1 (no NVIDIA driver): running against the stub")
+    set(ld "${stub}")
+    if(DEFINED ENV{LD_LIBRARY_PATH})
+      string(APPEND ld ":$ENV{LD_LIBRARY_PATH}")
+    endif()
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${ld}" ${ARGN}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install_test: ${name} exited ${rc}:\n${out}\n${err}")
+  endif()
+  message(STATUS "install_test: ${name}: ${out}")
+  set(run_out "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+# 1. Install.
+step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+file(GLOB_RECURSE config_files ${prefix}/*/nanscopeConfig.cmake)
+file(GLOB_RECURSE pc_files ${prefix}/*/nanscope.pc)
+foreach(f include/nanscope/nanscope.h include/nanscope/nanscope.hpp include/nanscope/version.h bin/nanscope)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "install_test: ${f} was not installed")
+  endif()
+endforeach()
+if(NOT config_files OR NOT pc_files)
+  message(FATAL_ERROR "install_test: nanscopeConfig.cmake or nanscope.pc was not installed")
+endif()
+file(GLOB_RECURSE libs ${prefix}/*/libnanscope.so)
+if(NOT libs)
+  message(FATAL_ERROR "install_test: libnanscope.so was not installed")
+endif()
+list(GET libs 0 lib)
+get_filename_component(libdir ${lib} DIRECTORY)
+
+# 2. examples/linked_debug through find_package(nanscope).
+set(gen)
+if(GENERATOR)
+  set(gen -G ${GENERATOR})
+endif()
+set(cuda)
+if(CUDA_COMPILER)
+  set(cuda -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER})
+endif()
+step("configure examples/linked_debug"
+  ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/linked_debug -B ${WORK_DIR}/linked_debug ${gen} ${cuda}
+  -DCMAKE_PREFIX_PATH=${prefix} "-DCMAKE_CUDA_ARCHITECTURES=90-real\;80-virtual"
+  -DCMAKE_BUILD_TYPE=Release)
+step("build examples/linked_debug" ${CMAKE_COMMAND} --build ${WORK_DIR}/linked_debug -j2)
+run_linked("linked_debug" ${WORK_DIR}/linked_debug/linked_debug)
+if(NOT run_out MATCHES "linked_debug: ")
+  message(FATAL_ERROR "install_test: linked_debug printed nothing recognisable")
+endif()
+
+# 3. pkg-config, and a pure C++17 user of every class in nanscope.hpp.
+if(NOT PKG_CONFIG)
+  message(FATAL_ERROR "install_test: pkg-config not found (Debian package pkg-config)")
+endif()
+if(NOT CXX)
+  set(CXX c++)
+endif()
+set(ENV{PKG_CONFIG_PATH} ${libdir}/pkgconfig)
+step("pkg-config --modversion nanscope" ${PKG_CONFIG} --modversion nanscope)
+string(STRIP "${step_out}" pc_version)
+step("pkg-config --cflags nanscope" ${PKG_CONFIG} --cflags nanscope)
+separate_arguments(cflags UNIX_COMMAND "${step_out}")
+step("pkg-config --libs nanscope" ${PKG_CONFIG} --libs nanscope)
+separate_arguments(libs_flags UNIX_COMMAND "${step_out}")
+set(include_ok FALSE)
+foreach(f IN LISTS cflags)
+  if(f MATCHES "^-I(.+)$")
+    if(EXISTS "${CMAKE_MATCH_1}/nanscope/nanscope.hpp")
+      set(include_ok TRUE)
+    endif()
+  endif()
+endforeach()
+if(NOT include_ok)
+  message(FATAL_ERROR "install_test: pkg-config --cflags gave '${cflags}': no -I with nanscope/nanscope.hpp")
+endif()
+step("compile cxx_consumer.cpp (C++17, pkg-config)"
+  ${CXX} -std=c++17 -Wall -Wextra -Wpedantic -Werror ${cflags}
+  ${CMAKE_CURRENT_LIST_DIR}/cxx_consumer.cpp -o ${WORK_DIR}/cxx_consumer ${libs_flags})
+set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
+run_linked("cxx_consumer" ${WORK_DIR}/cxx_consumer)
+string(STRIP "${run_out}" consumer_version)
+if(NOT consumer_version STREQUAL "nanscope ${pc_version}")
+  message(FATAL_ERROR "install_test: cxx_consumer printed '${consumer_version}', pkg-config says ${pc_version}")
+endif()
+message(STATUS "install_test: all checks passed")
