@@ -125,6 +125,17 @@ void on_resource(Engine& e, CUpti_CallbackId cbid, const CUpti_ResourceData& rd)
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
       e.on_context_destroy(rd.context);
       return;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: {
+      // The graph data sits behind resourceDescriptor, although the header calls it reserved.
+      auto* g = static_cast<const CUpti_GraphData*>(rd.resourceDescriptor);
+      if (!g) return;
+      if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) e.on_graph_node_destroy(g->node);
+      else if (cbid == CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING) e.on_graph_destroy(g->graph);
+      else e.on_graph_exec_destroy(g->graphExec);
+      return;
+    }
     default:
       return;
   }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -196,7 +197,9 @@ bool Engine::subscribe() {
   };
   for (CUpti_CallbackId id : driver_cbids)
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
+                              CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
   return true;
 }
 
@@ -624,6 +627,22 @@ void Engine::on_graph_launch(CUgraphExec exec, CUstream stream) {
   if (it != exec_graph_ids_.end()) graph_streams_[it->second] = reinterpret_cast<uint64_t>(stream);
 }
 
+void Engine::on_graph_node_destroy(CUgraphNode node) {
+  std::lock_guard lock(graph_mu_);
+  scan_after_.erase(node);
+  scan_nodes_.erase(node);
+}
+
+void Engine::on_graph_destroy(CUgraph graph) {
+  std::lock_guard lock(graph_mu_);
+  graph_ids_.erase(graph);
+}
+
+void Engine::on_graph_exec_destroy(CUgraphExec exec) {
+  std::lock_guard lock(graph_mu_);
+  exec_graph_ids_.erase(exec);
+}
+
 void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
   CUdeviceptr* dptr = nullptr;
   uint64_t size = 0;
@@ -773,9 +792,10 @@ void Engine::handle_finding(const Finding& f, int device) {
   if (site.total == 1) site.first_replay = f.replay;
   site.last_replay = f.replay;
   if (cfg_.aggregate && site.total > 1 && !abort_now) {
-    // Bounded log volume: repeat events at power-of-two totals, a closing total at exit.
+    // Bounded log volume: repeat events at totals 4, 16, 64, ... (powers of four), and a
+    // closing total at exit.
     ++site.pending;
-    if ((site.total & (site.total - 1)) == 0) {
+    if ((site.total & (site.total - 1)) == 0 && (std::countr_zero(site.total) % 2) == 0) {
       Json r{{"of", site.first_event}, {"count", site.pending}, {"total", site.total}, {"final", false}};
       if (f.captured) r["first_replay"] = site.first_replay, r["last_replay"] = site.last_replay;
       log_->emit("repeat", r);

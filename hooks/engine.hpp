@@ -60,6 +60,10 @@ class Engine {
   // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
   void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
   void on_graph_launch(CUgraphExec exec, CUstream stream);
+  // Handles are reused after destruction: forget them.
+  void on_graph_node_destroy(CUgraphNode node);
+  void on_graph_destroy(CUgraph graph);
+  void on_graph_exec_destroy(CUgraphExec exec);
 
   // Watches declared through the C API. Host-side only: usable before CUDA starts.
   uint32_t add_watch(WatchSpec spec);

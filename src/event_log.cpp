@@ -49,7 +49,9 @@ EventLog::EventLog(const EventLogOptions& opts, std::string* error)
       file_ = std::make_shared<spdlog::logger>("nanscope-jsonl", sink);
       file_->set_pattern("%v");
       file_->set_level(spdlog::level::trace);
-      file_->flush_on(spdlog::level::err);
+      // One write(2) per event on an O_APPEND file: lines from several processes sharing one
+      // log (a launcher's children, compile workers) never interleave mid-line.
+      file_->flush_on(spdlog::level::trace);
     } catch (const std::exception& e) {
       if (error) *error = "cannot open NANSCOPE_LOG file '" + opts.path + "': " + e.what();
     }
