@@ -9,5 +9,5 @@ for f in "$build"/bin/*; do
   [ -f "$f" ] && [ -x "$f" ] && strip -o "$root/.stage/bin/$(basename "$f")" "$f"
 done
 strip -o "$root/.stage/lib/libnanscope.so" "$(readlink -f "$build/lib/libnanscope.so")"
-cp "$root/.stage/lib/libnanscope.so" "$root/.stage/lib/libnanscope.so.0"  # soname of linked apps
+ln -s libnanscope.so "$root/.stage/lib/libnanscope.so.0"  # soname of linked apps: one file, one engine
 du -sh "$root/.stage"
