@@ -99,7 +99,8 @@ CUdeviceptr ContextState::row_bitmap(uint32_t key, uint64_t rows) {
   if (slot.first && slot.second >= rows) return slot.first;
   RelaxedCaptureMode relaxed;
   const uint64_t capacity = std::max<uint64_t>(rows, slot.second * 2);
-  const size_t bytes = ((capacity + 31) / 32) * sizeof(uint32_t);
+  // [previous-scan state, NANSCOPE_STATE_WORDS words, padded to 64 bytes][row bitmap]
+  const size_t bytes = kRowStateBytes + ((capacity + 31) / 32) * sizeof(uint32_t);
   CUdeviceptr p = 0;
   if (cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return 0;
   if (cuMemsetD8Async(p, 0, bytes, private_stream_) != CUDA_SUCCESS ||

@@ -50,7 +50,9 @@ class ContextState {
   // Device bitmap of `rows` bits for watch `key`, zeroed, reused across launches (the scan
   // that publishes it clears it). Grows by allocating a new one; old ones stay alive because
   // captured graphs may hold their address. Returns 0 when allocation fails.
+  // The block starts with the watch's previous-scan state (kRowStateBytes), then the bitmap.
   CUdeviceptr row_bitmap(uint32_t key, uint64_t rows);
+  static constexpr size_t kRowStateBytes = 64;
 
   ChannelReader& reader() { return *reader_; }
 

@@ -377,7 +377,8 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     rs.index_i64 = w.padding.index_type == IndexType::i64;
     rs.pad_value = w.padding.pad_value;
     rs.host_count = w.padding.host_count;
-    rs.row_bitmap = reinterpret_cast<unsigned int*>(bitmap);
+    rs.last_state = reinterpret_cast<unsigned long long*>(bitmap);
+    rs.row_bitmap = reinterpret_cast<unsigned int*>(bitmap + ContextState::kRowStateBytes);
     const Action action = effective_action(w.action);
     rs.fix = !inferred && (action == Action::fix || action == Action::zero_padding);
     rs.zero_only = rs.fix && action == Action::zero_padding;
@@ -766,10 +767,6 @@ std::string ranges_text(const Finding& f) {
 }  // namespace
 
 void Engine::handle_finding(const Finding& f, int device) {
-  findings_.fetch_add(1, std::memory_order_relaxed);
-  total_nan_.fetch_add(f.nan, std::memory_order_relaxed);
-  total_pinf_.fetch_add(f.pos_inf, std::memory_order_relaxed);
-  total_ninf_.fetch_add(f.neg_inf, std::memory_order_relaxed);
   const KernelInfo* k = kernels_.by_id(f.kernel_id);
   const std::string kernel = k ? k->demangled : "?";
   const std::string region = region_of(f);
@@ -781,6 +778,19 @@ void Engine::handle_finding(const Finding& f, int device) {
     std::lock_guard lock(meta_mu_);
     if (auto it = watch_meta_.find(f.watch_id); it != watch_meta_.end()) meta = it->second;
   }
+  // A rescan that finds a watched buffer exactly as the previous scan left it, after a launch
+  // not known to write it (untyped, or a const parameter), is stale state: the launch only
+  // referenced the buffer. It is counted, never blamed on that kernel.
+  const bool api_watch = f.row_aware && !(f.watch_id & (kRuleWatchBit | kGlobalWatchBit));
+  const bool known_writer = k && f.arg < k->roles.size() && k->roles[f.arg] == ParamRole::output;
+  if (f.unchanged && api_watch && !known_writer) {
+    rescans_unchanged_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  findings_.fetch_add(1, std::memory_order_relaxed);
+  total_nan_.fetch_add(f.nan, std::memory_order_relaxed);
+  total_pinf_.fetch_add(f.pos_inf, std::memory_order_relaxed);
+  total_ninf_.fetch_add(f.neg_inf, std::memory_order_relaxed);
   const bool abort_now = f.row_aware && !rows_inferred && effective_action(meta.action) == Action::abort &&
                          f.verdict.counts_real > 0;
 
@@ -890,6 +900,7 @@ void Engine::write_summary(bool contexts_locked) {
   s["scans_dropped"] = dropped_.load();
   s["overflow"] = overflow;         // findings the device dropped: channel full
   s["corrupt_records"] = corrupt;   // records that failed validation on the host
+  s["rescans_unchanged"] = rescans_unchanged_.load();  // watched buffers found as the last scan left them
   s["counts"] = {{"nan", total_nan_.load()}, {"pos_inf", total_pinf_.load()}, {"neg_inf", total_ninf_.load()}};
   s["duration_ns"] = wall_clock_ns() - start_ns_;
   log_->emit("summary", s);

@@ -160,6 +160,7 @@ class Engine {
 
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
+  std::atomic<uint64_t> rescans_unchanged_{0};
   std::atomic<bool> warned_launch_{false}, warned_context_{false}, warned_capture_pool_{false},
       warned_callback_{false}, warned_buffers_{false}, warned_overflow_{false}, warned_graph_{false};
   std::atomic<bool> aborting_{false};

@@ -431,7 +431,11 @@ __device__ void publish(const Task& t) {
         if constexpr (kRows) {
           if ((t.row_aware_mask >> b) & 1u) {
             const nanscope_row_spec spec = t.row_specs[b];
-            r->flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0);
+            const unsigned long long* st = spec.last_state;
+            const bool unchanged = st[0] == s->nan && st[1] == s->pos_inf && st[2] == s->neg_inf &&
+                                   st[3] == ~s->first_inv && st[4] == s->last && st[5] == s->padding;
+            r->flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0) |
+                        (unchanged ? NS_RECORD_UNCHANGED : 0);
             r->rows_total = spec.rows;
             r->watch_id = spec.watch_id;
             r->padding_source = (uint8_t)spec.source;
@@ -447,6 +451,15 @@ __device__ void publish(const Task& t) {
         // Dropped on overflow: the bitmap must still be cleared for the next run.
         const nanscope_row_spec spec = t.row_specs[b];
         for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
+      }
+    }
+    if constexpr (kRows) {
+      if ((t.row_aware_mask >> b) & 1u) {
+        // Remember what this scan saw, so the next one can tell an unchanged buffer (a launch
+        // that only read it) from one written again.
+        unsigned long long* st = t.row_specs[b].last_state;
+        st[0] = s->nan, st[1] = s->pos_inf, st[2] = s->neg_inf, st[3] = ~s->first_inv, st[4] = s->last;
+        st[5] = s->padding;
       }
     }
     s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0; s->padding = 0;

@@ -28,6 +28,7 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   out.captured = (r.flags & NS_RECORD_CAPTURED) != 0;
   out.row_aware = (r.flags & NS_RECORD_ROWS) != 0;
   out.fixed = (r.flags & NS_RECORD_FIXED) != 0;
+  out.unchanged = (r.flags & NS_RECORD_UNCHANGED) != 0;
   out.verdict = RowVerdict{};
   if (!out.row_aware) return true;
   if (r.counts_padding > out.total() || r.range_count > NANSCOPE_MAX_ROW_RANGES || r.padding_source > NS_PAD_MASK)

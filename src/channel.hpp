@@ -31,6 +31,7 @@ struct Finding {
   // Row-aware scans (watches, rules) only.
   bool row_aware = false;
   bool fixed = false;
+  bool unchanged = false;  // same counts and positions as the watch's previous scan
   uint32_t watch_id = 0;
   PaddingSource padding_source = PaddingSource::none;
   uint64_t rows_total = 0;

@@ -35,7 +35,11 @@ typedef struct nanscope_row_spec {
   double inv_row_stride;    // 1.0 / row_stride: row lookups without a 64-bit division
   uint32_t chunked;         // rows start 16-byte aligned: walk row by row (one status lookup per chunk)
   uint32_t zero_only;       // with fix: read and zero padding rows only, never read real rows
+  unsigned long long* last_state;  // device: counts of this watch's previous scan (NANSCOPE_STATE_WORDS)
 } nanscope_row_spec;
+
+// Per-watch device state compared by each scan: nan, +inf, -inf, first, last, padding.
+#define NANSCOPE_STATE_WORDS 6
 
 // Element types. Must match nanscope::DType in signature.hpp.
 enum nanscope_scan_dtype { NS_F64 = 0, NS_F32 = 1, NS_F16 = 2, NS_BF16 = 3, NS_F8E4M3 = 4, NS_F8E5M2 = 5 };
@@ -98,6 +102,7 @@ typedef struct nanscope_record {
 #define NS_RECORD_CAPTURED 1u
 #define NS_RECORD_ROWS 2u    // the row fields are valid
 #define NS_RECORD_FIXED 4u   // padding rows were zeroed after the scan
+#define NS_RECORD_UNCHANGED 8u  // same counts and positions as this watch's previous scan
 
 // Host-visible channel header, in mapped pinned memory, followed by `capacity` records.
 typedef struct nanscope_channel_host {
@@ -143,7 +148,7 @@ typedef struct nanscope_scan_task {
 
 #ifdef __cplusplus
 static_assert(sizeof(nanscope_record) == 256, "record layout");
-static_assert(sizeof(nanscope_row_spec) == 88, "row spec layout");
+static_assert(sizeof(nanscope_row_spec) == 96, "row spec layout");
 static_assert(offsetof(nanscope_scan_task, row_specs) == sizeof(nanscope_scan_task_head),
               "the plain kernel reads the head of a full task");
 static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
