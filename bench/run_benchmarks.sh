@@ -22,10 +22,30 @@ p, s = parse(sys.argv[1]), parse(sys.argv[2])
 for k in p:
     print(f"overhead {k.replace('_us','')}: {s[k]-p[k]:+.3f} us per launch ({s[k]:.3f} vs {p[k]:.3f})")
 PY
+echo
+echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
+export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
+gplain=$("$bin/nanscope_graph_bench")
+gscoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
+echo "$gplain"
+echo "$gscoped"
+python3 - "$gplain" "$gscoped" <<'PY'
+import sys
+def parse(line):
+    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
+p, s = parse(sys.argv[1]), parse(sys.argv[2])
+for k in p:
+    print(f"ratio {k}: {s[k]/p[k]:.3f} ({s[k]:.2f} vs {p[k]:.2f})")
+PY
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo
   echo "== torch references in the same run"
   python3 "$here/torch_reference.py"
+  echo
+  echo "== torch_decode.py graph replay: no nanscope vs the Python helper watching one output"
+  root=$(cd "$here/.." && pwd)
+  PYTHONPATH="$root/python" NANSCOPE_LIBRARY="$lib" python3 "$root/examples/torch_decode.py" off --bench 2000 2>&1 | grep us_per_replay
+  PYTHONPATH="$root/python" NANSCOPE_LIBRARY="$lib" NANSCOPE_CONSOLE=0 python3 "$root/examples/torch_decode.py" detect --one-watch --bench 2000 2>&1 | grep us_per_replay
   echo
   echo "== zeroing padding rows in a CUDA graph: torch and Triton vs nanscope zero_padding"
   python3 "$here/padding_fix_bench.py" "$scan_out"

@@ -1,0 +1,134 @@
+// Graph benchmarks, run once plainly and once under nanscope by bench/run_benchmarks.sh:
+//  * replay time of a decode-like graph of 50 kernels on [16,128,512] bf16 activations, in two
+//    flavours: typed kernels (nanscope scans every output) and untyped kernels with one output
+//    watched through the C API (nanscope scans only that one);
+//  * instantiate time of a graph of 1,000 kernel nodes built by hand.
+// Prints `graph_bench MODE key=value ...`.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "nanscope/nanscope.h"
+
+constexpr int kElems = 16 * 128 * 512;
+
+__global__ void typed_step(__nv_bfloat16* y, const __nv_bfloat16* x, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] = __float2bfloat16(__bfloat162float(x[i]) * 0.5f + 1.0f);
+}
+
+// Same work, pointers untyped: nanscope cannot see its output without a watch.
+__global__ void untyped_step(void* y, const void* x, int n) {
+  auto* out = static_cast<__nv_bfloat16*>(y);
+  auto* in = static_cast<const __nv_bfloat16*>(x);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = __float2bfloat16(__bfloat162float(in[i]) * 0.5f + 1.0f);
+}
+
+__global__ void tiny(float* p) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) p[0] += 1.0f;
+}
+
+namespace {
+float replay_us(cudaGraphExec_t exec, cudaStream_t s) {
+  for (int i = 0; i < 5; ++i) cudaGraphLaunch(exec, s);
+  cudaStreamSynchronize(s);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int r = 0; r < 50; ++r) {
+    cudaEventRecord(a, s);
+    for (int i = 0; i < 10; ++i) cudaGraphLaunch(exec, s);
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms * 100.0f);  // us per replay
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16* bufs[2], cudaStream_t s) {
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  for (int k = 0; k < 50; ++k) {
+    __nv_bfloat16* in = bufs[k % 2];
+    __nv_bfloat16* out = bufs[(k + 1) % 2];
+    if (typed) typed_step<<<264, 256, 0, s>>>(out, in, kElems);
+    else untyped_step<<<264, 256, 0, s>>>(out, in, kElems);
+  }
+  cudaStreamEndCapture(s, &g);
+  cudaGraphInstantiate(&exec, g, 0);
+  return exec;
+}
+}  // namespace
+
+int main() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::fprintf(stderr, "graph_bench: no CUDA device\n");
+    return 0;
+  }
+  const bool scoped = std::getenv("CUDA_INJECTION64_PATH") != nullptr;
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  __nv_bfloat16* bufs[2];
+  __nv_bfloat16* ubufs[2];
+  for (int i = 0; i < 2; ++i) {
+    cudaMalloc(&bufs[i], kElems * 2);
+    cudaMalloc(&ubufs[i], kElems * 2);
+    cudaMemset(bufs[i], 0, kElems * 2);
+    cudaMemset(ubufs[i], 0, kElems * 2);
+  }
+  nanscope_watch_t w = nullptr;
+  if (scoped) {  // one watched output in the untyped chain (16 rows of 128 x 512)
+    nanscope_padding_spec_t spec = nullptr;
+    nanscope_padding_spec_real_rows(&spec, 16, 12);
+    nanscope_watch_desc_t d{sizeof d, "bench_out", ubufs[1], NANSCOPE_DTYPE_BF16, 16, 128 * 512, 0,
+                            NANSCOPE_ACTION_DETECT, spec};
+    if (nanscope_watch(&d, &w) != NANSCOPE_SUCCESS) std::fprintf(stderr, "watch: %s\n", nanscope_last_error());
+    nanscope_padding_spec_destroy(spec);
+  }
+  cudaGraphExec_t typed = capture_chain(true, bufs, s);
+  cudaGraphExec_t untyped = capture_chain(false, ubufs, s);
+  const float t_typed = replay_us(typed, s), t_untyped = replay_us(untyped, s);
+
+  // Instantiate a hand-built graph of 1,000 kernel nodes (a chain).
+  float* p = nullptr;
+  cudaMalloc(&p, 4 * 1000);
+  cudaGraph_t g;
+  cudaGraphCreate(&g, 0);
+  cudaGraphNode_t prev = nullptr;
+  std::vector<float*> args(1000);
+  std::vector<void*> slots(1000);
+  for (int i = 0; i < 1000; ++i) {
+    args[i] = p + i;
+    slots[i] = &args[i];
+    cudaKernelNodeParams kp{};
+    kp.func = (void*)tiny;
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(32);
+    kp.kernelParams = &slots[i];
+    cudaGraphNode_t node;
+    cudaGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &kp);
+    prev = node;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  cudaGraphExec_t big;
+  cudaGraphInstantiate(&big, g, 0);
+  const auto t1 = std::chrono::steady_clock::now();
+  const double inst_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  if (cudaDeviceSynchronize() != cudaSuccess) return 1;
+  std::printf("graph_bench %s typed_chain_us=%.2f untyped_chain_one_watch_us=%.2f instantiate_1000_ms=%.2f\n",
+              scoped ? "nanscope" : "plain", t_typed, t_untyped, inst_ms);
+  if (w) nanscope_unwatch(w);
+  return 0;
+}
