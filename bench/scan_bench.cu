@@ -228,6 +228,9 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(d_seq, seq.data(), rows * sizeof(int), cudaMemcpyHostToDevice));
     CK(cudaMalloc(&bitmap, rows / 8));
     CK(cudaMemset(bitmap, 0, rows / 8));
+    unsigned long long* state = nullptr;  // the watch's previous-scan state
+    CK(cudaMalloc(&state, 8 * NANSCOPE_STATE_WORDS));
+    CK(cudaMemset(state, 0, 8 * NANSCOPE_STATE_WORDS));
     CK(cudaStreamSynchronize(s));
     nanscope::ScanPolicy pol;
     const unsigned grid = nanscope::scan_grid(pol, elems * 2, prop.multiProcessorCount);
@@ -235,7 +238,7 @@ int main(int argc, char** argv) {
       nanscope_scan_task t = make_task(ch, 200, buf, elems, NS_BF16);
       if (row_aware) {
         t.row_aware_mask = 1;
-        t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems, 1u, 0u};
+        t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems, 1u, 0u, state};
       }
       void* params[] = {&t};
       return median_ms([&] { CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr)); }, 20, s);
@@ -265,7 +268,7 @@ int main(int argc, char** argv) {
         tasks[i] = make_task(ch, 1 + i, buf, B * row_elems, NS_BF16);
         tasks[i].row_aware_mask = 1;
         tasks[i].row_specs[0] = {B, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 1u, 1,
-                                 1.0 / row_elems, 1u, 1u};
+                                 1.0 / row_elems, 1u, 1u, state};
         void* params[] = {&tasks[i]};
         CU(cuLaunchKernel(scan_rows, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
       }
