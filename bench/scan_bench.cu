@@ -233,7 +233,10 @@ int main(int argc, char** argv) {
     CK(cudaMemset(state, 0, 8 * NANSCOPE_STATE_WORDS));
     CK(cudaStreamSynchronize(s));
     nanscope::ScanPolicy pol;
-    const unsigned grid = nanscope::scan_grid(pol, elems * 2, prop.multiProcessorCount);
+    nanscope::ScanPolicy rows_pol;  // the tool caps blocks per SM at what fits (ContextState)
+    int fit = 0;
+    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows, (int)rows_pol.threads, 0));
+    rows_pol.blocks_per_sm = std::min<unsigned>(rows_pol.blocks_per_sm, (unsigned)fit);
     auto time_task = [&](CUfunction fn, bool row_aware, bool fix) {
       nanscope_scan_task t = make_task(ch, 200, buf, elems, NS_BF16);
       if (row_aware) {
@@ -241,6 +244,7 @@ int main(int argc, char** argv) {
         t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems, 1u, 0u, state};
       }
       void* params[] = {&t};
+      const unsigned grid = nanscope::scan_grid(row_aware ? rows_pol : pol, elems * 2, prop.multiProcessorCount);
       return median_ms([&] { CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr)); }, 20, s);
     };
     const float plain = time_task(scan, false, false);
@@ -259,7 +263,7 @@ int main(int argc, char** argv) {
       std::vector<int> sl(B, 5);
       for (uint64_t r = 0; r < pad; ++r) sl[B - 1 - r] = 0;
       CK(cudaMemcpy(d_seq, sl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
-      const unsigned g = nanscope::scan_grid(pol, B * row_elems * 2, prop.multiProcessorCount);
+      const unsigned g = nanscope::scan_grid(rows_pol, B * row_elems * 2, prop.multiProcessorCount);
       std::vector<nanscope_scan_task> tasks(nodes);
       cudaGraph_t gr;
       cudaGraphExec_t ge;

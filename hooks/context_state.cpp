@@ -38,6 +38,13 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuModuleLoadData(&module_, nanscope_kernels_fatbin));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
+  // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
+  const ScanPolicy policy;
+  int fit = 0;
+  if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
+    plain_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
+  if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
+    rows_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
 
   const size_t channel_bytes =
       sizeof(nanscope_channel_host) + size_t{limits_.channel_records} * sizeof(nanscope_record);
@@ -133,7 +140,8 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
 }
 
 CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const {
-  const ScanPolicy policy;
+  ScanPolicy policy;
+  policy.blocks_per_sm = task.row_aware_mask ? rows_blocks_per_sm_ : plain_blocks_per_sm_;
   slot[0] = &task;
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = task.row_aware_mask ? scan_rows_fn_ : scan_fn_;

@@ -67,6 +67,7 @@ class ContextState {
   CUmodule module_ = nullptr;
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
+  unsigned plain_blocks_per_sm_ = 4, rows_blocks_per_sm_ = 4;  // ScanPolicy, capped by occupancy
   std::mutex bitmap_mu_;
   std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)
   std::vector<CUdeviceptr> retired_bitmaps_;

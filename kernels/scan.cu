@@ -469,12 +469,28 @@ __device__ void publish(const Task& t) {
   acc->blocks_done = 0;
 }
 
+// The last block of a scan that found nothing: no accumulator to read back or reset.
+template <bool kRows, typename Task>
+__device__ void publish_clean(const Task& t) {
+  nanscope_scan_accum* acc = t.accum;
+  if constexpr (kRows) {
+    for (uint32_t b = 0; b < t.buffer_count; ++b) {
+      if (!((t.row_aware_mask >> b) & 1u)) continue;
+      unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
+      st[0] = st[1] = st[2] = st[4] = st[5] = 0;
+      st[3] = ~0ull;
+    }
+  }
+  acc->executions += 1;
+  acc->blocks_done = 0;
+}
+
 template <bool kRows, typename Task>
 __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
       s_ninf[NANSCOPE_SCAN_MAX_BUFFERS], s_pad[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
-  __shared__ bool s_is_last;
+  __shared__ bool s_is_last, s_any_found;
   // The row spec lives in shared memory: taking the address of a kernel parameter would copy the
   // whole task into local memory in every thread.
   __shared__ nanscope_row_spec s_rows;
@@ -522,14 +538,21 @@ __device__ __forceinline__ void scan_main(const Task& t) {
       atomicMax(&acc->buf[b].last, s_last[b]);
     }
     // Only a block that added counts must order them before its ticket; clean blocks (the
-    // common case) skip the fence.
+    // common case) skip the fence. The ticket's high half counts blocks that added counts, so
+    // the last block of a clean scan knows it without reading the accumulator back.
     if (wrote) __threadfence();
-    s_is_last = atomicAdd(&acc->blocks_done, 1u) == gridDim.x - 1;
+    const unsigned int old = atomicAdd(&acc->blocks_done, wrote ? 0x10001u : 1u);
+    s_is_last = (old & 0xffffu) == gridDim.x - 1;
+    s_any_found = (old >> 16) != 0 || wrote;
   }
   __syncthreads();
   if (s_is_last && threadIdx.x == 0) {
-    __threadfence();
-    publish<kRows>(t);
+    if (s_any_found) {
+      __threadfence();
+      publish<kRows>(t);
+    } else {
+      publish_clean<kRows>(t);
+    }
   }
 }
 
