@@ -1,7 +1,8 @@
 // Graph benchmarks, run once plainly and once under nanscope by bench/run_benchmarks.sh:
-//  * replay time of a decode-like graph of 50 kernels on [16,128,512] bf16 activations, in two
-//    flavours: typed kernels (nanscope scans every output) and untyped kernels with one output
-//    watched through the C API (nanscope scans only that one);
+//  * replay time of a decode-like graph of 50 kernels on [16,128,512] bf16 activations (each
+//    kernel reads the previous activation and writes its own, as a decode step's layers do), in
+//    two flavours: typed kernels (nanscope scans every output) and untyped kernels with one
+//    output watched through the C API (scanned after its writer and its reader);
 //  * instantiate time of a graph of 1,000 kernel nodes built by hand.
 // Prints `graph_bench MODE key=value ...`.
 #include <cuda_bf16.h>
@@ -55,13 +56,15 @@ float replay_us(cudaGraphExec_t exec, cudaStream_t s) {
   return t[t.size() / 2];
 }
 
-cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16* bufs[2], cudaStream_t s) {
+constexpr int kLayers = 50;
+
+cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16** bufs, cudaStream_t s) {
   cudaGraph_t g;
   cudaGraphExec_t exec;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  for (int k = 0; k < 50; ++k) {
-    __nv_bfloat16* in = bufs[k % 2];
-    __nv_bfloat16* out = bufs[(k + 1) % 2];
+  for (int k = 0; k < kLayers; ++k) {
+    __nv_bfloat16* in = bufs[k];
+    __nv_bfloat16* out = bufs[k + 1];
     if (typed) typed_step<<<264, 256, 0, s>>>(out, in, kElems);
     else untyped_step<<<264, 256, 0, s>>>(out, in, kElems);
   }
@@ -80,9 +83,9 @@ int main() {
   const bool scoped = std::getenv("CUDA_INJECTION64_PATH") != nullptr;
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  __nv_bfloat16* bufs[2];
-  __nv_bfloat16* ubufs[2];
-  for (int i = 0; i < 2; ++i) {
+  __nv_bfloat16* bufs[kLayers + 1];
+  __nv_bfloat16* ubufs[kLayers + 1];
+  for (int i = 0; i <= kLayers; ++i) {
     cudaMalloc(&bufs[i], kElems * 2);
     cudaMalloc(&ubufs[i], kElems * 2);
     cudaMemset(bufs[i], 0, kElems * 2);
@@ -92,7 +95,7 @@ int main() {
   if (scoped) {  // one watched output in the untyped chain (16 rows of 128 x 512)
     nanscope_padding_spec_t spec = nullptr;
     nanscope_padding_spec_real_rows(&spec, 16, 12);
-    nanscope_watch_desc_t d{sizeof d, "bench_out", ubufs[1], NANSCOPE_DTYPE_BF16, 16, 128 * 512, 0,
+    nanscope_watch_desc_t d{sizeof d, "bench_out", ubufs[kLayers / 2], NANSCOPE_DTYPE_BF16, 16, 128 * 512, 0,
                             NANSCOPE_ACTION_DETECT, spec};
     if (nanscope_watch(&d, &w) != NANSCOPE_SUCCESS) std::fprintf(stderr, "watch: %s\n", nanscope_last_error());
     nanscope_padding_spec_destroy(spec);

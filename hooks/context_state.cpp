@@ -120,6 +120,24 @@ CUdeviceptr ContextState::row_bitmap(uint32_t key, uint64_t rows) {
   return p;
 }
 
+std::string ContextState::copy_to_host(uint64_t ptr, size_t bytes, void* out) {
+  if (cuCtxPushCurrent(ctx_) != CUDA_SUCCESS) return "cuCtxPushCurrent failed";
+  std::string err;
+  {
+    RelaxedCaptureMode relaxed;  // allowed even while the app captures in global mode
+    CUresult r = cuMemcpyDtoHAsync(out, static_cast<CUdeviceptr>(ptr), bytes, private_stream_);
+    if (r == CUDA_SUCCESS) r = cuStreamSynchronize(private_stream_);
+    if (r != CUDA_SUCCESS) {
+      const char* s = nullptr;
+      cuGetErrorName(r, &s);
+      err = s ? s : "copy failed";
+    }
+  }
+  CUcontext popped = nullptr;
+  cuCtxPopCurrent(&popped);
+  return err;
+}
+
 bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdeviceptr accum) {
   if (!accum) {
     if (captured) {

@@ -47,6 +47,10 @@ class ContextState {
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const;
   bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_; }
 
+  // Copies device memory to the host through the private stream (never an app stream), from
+  // any thread. Returns an empty string or the driver's error.
+  std::string copy_to_host(uint64_t ptr, size_t bytes, void* out);
+
   // Device bitmap of `rows` bits for watch `key`, zeroed, reused across launches (the scan
   // that publishes it clears it). Grows by allocating a new one; old ones stay alive because
   // captured graphs may hold their address. Returns 0 when allocation fails.

@@ -7,10 +7,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
 #include "nanscope/version.h"
+#include "npy_writer.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -712,7 +715,7 @@ void Engine::on_context_destroy(CUcontext ctx) {
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) return;
     const int device = it->second->device();
-    it->second->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+    it->second->reader().drain([&](const Finding& f) { handle_finding(f, *it->second); });
     dying = std::move(it->second);
     contexts_.erase(it);
   }
@@ -725,7 +728,7 @@ void Engine::drain_all() {
   std::shared_lock lock(ctx_mu_);
   for (auto& [ctx, state] : contexts_) {
     const int device = state->device();
-    state->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+    state->reader().drain([&](const Finding& f) { handle_finding(f, *state); });
     if (state->reader().overflow() != 0)
       warn_once(warned_overflow_, "channel_overflow",
                 fmt::format("the device->host channel was full: findings were dropped on the GPU (counted in "
@@ -766,7 +769,8 @@ std::string ranges_text(const Finding& f) {
 
 }  // namespace
 
-void Engine::handle_finding(const Finding& f, int device) {
+void Engine::handle_finding(const Finding& f, ContextState& cs) {
+  const int device = cs.device();
   const KernelInfo* k = kernels_.by_id(f.kernel_id);
   const std::string kernel = k ? k->demangled : "?";
   const std::string region = region_of(f);
@@ -844,7 +848,15 @@ void Engine::handle_finding(const Finding& f, int device) {
     if (rows_inferred) j["rows_inferred"] = true;
     if (f.fixed) j["action"] = "zeroed";
   }
-  const uint64_t id = log_->emit("nonfinite", j);
+  // The first finding at each site, and the one that aborts, get a tensor dump.
+  uint64_t id = 0;
+  if (!cfg_.dump_dir.empty() && !shut_down_.load() && (site.total == 1 || abort_now)) {
+    id = log_->reserve_id();
+    if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
+    log_->emit_with_id(id, "nonfinite", j);
+  } else {
+    id = log_->emit("nonfinite", j);
+  }
   if (site.total == 1) site.first_event = id;
 
   std::string where = fmt::format("launch {}, stream {}", f.launch_id, hex(f.stream));
@@ -859,6 +871,59 @@ void Engine::handle_finding(const Finding& f, int device) {
                          dtype_name(f.dtype), f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf,
                          f.first_index, where, verdict));
   if (abort_now) abort_on_real(f, kernel, meta.name);
+}
+
+std::string Engine::dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event) {
+  const uint64_t bytes = f.elements * dtype_size(f.dtype);
+  if (dumps_ >= cfg_.dump_max || dump_bytes_ + bytes > cfg_.dump_max_bytes) {
+    warn_once(warned_dump_, "dump_budget",
+              fmt::format("tensor dump budget reached (NANSCOPE_DUMP_MAX={}, NANSCOPE_DUMP_MAX_BYTES={}): later "
+                          "findings are not dumped",
+                          cfg_.dump_max, cfg_.dump_max_bytes));
+    return {};
+  }
+  std::vector<unsigned char> host(bytes);
+  if (std::string err = cs.copy_to_host(f.ptr, bytes, host.data()); !err.empty()) {
+    warn_once(warned_dump_, "dump_copy", "cannot copy a buffer for a tensor dump: " + err);
+    return {};
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(cfg_.dump_dir, ec);
+  const std::string path =
+      (std::filesystem::path(cfg_.dump_dir) / fmt::format("nanscope-{}-{}.npy", getpid(), event_id)).string();
+  // Row-aware buffers keep their rows when they are dense; anything else is one dimension.
+  std::vector<uint64_t> shape{f.elements};
+  if (f.row_aware && f.rows_total && f.elements % f.rows_total == 0)
+    shape = {f.rows_total, f.elements / f.rows_total};
+  if (std::string err = write_npy(path, f.dtype, shape, host.data(), host.size()); !err.empty()) {
+    warn_once(warned_dump_, "dump_write", err);
+    return {};
+  }
+  Json side;
+  side["schema"] = "nanscope-dump/1";
+  side["event_id"] = event_id;
+  side["pid"] = static_cast<long>(getpid());
+  side["kernel"] = event.value("kernel", "");
+  side["buffer"] = event["buffer"];
+  side["dtype"] = dtype_name(f.dtype);
+  side["storage"] = npy_descr(f.dtype);
+  side["shape"] = shape;
+  side["counts"] = event["counts"];
+  if (f.row_aware) {
+    side["padding_source"] = padding_source_name(f.padding_source);
+    Json verdicts = Json::array();
+    for (const RowRange& r : f.verdict.ranges)
+      verdicts.push_back(Json{{"rows", {r.first, r.last}},
+                              {"kind", f.padding_source == PaddingSource::none ? "unknown" : r.padding ? "padding" : "real"},
+                              {"verdict", "nonfinite"},
+                              {"fixed", f.fixed && r.padding}});
+    side["row_verdicts"] = verdicts;
+  }
+  side["note"] = "copied when the finding was drained: later writes to the buffer may show";
+  std::ofstream(path + ".json") << side.dump(2) << "\n";
+  ++dumps_;
+  dump_bytes_ += bytes;
+  return path;
 }
 
 void Engine::abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch) {
@@ -948,7 +1013,7 @@ void Engine::emergency_flush() {
       if (lock.owns_lock())
         for (auto& [ctx, state] : contexts_) {
           const int device = state->device();
-          state->reader().drain([&](const Finding& f) { handle_finding(f, device); });
+          state->reader().drain([&](const Finding& f) { handle_finding(f, *state); });
         }
     }
     drain_mu_.unlock();

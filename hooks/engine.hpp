@@ -82,7 +82,9 @@ class Engine {
   ContextState* context_for(CUcontext ctx);
   std::optional<AddressRange> extent(uint64_t ptr);
   void drain_all();
-  void handle_finding(const Finding& f, int device);
+  void handle_finding(const Finding& f, ContextState& cs);
+  // Writes the buffer of `f` as .npy with a JSON sidecar; returns the path, or empty.
+  std::string dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event);
   void warn_once(std::atomic<bool>& flag, const std::string& what, const std::string& message);
   void write_summary(bool contexts_locked = false);
   bool worth_a_look(const KernelInfo& k) const;
@@ -161,8 +163,11 @@ class Engine {
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
   std::atomic<uint64_t> rescans_unchanged_{0};
+  uint32_t dumps_ = 0;       // drain thread only
+  uint64_t dump_bytes_ = 0;
   std::atomic<bool> warned_launch_{false}, warned_context_{false}, warned_capture_pool_{false},
-      warned_callback_{false}, warned_buffers_{false}, warned_overflow_{false}, warned_graph_{false};
+      warned_callback_{false}, warned_buffers_{false}, warned_overflow_{false}, warned_graph_{false},
+      warned_dump_{false};
   std::atomic<bool> aborting_{false};
 
   friend void CUPTIAPI cupti_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);

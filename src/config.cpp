@@ -115,6 +115,9 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.integer<uint64_t>("NANSCOPE_MAX_SCAN_BYTES", c.max_scan_bytes, 0, UINT64_MAX);
   p.boolean("NANSCOPE_AGGREGATE", c.aggregate);
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
+  if (auto v = p.raw("NANSCOPE_DUMP_DIR")) c.dump_dir = *v;
+  p.integer<uint32_t>("NANSCOPE_DUMP_MAX", c.dump_max, 0, 1u << 20);
+  p.integer<uint64_t>("NANSCOPE_DUMP_MAX_BYTES", c.dump_max_bytes, 0, UINT64_MAX);
   return r;
 }
 

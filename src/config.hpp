@@ -25,6 +25,9 @@ struct Config {
   uint64_t max_scan_bytes = 0;      // NANSCOPE_MAX_SCAN_BYTES, 0 = whole allocation
   bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events
   std::string rules_path;           // NANSCOPE_RULES
+  std::string dump_dir;             // NANSCOPE_DUMP_DIR: tensor dumps (.npy + .json sidecar)
+  uint32_t dump_max = 16;           // NANSCOPE_DUMP_MAX: dumps per process
+  uint64_t dump_max_bytes = 256ull << 20;  // NANSCOPE_DUMP_MAX_BYTES: bytes of dumps per process
 
   std::string describe() const;     // one line for the startup echo
 };

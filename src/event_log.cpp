@@ -61,8 +61,13 @@ EventLog::EventLog(const EventLogOptions& opts, std::string* error)
 EventLog::~EventLog() { flush(); }
 
 uint64_t EventLog::emit(std::string_view event, const Json& body) {
-  const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  if (!file_) return id;
+  const uint64_t id = reserve_id();
+  emit_with_id(id, event, body);
+  return id;
+}
+
+void EventLog::emit_with_id(uint64_t id, std::string_view event, const Json& body) {
+  if (!file_) return;
   Json j;
   j["schema"] = NANSCOPE_LOG_SCHEMA;
   j["event"] = event;
@@ -74,7 +79,6 @@ uint64_t EventLog::emit(std::string_view event, const Json& body) {
   for (auto it = body.begin(); it != body.end(); ++it) j[it.key()] = it.value();
   // Invalid UTF-8 in kernel names must not lose the event: replace, don't throw.
   file_->info(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
-  return id;
 }
 
 void EventLog::info(std::string_view line) {

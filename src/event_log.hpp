@@ -33,6 +33,9 @@ class EventLog {
   // Writes one event: adds schema, event, id, ts_ns, pid and rank fields in front of `body`.
   // Returns the event id.
   uint64_t emit(std::string_view event, const Json& body);
+  // For events that must know their id before they are written (a dump names it).
+  uint64_t reserve_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  void emit_with_id(uint64_t id, std::string_view event, const Json& body);
 
   void info(std::string_view line);
   void warn(std::string_view line);

@@ -264,6 +264,39 @@ def test_torch_compile():
     print("ok: torch.compile(mode='reduce-overhead') runs under nanscope to the same output, no findings")
 
 
+def test_dumps():
+    import numpy as np
+    app = os.path.join(BIN_DIR, "nan_sources")
+    dump_dir = tempfile.mkdtemp()
+    log = tempfile.mktemp(suffix=".jsonl")
+    run([BIN, "--log", log, "--", app], env={"NANSCOPE_DUMP_DIR": dump_dir})
+    events = findings(read_log(log))
+    by_kernel = {e["kernel"].split("(")[0] + f".{e['buffer']['arg']}": e for e in events}
+    if any("dump" not in e for e in events):
+        fail(f"every first finding should have a dump: {[e.get('dump') for e in events]}")
+    def load(key):
+        e = by_kernel[key]
+        side = json.load(open(e["dump"] + ".json"))
+        return np.load(e["dump"]), side, e
+    rows, side, e = load("gather_rows.0")
+    if rows.dtype != np.uint16 or side["dtype"] != "bf16" or not (rows == 0xFFFF).all() or rows.size != 2048:
+        fail(f"bf16 dump: {rows.dtype} {side} {rows[:4]}")
+    q, side, e = load("quantize_e4m3.0")
+    want = np.where(np.arange(256) % 16 == 0, 0x7F, 0x38).astype(np.uint8)
+    if q.dtype != np.uint8 or not (q == want).all():
+        fail(f"fp8 dump does not match: {q[:20]}")
+    sd, side, e = load("stddev.0")
+    var = np.where(np.arange(512) % 4 == 3, -2.0, 2.0)
+    if sd.dtype != np.float64 or not np.array_equal(np.isnan(sd), np.isnan(np.sqrt(var + 0j).real * np.where(var < 0, np.nan, 1))):
+        fail("f64 dump NaN pattern does not match")
+    if not np.allclose(sd[var > 0], np.sqrt(2.0), rtol=0, atol=0):
+        fail("f64 dump values do not match sqrt(2)")
+    rep = run([BIN, "report", "--dump", str(by_kernel["gather_rows.0"]["id"]), log], check=False)
+    if rep.returncode != 0 or "2,048 NaN" not in rep.stdout and "2048 NaN" not in rep.stdout:
+        fail(f"nanscope report --dump: rc {rep.returncode}\n{rep.stdout}\n{rep.stderr}")
+    print(f"ok: {len(events)} dumps load with numpy and match the tensors; report --dump reads them")
+
+
 def test_nan_sources_report():
     app = os.path.join(BIN_DIR, "nan_sources")
     p, events = under_nanscope([app])
