@@ -850,7 +850,8 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
   }
   // The first finding at each site, and the one that aborts, get a tensor dump.
   uint64_t id = 0;
-  if (!cfg_.dump_dir.empty() && !shut_down_.load() && (site.total == 1 || abort_now)) {
+  // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
+  if (!cfg_.dump_dir.empty() && !in_signal_.load() && (site.total == 1 || abort_now)) {
     id = log_->reserve_id();
     if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
     log_->emit_with_id(id, "nonfinite", j);
@@ -1004,6 +1005,7 @@ void Engine::shutdown() {
 }
 
 void Engine::emergency_flush() {
+  in_signal_.store(true);
   if (shut_down_.exchange(true)) return;
   // No joins, no waits: the process is dying. The drain lock may be held by the thread we
   // interrupted, so only try it.

@@ -159,6 +159,7 @@ class Engine {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> in_signal_{false};  // emergency_flush from a fatal signal
 
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
