@@ -46,37 +46,6 @@ std::string error_name(CUresult r) {
 
 }  // namespace
 
-bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchKernel_params*>(params);
-      out = {p->f, p->hStream, p->kernelParams, p->extra};
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(params);
-      out = {p->f, p->hStream, p->kernelParams, nullptr};
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
-      out = {p->f, p->config ? p->config->hStream : nullptr, p->kernelParams, p->extra};
-      break;
-    }
-    default: return false;
-  }
-  // The _ptsz forms mean the per-thread default stream when given 0; our scan must follow
-  // the app's kernel on that same stream, not on the legacy one.
-  const bool ptsz = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-                    cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
-                    cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-  if (ptsz && out.stream == nullptr) out.stream = CU_STREAM_PER_THREAD;
-  return true;
-}
-
 Engine::Engine(Config cfg, nanscope_attach_t attach)
     : cfg_(std::move(cfg)),
       attach_(attach),
@@ -246,24 +215,6 @@ std::optional<AddressRange> Engine::extent(uint64_t ptr) {
   return AddressRange{base, size};
 }
 
-namespace {
-
-// The bytes of kernel parameter i, in either launch form; null when unknown.
-const char* param_bytes(const LaunchArgs& a, const KernelInfo& k, uint32_t i) {
-  if (i >= k.params.size()) return nullptr;
-  if (a.kernel_params) return static_cast<const char*>(a.kernel_params[i]);
-  if (!a.extra) return nullptr;
-  const char* buffer = nullptr;
-  size_t size = 0;
-  for (void** p = a.extra; *p != CU_LAUNCH_PARAM_END; p += 2) {
-    if (p[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const char*>(p[1]);
-    else if (p[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(p[1]);
-  }
-  if (!buffer || k.params[i].first + k.params[i].second > size) return nullptr;
-  return buffer + k.params[i].first;
-}
-
-}  // namespace
 
 Action Engine::effective_action(Action declared) const {
   // NANSCOPE_MODE=fix|abort applies to every watch and rule that did not ask for more.
@@ -397,7 +348,7 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
   for (uint32_t ri : k.rules) {
     const Rule& rule = rules_[ri];
     const ParamReader read = [&](uint32_t param, uint32_t offset, void* out, size_t bytes) {
-      const char* base = param_bytes(a, k, param);
+      const char* base = param_bytes(a, k.params, param);
       if (!base || offset + bytes > k.params[param].second) return false;
       std::memcpy(out, base + offset, bytes);
       return true;
@@ -412,7 +363,7 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     for (uint32_t i = 0; i < k.params.size(); ++i) {
       // A const pointer is read, not written: the buffer cannot have changed.
       if (i < k.roles.size() && k.roles[i] == ParamRole::input) continue;
-      const char* bytes = param_bytes(a, k, i);
+      const char* bytes = param_bytes(a, k.params, i);
       if (!bytes) continue;
       for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
         uint64_t v = 0;
@@ -424,7 +375,7 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
   // 3. Typed outputs not already covered by a row-aware scan.
   const auto global = std::atomic_load(&global_padding_);
   for (const OutputParam& out : k.outputs) {
-    const char* param = param_bytes(a, k, out.arg);
+    const char* param = param_bytes(a, k.params, out.arg);
     if (!param) continue;
     uint64_t ptr = 0;
     std::memcpy(&ptr, param, sizeof(ptr));

@@ -24,6 +24,7 @@
 #include <set>
 
 #include "kernel_table.hpp"
+#include "launch_params.hpp"
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
 #include "rules.hpp"
@@ -31,15 +32,7 @@
 
 namespace nanscope {
 
-// What a launch callback tells us, whatever the launch API.
-struct LaunchArgs {
-  void* function = nullptr;  // CUfunction or CUkernel
-  CUstream stream = nullptr;
-  void** kernel_params = nullptr;
-  void** extra = nullptr;
-};
-// Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
-bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
+
 
 class Engine {
  public:
