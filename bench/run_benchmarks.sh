@@ -5,6 +5,19 @@ set -uo pipefail
 bin=${1:?bin dir}
 lib=${2:?libnanscope.so}
 here=$(cd "$(dirname "$0")" && pwd)
+
+# compare PLAIN_LINE NANSCOPE_LINE: both "name mode key=value ..."; prints, per key, the
+# difference and the ratio of the nanscope run to the plain one.
+compare() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def parse(line):
+    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
+p, s = parse(sys.argv[1]), parse(sys.argv[2])
+for k in p:
+    print(f"{k}: {s[k]:.3f} vs {p[k]:.3f} plain: {s[k]-p[k]:+.3f}, ratio {s[k]/p[k]:.3f}")
+PY
+}
 echo "== scan throughput and graph node cost"
 scan_out=$(mktemp)
 "$bin/nanscope_scan_bench" | tee "$scan_out"
@@ -14,14 +27,7 @@ plain=$("$bin/nanscope_launch_bench")
 scoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_launch_bench")
 echo "$plain"
 echo "$scoped"
-python3 - "$plain" "$scoped" <<'PY'
-import sys
-def parse(line):
-    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
-p, s = parse(sys.argv[1]), parse(sys.argv[2])
-for k in p:
-    print(f"overhead {k.replace('_us','')}: {s[k]-p[k]:+.3f} us per launch ({s[k]:.3f} vs {p[k]:.3f})")
-PY
+compare "$plain" "$scoped"
 echo
 echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
 export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
@@ -29,14 +35,7 @@ gplain=$("$bin/nanscope_graph_bench")
 gscoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
 echo "$gplain"
 echo "$gscoped"
-python3 - "$gplain" "$gscoped" <<'PY'
-import sys
-def parse(line):
-    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
-p, s = parse(sys.argv[1]), parse(sys.argv[2])
-for k in p:
-    print(f"ratio {k}: {s[k]/p[k]:.3f} ({s[k]:.2f} vs {p[k]:.2f})")
-PY
+compare "$gplain" "$gscoped"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo
   echo "== torch references in the same run"
