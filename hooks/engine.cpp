@@ -983,7 +983,7 @@ void Engine::fill_stats(nanscope_stats_t& s) const {
   s.kernels_not_inspected = kernels_.not_inspected_count();
   s.scans_dropped = dropped_.load();
   uint64_t overflow = 0;
-  std::shared_lock lock(const_cast<std::shared_mutex&>(ctx_mu_));
+  std::shared_lock lock(ctx_mu_);
   for (auto& [ctx, state] : contexts_) overflow += state->reader().overflow();
   s.overflow = overflow;
 }

@@ -115,7 +115,7 @@ class Engine {
   AllocationMap allocs_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
 
-  std::shared_mutex ctx_mu_;
+  mutable std::shared_mutex ctx_mu_;
   std::unordered_map<CUcontext, std::unique_ptr<ContextState>> contexts_;
   std::unordered_map<CUcontext, std::string> failed_contexts_;
 
