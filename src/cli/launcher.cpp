@@ -69,7 +69,7 @@ int run_launcher(int argc, char** argv) {
   app.allow_extras(false);
   app.prefix_command();  // everything from the first positional on belongs to the app
 
-  std::string log, mode, filter, exclude, level, max_scan_bytes, channel;
+  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir;
   bool quiet = false, preload = false, print_env = false;
   app.add_option("--log", log, "JSON-lines log file (%p becomes the pid) [NANSCOPE_LOG]");
   app.add_option("--mode", mode, "detect, fix or abort [NANSCOPE_MODE]")
@@ -80,6 +80,8 @@ int run_launcher(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_option("--max-scan-bytes", max_scan_bytes, "scan at most this many bytes per buffer [NANSCOPE_MAX_SCAN_BYTES]");
   app.add_option("--channel-records", channel, "device->host channel size in records [NANSCOPE_CHANNEL_RECORDS]");
+  app.add_option("--rules", rules, "rules file declaring watches for kernels you cannot change [NANSCOPE_RULES]");
+  app.add_option("--dump-dir", dump_dir, "write tensor dumps (.npy + .json) of first findings here [NANSCOPE_DUMP_DIR]");
   bool no_aggregate = false;
   app.add_flag("--no-aggregate", no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
@@ -122,6 +124,8 @@ int run_launcher(int argc, char** argv) {
   set("NANSCOPE_LEVEL", level);
   set("NANSCOPE_MAX_SCAN_BYTES", max_scan_bytes);
   set("NANSCOPE_CHANNEL_RECORDS", channel);
+  set("NANSCOPE_RULES", rules);
+  set("NANSCOPE_DUMP_DIR", dump_dir);
   if (no_aggregate) env.emplace_back("NANSCOPE_AGGREGATE", "0");
   if (quiet) env.emplace_back("NANSCOPE_CONSOLE", "0");
 

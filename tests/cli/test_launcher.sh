@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The launcher (CPU): options map onto NANSCOPE_* and the injection variable, usage errors exit
+# 2, and the program's exit code comes back unchanged. Usage: test_launcher.sh path/to/nanscope
+set -u
+bin=${1:?nanscope binary}
+fail() { echo "FAIL: $*"; exit 1; }
+
+env_out=$("$bin" --print-env --mode fix --log run-%p.jsonl --rules r.json --dump-dir d --kernel-filter softmax \
+  --no-aggregate -q -- true) || fail "--print-env exited $?"
+for want in "CUDA_INJECTION64_PATH=" "NANSCOPE_MODE=fix" "NANSCOPE_LOG=run-%p.jsonl" "NANSCOPE_RULES=r.json" \
+            "NANSCOPE_DUMP_DIR=d" "NANSCOPE_KERNEL_FILTER=softmax" "NANSCOPE_AGGREGATE=0" "NANSCOPE_CONSOLE=0"; do
+  grep -q "^$want" <<<"$env_out" || fail "missing $want in: $env_out"
+done
+grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name libnanscope.so"
+"$bin" --print-env --preload -- true | grep -q "^LD_PRELOAD=.*libnanscope.so" || fail "--preload does not set LD_PRELOAD"
+
+"$bin" --mode sideways -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a bad --mode value must exit 2"
+"$bin" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no program must exit 2"
+
+"$bin" -- sh -c 'exit 7' 2>/dev/null
+[ $? -eq 7 ] || fail "the program's exit code must pass through"
+"$bin" -- /nonexistent/program 2>/dev/null
+[ $? -eq 127 ] || fail "a program that cannot run must exit 127"
+echo "ok: launcher options, usage errors and exit codes"
