@@ -886,7 +886,7 @@ void Engine::abort_on_real(const Finding& f, const std::string& kernel, const st
                   f.captured ? fmt::format(", graph {} replay {}", f.graph_id, f.replay) : "");
   log_->emit("abort", Json{{"reason", reason}, {"launch_id", f.launch_id}, {"watch", watch}});
   shut_down_.store(true);  // the signal handler must not write a second summary
-  write_summary(/*contexts_locked=*/true);
+  write_summary(SummaryContexts::held);
   log_->flush();
   std::fprintf(stderr, "%s\n", reason.c_str());
   std::fflush(stderr);
@@ -898,11 +898,11 @@ void Engine::flush() {
   log_->flush();
 }
 
-void Engine::write_summary(bool contexts_locked) {
+void Engine::write_summary(SummaryContexts contexts) {
   uint64_t overflow = 0, corrupt = 0;
-  {
+  if (contexts != SummaryContexts::skip) {
     std::shared_lock lock(ctx_mu_, std::defer_lock);
-    if (!contexts_locked) lock.lock();
+    if (contexts == SummaryContexts::lock) lock.lock();
     for (auto& [ctx, state] : contexts_) {
       overflow += state->reader().overflow();
       corrupt += state->reader().corrupt();
@@ -958,20 +958,15 @@ void Engine::shutdown() {
 void Engine::emergency_flush() {
   in_signal_.store(true);
   if (shut_down_.exchange(true)) return;
-  // No joins, no waits: the process is dying. The drain lock may be held by the thread we
-  // interrupted, so only try it.
-  if (drain_mu_.try_lock()) {
-    {
-      std::shared_lock lock(ctx_mu_, std::try_to_lock);
-      if (lock.owns_lock())
-        for (auto& [ctx, state] : contexts_) {
-          const int device = state->device();
-          state->reader().drain([&](const Finding& f) { handle_finding(f, *state); });
-        }
-    }
+  // No joins, no waits: the process is dying, and the thread we interrupted may hold any of our
+  // locks, so only try them. Without the context lock the summary leaves the channel counts out.
+  std::shared_lock contexts(ctx_mu_, std::try_to_lock);
+  if (contexts.owns_lock() && drain_mu_.try_lock()) {
+    for (auto& [ctx, state] : contexts_)
+      state->reader().drain([&](const Finding& f) { handle_finding(f, *state); });
     drain_mu_.unlock();
   }
-  write_summary();
+  write_summary(contexts.owns_lock() ? SummaryContexts::held : SummaryContexts::skip);
   log_->flush();
 }
 

@@ -79,7 +79,9 @@ class Engine {
   // Writes the buffer of `f` as .npy with a JSON sidecar; returns the path, or empty.
   std::string dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event);
   void warn_once(std::atomic<bool>& flag, const std::string& what, const std::string& message);
-  void write_summary(bool contexts_locked = false);
+  // Whether the summary may take the context lock, already holds it, or must not touch it.
+  enum class SummaryContexts { lock, held, skip };
+  void write_summary(SummaryContexts contexts = SummaryContexts::lock);
   bool worth_a_look(const KernelInfo& k) const;
   // Fills `task` with every buffer to scan after a launch of `k` with arguments `a` (typed
   // outputs, watches, rules). Returns false when there is nothing to scan.
