@@ -229,12 +229,7 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   if (cb.functionReturnValue && *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
     return;  // the kernel did not run; its error is the app's to see
 
-  bool is_new = false;
-  const KernelInfo& k = kernels_.resolve(a.function, cb.symbolName, is_new);
-  if (is_new && !k.inspected) {
-    log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
-    if (log_->debug_enabled()) log_->debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
-  }
+  const KernelInfo& k = kernel_info(a.function, cb.symbolName);
   if (!worth_a_look(k)) return;
 
   ToolScope scope;  // everything below is our own driver work
@@ -276,6 +271,22 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     return;
   }
   report_scan_failure(r, captured);
+}
+
+const KernelInfo& Engine::kernel_info(void* handle, const char* symbol_name) {
+  bool is_new = false;
+  const KernelInfo& k = kernels_.resolve(handle, symbol_name, is_new);
+  if (is_new && !k.inspected) {  // said once per kernel
+    log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
+    if (log_->debug_enabled()) log_->debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
+  }
+  return k;
+}
+
+ContextState* Engine::current_context() {
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return nullptr;
+  return context_for(ctx);
 }
 
 bool Engine::worth_a_look(const KernelInfo& k) const {
@@ -456,9 +467,7 @@ void Engine::on_end_capture(CUstream stream) {
 void Engine::on_graph_instantiate(CUgraph graph) {
   if (!graph) return;
   ToolScope scope;
-  CUcontext ctx = nullptr;
-  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return;
-  ContextState* cs = context_for(ctx);
+  ContextState* cs = current_context();
   if (!cs) return;
   instrument_graph(graph, graph_id_for(graph), *cs, 0);
 }
@@ -486,10 +495,7 @@ void Engine::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, in
     if (p.func && cs.owns(p.func)) continue;  // a scan captured from a stream
     void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
     if (!handle) continue;
-    bool is_new = false;
-    const KernelInfo& k = kernels_.resolve(handle, nullptr, is_new);
-    if (is_new && !k.inspected)
-      log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
+    const KernelInfo& k = kernel_info(handle, nullptr);
     if (!worth_a_look(k)) continue;
     size_t ndeps = 0;
     cuGraphNodeGetDependentNodes(node, nullptr, nullptr, &ndeps);
@@ -550,14 +556,11 @@ void Engine::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUD
     sn = it->second;
   }
   ToolScope scope;
-  CUcontext ctx = nullptr;
-  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return;
-  ContextState* cs = context_for(ctx);
+  ContextState* cs = current_context();
   if (!cs) return;
   void* handle = p->func ? static_cast<void*>(p->func) : v1 ? nullptr : static_cast<void*>(p->kern);
   if (!handle) return;
-  bool is_new = false;
-  const KernelInfo& k = kernels_.resolve(handle, nullptr, is_new);
+  const KernelInfo& k = kernel_info(handle, nullptr);
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   // New parameters with nothing to scan leave an empty scan: the node must stay.
@@ -666,7 +669,7 @@ void Engine::on_context_destroy(CUcontext ctx) {
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) return;
     const int device = it->second->device();
-    it->second->reader().drain([&](const Finding& f) { handle_finding(f, *it->second); });
+    drain_context(*it->second);
     dying = std::move(it->second);
     contexts_.erase(it);
   }
@@ -674,12 +677,16 @@ void Engine::on_context_destroy(CUcontext ctx) {
   dying.reset();
 }
 
+void Engine::drain_context(ContextState& cs) {
+  cs.reader().drain([&](const Finding& f) { handle_finding(f, cs); });
+}
+
 void Engine::drain_all() {
   std::lock_guard drain(drain_mu_);
   std::shared_lock lock(ctx_mu_);
   for (auto& [ctx, state] : contexts_) {
     const int device = state->device();
-    state->reader().drain([&](const Finding& f) { handle_finding(f, *state); });
+    drain_context(*state);
     if (state->reader().overflow() != 0)
       warn_once(warned_overflow_, "channel_overflow",
                 fmt::format("the device->host channel was full: findings were dropped on the GPU (counted in "
@@ -963,7 +970,7 @@ void Engine::emergency_flush() {
   std::shared_lock contexts(ctx_mu_, std::try_to_lock);
   if (contexts.owns_lock() && drain_mu_.try_lock()) {
     for (auto& [ctx, state] : contexts_)
-      state->reader().drain([&](const Finding& f) { handle_finding(f, *state); });
+      drain_context(*state);
     drain_mu_.unlock();
   }
   write_summary(contexts.owns_lock() ? SummaryContexts::held : SummaryContexts::skip);

@@ -83,6 +83,10 @@ class Engine {
   enum class SummaryContexts { lock, held, skip };
   void write_summary(SummaryContexts contexts = SummaryContexts::lock);
   bool worth_a_look(const KernelInfo& k) const;
+  // The cached decoding of a kernel; a kernel nanscope cannot inspect is logged once.
+  const KernelInfo& kernel_info(void* handle, const char* symbol_name);
+  ContextState* current_context();           // of the calling thread; null if none or unusable
+  void drain_context(ContextState& cs);      // callers hold drain_mu_
   // Fills `task` with every buffer to scan after a launch of `k` with arguments `a` (typed
   // outputs, watches, rules). Returns false when there is nothing to scan.
   bool build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
