@@ -668,7 +668,6 @@ void Engine::on_context_destroy(CUcontext ctx) {
     failed_contexts_.erase(ctx);
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) return;
-    const int device = it->second->device();
     drain_context(*it->second);
     dying = std::move(it->second);
     contexts_.erase(it);
@@ -685,7 +684,6 @@ void Engine::drain_all() {
   std::lock_guard drain(drain_mu_);
   std::shared_lock lock(ctx_mu_);
   for (auto& [ctx, state] : contexts_) {
-    const int device = state->device();
     drain_context(*state);
     if (state->reader().overflow() != 0)
       warn_once(warned_overflow_, "channel_overflow",
