@@ -93,6 +93,7 @@ nanscope_scan_task make_task(const Channel& c, unsigned accum_index, const void*
   t.channel_dev = c.dev;
   t.channel_host = (nanscope_channel_host*)c.host_dev;
   t.records = (nanscope_record*)(c.host_dev + sizeof(nanscope_channel_host));
+  t.channel_capacity = c.host->capacity;
   return t;
 }
 
@@ -263,7 +264,6 @@ int main(int argc, char** argv) {
       std::vector<int> sl(B, 5);
       for (uint64_t r = 0; r < pad; ++r) sl[B - 1 - r] = 0;
       CK(cudaMemcpy(d_seq, sl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
-      const unsigned g = nanscope::scan_grid(rows_pol, B * row_elems * 2, prop.multiProcessorCount);
       std::vector<nanscope_scan_task> tasks(nodes);
       cudaGraph_t gr;
       cudaGraphExec_t ge;
@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
         tasks[i].row_aware_mask = 1;
         tasks[i].row_specs[0] = {B, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 1u, 1,
                                  1.0 / row_elems, 1u, 1u, state};
+        const unsigned g = nanscope::scan_grid_for_task(rows_pol, tasks[i], B * row_elems * 2, prop.multiProcessorCount);
         void* params[] = {&tasks[i]};
         CU(cuLaunchKernel(scan_rows, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
       }
@@ -282,6 +283,48 @@ int main(int argc, char** argv) {
       std::printf("zero_padding B=%llu pad=%llu us=%.2f\n", (unsigned long long)B, (unsigned long long)pad, ms * 1000 / nodes);
       CK(cudaGraphExecDestroy(ge));
       CK(cudaGraphDestroy(gr));
+    }
+
+    // ---- 5. A decode-sized output in a graph ([8,256] bf16, 3 padding rows), the node a watch
+    // adds after its writer: clean, and with NaN in the padding rows (a record every replay).
+    {
+      const uint64_t R = 8, L = 256;
+      std::vector<int> sl(R, 5);
+      for (uint64_t r = 5; r < R; ++r) sl[r] = 0;
+      CK(cudaMemcpy(d_seq, sl.data(), R * sizeof(int), cudaMemcpyHostToDevice));
+      std::vector<uint16_t> h(R * L, 0x3f80);  // bf16 1.0
+      auto bench_small = [&](CUfunction fn, bool row_aware, bool with_nan) {
+        for (uint64_t i = 5 * L; i < R * L; ++i) h[i] = with_nan ? 0x7fc0 : 0x3f80;
+        CK(cudaMemcpy(buf, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+        ch.host->read_index = 1ull << 60;  // nobody drains here: let records wrap around the ring
+        std::vector<nanscope_scan_task> tasks(nodes);
+        cudaGraph_t gr;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < nodes; ++i) {
+          tasks[i] = make_task(ch, 1 + i, buf, R * L, NS_BF16);
+          if (row_aware) {
+            tasks[i].row_aware_mask = 1;
+            tasks[i].row_specs[0] = {R, L, L, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 0u, 1, 1.0 / L, 1u, 0u, state};
+          }
+          void* params[] = {&tasks[i]};
+          const unsigned grid = nanscope::scan_grid_for_task(row_aware ? rows_pol : pol, tasks[i], R * L * 2,
+                                                             prop.multiProcessorCount);
+          CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+        }
+        CK(cudaStreamEndCapture(s, &gr));
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(gr));
+        return ms * 1000 / nodes;
+      };
+      std::printf("\n%-34s %10s %10s\n", "[8,256] bf16 node in a graph", "clean us", "NaN us");
+      const float pc = bench_small(scan, false, false), pn = bench_small(scan, false, true);
+      std::printf("%-34s %10.2f %10.2f\n", "plain scan", pc, pn);
+      const float rc = bench_small(scan_rows, true, false), rn = bench_small(scan_rows, true, true);
+      std::printf("%-34s %10.2f %10.2f\n", "row-aware scan (watch)", rc, rn);
+      ch.host->read_index = 0;
     }
   }
   return 0;

@@ -154,6 +154,7 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
   task.channel_dev = reinterpret_cast<nanscope_channel_dev*>(channel_dev_);
   task.channel_host = reinterpret_cast<nanscope_channel_host*>(host_channel_dev_);
   task.records = reinterpret_cast<nanscope_record*>(host_channel_dev_ + sizeof(nanscope_channel_host));
+  task.channel_capacity = limits_.channel_records;
   return true;
 }
 
@@ -163,7 +164,7 @@ CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void
   slot[0] = &task;
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = task.row_aware_mask ? scan_rows_fn_ : scan_fn_;
-  p.gridDimX = scan_grid(policy, max_bytes, sm_count_);
+  p.gridDimX = scan_grid_for_task(policy, task, max_bytes, sm_count_);
   p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = policy.threads;
   p.blockDimY = p.blockDimZ = 1;

@@ -91,6 +91,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
                        {"max_captured_scans", e->cfg_.max_captured_scans},
                        {"poll_us", e->cfg_.poll_us},
                        {"max_scan_bytes", e->cfg_.max_scan_bytes},
+                       {"typed", e->cfg_.typed},
                        {"aggregate", e->cfg_.aggregate},
                        {"rules", e->cfg_.rules_path}};
     if (!parsed.errors.empty()) start["config_errors"] = parsed.errors;
@@ -277,6 +278,10 @@ const KernelInfo& Engine::kernel_info(void* handle, const char* symbol_name) {
   bool is_new = false;
   const KernelInfo& k = kernels_.resolve(handle, symbol_name, is_new);
   if (is_new && !k.inspected) {  // said once per kernel
+    {
+      std::lock_guard lock(not_inspected_mu_);
+      if (!not_inspected_.insert(k.mangled).second) return k;
+    }
     log_->emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
     if (log_->debug_enabled()) log_->debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
   }
@@ -291,7 +296,7 @@ ContextState* Engine::current_context() {
 
 bool Engine::worth_a_look(const KernelInfo& k) const {
   if (k.excluded) return false;
-  return k.inspected || !k.rules.empty() || (!watches_.empty() && k.params_known);
+  return (cfg_.typed && k.inspected) || !k.rules.empty() || (!watches_.empty() && k.params_known);
 }
 
 void Engine::report_scan_failure(CUresult r, bool captured) {
@@ -321,7 +326,10 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     return true;
   };
   // `inferred`: rows guessed from the global spec; never fixed, never aborts, only reported.
-  auto add_row_aware = [&](const WatchSpec& w, uint32_t watch_id, uint32_t arg, bool inferred = false) {
+  // `quiet`: an API watch referenced by a parameter not known to be written; a rescan that finds
+  // it unchanged is counted on the device instead of posted (the host would drop it anyway).
+  auto add_row_aware = [&](const WatchSpec& w, uint32_t watch_id, uint32_t arg, bool inferred = false,
+                           bool quiet = false) {
     for (uint32_t i = 0; i < n; ++i)
       if (((task.row_aware_mask >> i) & 1u) && task.row_specs[i].watch_id == watch_id) return;
     if (full()) return;
@@ -350,6 +358,7 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     // Rows that start 16-byte aligned are walked row by row: one status lookup per chunk.
     rs.chunked = w.ptr % 16 == 0 && (w.stride() * dtype_size(w.dtype)) % 16 == 0;
     rs.watch_id = watch_id;
+    rs.quiet_unchanged = quiet;
     task.row_aware_mask |= 1u << n;
     max_bytes = std::max(max_bytes, elements * dtype_size(w.dtype));
     ++n;
@@ -379,13 +388,18 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
       for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
         uint64_t v = 0;
         std::memcpy(&v, bytes + off, sizeof(v));
-        if (v) WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) { add_row_aware(e.spec, e.id, i); });
+        const bool known_writer = i < k.roles.size() && k.roles[i] == ParamRole::output;
+        if (v)
+          WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) {
+            add_row_aware(e.spec, e.id, i, false, !known_writer);
+          });
       }
     }
   }
   // 3. Typed outputs not already covered by a row-aware scan.
   const auto global = std::atomic_load(&global_padding_);
-  for (const OutputParam& out : k.outputs) {
+  static const std::vector<OutputParam> kNoOutputs;
+  for (const OutputParam& out : cfg_.typed ? k.outputs : kNoOutputs) {  // NANSCOPE_TYPED=0: none
     const char* param = param_bytes(a, k.params, out.arg);
     if (!param) continue;
     uint64_t ptr = 0;
@@ -669,6 +683,7 @@ void Engine::on_context_destroy(CUcontext ctx) {
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) return;
     drain_context(*it->second);
+    rescans_unchanged_.fetch_add(it->second->reader().unchanged(), std::memory_order_relaxed);
     dying = std::move(it->second);
     contexts_.erase(it);
   }
@@ -904,13 +919,14 @@ void Engine::flush() {
 }
 
 void Engine::write_summary(SummaryContexts contexts) {
-  uint64_t overflow = 0, corrupt = 0;
+  uint64_t overflow = 0, corrupt = 0, unchanged = rescans_unchanged_.load();
   if (contexts != SummaryContexts::skip) {
     std::shared_lock lock(ctx_mu_, std::defer_lock);
     if (contexts == SummaryContexts::lock) lock.lock();
     for (auto& [ctx, state] : contexts_) {
       overflow += state->reader().overflow();
       corrupt += state->reader().corrupt();
+      unchanged += state->reader().unchanged();  // counted on the device (quiet rescans)
     }
   }
   Json s;
@@ -922,7 +938,7 @@ void Engine::write_summary(SummaryContexts contexts) {
   s["scans_dropped"] = dropped_.load();
   s["overflow"] = overflow;         // findings the device dropped: channel full
   s["corrupt_records"] = corrupt;   // records that failed validation on the host
-  s["rescans_unchanged"] = rescans_unchanged_.load();  // watched buffers found as the last scan left them
+  s["rescans_unchanged"] = unchanged;  // watched buffers found as the last scan left them
   s["counts"] = {{"nan", total_nan_.load()}, {"pos_inf", total_pinf_.load()}, {"neg_inf", total_ninf_.load()}};
   s["duration_ns"] = wall_clock_ns() - start_ns_;
   log_->emit("summary", s);

@@ -109,6 +109,9 @@ class Engine {
   std::unique_ptr<EventLog> log_;
   std::vector<Rule> rules_;  // NANSCOPE_RULES, loaded before the first launch
   KernelTable kernels_;
+  std::mutex not_inspected_mu_;
+  std::set<std::string> not_inspected_;  // mangled names already reported: one kernel can
+                                         // arrive under two handles (CUkernel and CUfunction)
   WatchRegistry watches_;
   struct WatchMeta {
     std::string name;

@@ -100,6 +100,7 @@ struct ThreadCounts {
   uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
   unsigned long long first = ~0ull, last = 0;
   unsigned long long flagged_row = ~0ull;  // last row this thread marked in the row bitmap
+  bool flagged_padding = false;            // and its padding status: one lookup per row
 
   // `rows` is null for buffers scanned without a row spec.
   __device__ __forceinline__ void add(int kind, unsigned long long index, const nanscope_row_spec* rows) {
@@ -107,11 +108,12 @@ struct ThreadCounts {
     if (rows) {
       const uint64_t r = row_of(index, *rows);
       if (index - r * rows->row_stride >= rows->row_elements) return;  // gap between rows
-      padding += row_is_padding(*rows, r);
       if (r != flagged_row) {
+        flagged_padding = row_is_padding(*rows, r);
         atomicOr(&rows->row_bitmap[r >> 5], 1u << (r & 31));
         flagged_row = r;
       }
+      padding += flagged_padding;
     }
     nan += kind == 1;
     pos_inf += kind == 2;
@@ -343,11 +345,12 @@ __device__ void scan_buffer(const nanscope_scan_buffer b, ThreadCounts& c, const
     scan_buffer_dispatch<false, false>(b, c, nullptr);
     return;
   }
+  // Detection alone needs no per-row walk (rows are looked up only for bad values), so only
+  // the fix takes the row-chunked path, where each chunk's padding status is looked up once.
   const bool fix = rows->fix && rows->source != NS_PAD_NONE;
-  if (rows->chunked) {
-    if (fix && rows->zero_only) scan_rows_chunked_dispatch<true, true>(b, c, rows);
-    else if (fix) scan_rows_chunked_dispatch<true, false>(b, c, rows);
-    else scan_rows_chunked_dispatch<false, false>(b, c, rows);
+  if (fix && rows->chunked) {
+    if (rows->zero_only) scan_rows_chunked_dispatch<true, true>(b, c, rows);
+    else scan_rows_chunked_dispatch<true, false>(b, c, rows);
   } else if (fix) {
     scan_buffer_dispatch<true, true>(b, c, rows);
   } else {
@@ -386,103 +389,119 @@ __device__ void publish_rows(const nanscope_row_spec& s, nanscope_record* r) {
   r->ranges_truncated = truncated;
 }
 
-// The last block to finish turns the accumulated counts into channel records.
+// Reserves a channel slot without consuming an index it could not fill, so the host never
+// waits on a hole (it reads records strictly in index order). The host's read_index lives in
+// host memory; it is read over PCIe only when the cached copy says the ring looks full.
+template <typename Task>
+__device__ bool reserve_slot(const Task& t, unsigned long long& slot) {
+  const unsigned long long cap = t.channel_capacity;
+  // Two independent L2 loads, in flight together; the CAS below validates the guess.
+  unsigned long long limit = __ldcg(&t.channel_dev->read_index_seen) + cap;
+  slot = __ldcg(&t.channel_dev->write_index);
+  for (;;) {
+    if (slot >= limit) {
+      const unsigned long long seen = t.channel_host->read_index;  // one PCIe round trip
+      atomicMax(&t.channel_dev->read_index_seen, seen);
+      limit = seen + cap;
+      if (slot >= limit) return false;
+    }
+    const unsigned long long prev = atomicCAS(&t.channel_dev->write_index, slot, slot + 1);
+    if (prev == slot) return true;
+    slot = prev;
+  }
+}
+
+// Copies a record built in local memory to the mapped host ring with 16-byte stores (posted
+// PCIe writes, no reads back), then releases it by writing `seq` last.
+__device__ void post_record(nanscope_record* dst, const nanscope_record& rec, unsigned long long seq) {
+  const uint4* from = reinterpret_cast<const uint4*>(&rec);
+  uint4* to = reinterpret_cast<uint4*>(dst);
+  *reinterpret_cast<volatile uint64_t*>(&dst->launch_id) = rec.launch_id;  // shares seq's 16 bytes
+#pragma unroll
+  for (int i = 1; i < (int)(sizeof(nanscope_record) / sizeof(uint4)); ++i) to[i] = from[i];
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(seq) : "memory");
+}
+
+// The last block to finish turns the totals into channel records. `tot` holds each buffer's
+// totals (read from the accumulator, or straight from shared memory for a one-block scan).
 template <bool kRows, typename Task>
-__device__ void publish(const Task& t) {
-  nanscope_scan_accum* acc = t.accum;
-  const unsigned int replay = acc->executions;
+__device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay) {
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
-    volatile nanscope_scan_counts* s = &acc->buf[b];
-    const unsigned long long total = s->nan + s->pos_inf + s->neg_inf;
-    if (total != 0) {
-      // Reserve a slot without consuming an index we could not fill, so the host never waits
-      // on a hole: the host reads records strictly in index order.
-      const unsigned long long cap = t.channel_host->capacity;
-      unsigned long long slot = atomicAdd(&t.channel_dev->write_index, 0ull);
-      bool reserved = false;
-      while (slot < t.channel_host->read_index + cap) {
-        const unsigned long long seen = atomicCAS(&t.channel_dev->write_index, slot, slot + 1);
-        if (seen == slot) { reserved = true; break; }
-        slot = seen;
-      }
-      if (!reserved) {
-        // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
-        t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
-      } else {
-        nanscope_record* r = &t.records[slot % cap];
-        r->launch_id = t.launch_id;
-        r->correlation_id = t.correlation_id;
-        r->stream = t.stream;
-        r->ptr = t.buffers[b].ptr;
-        r->elements = t.buffers[b].elements;
-        r->nan = s->nan;
-        r->pos_inf = s->pos_inf;
-        r->neg_inf = s->neg_inf;
-        r->first_index = ~s->first_inv;
-        r->last_index = s->last;
-        r->graph_id = t.graph_id;
-        r->kernel_id = t.kernel_id;
-        r->replay = replay;
-        r->graph_node = t.graph_node;
-        r->arg = (uint16_t)t.buffers[b].arg;
-        r->dtype = (uint8_t)t.buffers[b].dtype;
-        r->flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
-        r->counts_padding = s->padding;
-        if constexpr (kRows) {
-          if ((t.row_aware_mask >> b) & 1u) {
-            const nanscope_row_spec spec = t.row_specs[b];
-            const unsigned long long* st = spec.last_state;
-            const bool unchanged = st[0] == s->nan && st[1] == s->pos_inf && st[2] == s->neg_inf &&
-                                   st[3] == ~s->first_inv && st[4] == s->last && st[5] == s->padding;
-            r->flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0) |
-                        (unchanged ? NS_RECORD_UNCHANGED : 0);
-            r->rows_total = spec.rows;
-            r->watch_id = spec.watch_id;
-            r->padding_source = (uint8_t)spec.source;
-            publish_rows(spec, r);
-          }
-        }
-        __threadfence_system();
-        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&r->seq), "l"(slot + 1) : "memory");
+    const nanscope_scan_counts c = tot[b];
+    const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
+    bool unchanged = false, quiet = false;
+    if constexpr (kRows) {
+      if (row_aware) {
+        const unsigned long long* st = t.row_specs[b].last_state;
+        const unsigned long long s0 = __ldcg(st), s1 = __ldcg(st + 1), s2 = __ldcg(st + 2), s3 = __ldcg(st + 3),
+                                 s4 = __ldcg(st + 4), s5 = __ldcg(st + 5);
+        unchanged = s0 == c.nan && s1 == c.pos_inf && s2 == c.neg_inf && s3 == ~c.first_inv && s4 == c.last &&
+                    s5 == c.padding;
+        quiet = unchanged && t.row_specs[b].quiet_unchanged;
       }
     }
-    if constexpr (kRows) {
-      if (total != 0 && ((t.row_aware_mask >> b) & 1u)) {
-        // Dropped on overflow: the bitmap must still be cleared for the next run.
+    if (c.nan + c.pos_inf + c.neg_inf != 0 && quiet) {
+      // Nothing new to say, and the host would drop it: count it instead of a PCIe round trip.
+      t.channel_host->unchanged = atomicAdd(&t.channel_dev->unchanged, 1ull) + 1;
+      if constexpr (kRows) {
         const nanscope_row_spec spec = t.row_specs[b];
         for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
       }
-    }
-    if constexpr (kRows) {
-      if ((t.row_aware_mask >> b) & 1u) {
-        // Remember what this scan saw, so the next one can tell an unchanged buffer (a launch
-        // that only read it) from one written again.
-        unsigned long long* st = t.row_specs[b].last_state;
-        st[0] = s->nan, st[1] = s->pos_inf, st[2] = s->neg_inf, st[3] = ~s->first_inv, st[4] = s->last;
-        st[5] = s->padding;
+    } else if (c.nan + c.pos_inf + c.neg_inf != 0) {
+      unsigned long long slot = 0;
+      if (!reserve_slot(t, slot)) {
+        // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
+        t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
+        if constexpr (kRows) {
+          if (row_aware) {  // dropped: the bitmap must still be cleared for the next run
+            const nanscope_row_spec spec = t.row_specs[b];
+            for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
+          }
+        }
+      } else {
+        nanscope_record r = {};
+        r.launch_id = t.launch_id;
+        r.correlation_id = t.correlation_id;
+        r.stream = t.stream;
+        r.ptr = t.buffers[b].ptr;
+        r.elements = t.buffers[b].elements;
+        r.nan = c.nan;
+        r.pos_inf = c.pos_inf;
+        r.neg_inf = c.neg_inf;
+        r.first_index = ~c.first_inv;
+        r.last_index = c.last;
+        r.graph_id = t.graph_id;
+        r.kernel_id = t.kernel_id;
+        r.replay = replay;
+        r.graph_node = t.graph_node;
+        r.arg = (uint16_t)t.buffers[b].arg;
+        r.dtype = (uint8_t)t.buffers[b].dtype;
+        r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
+        r.counts_padding = c.padding;
+        if constexpr (kRows) {
+          if (row_aware) {
+            const nanscope_row_spec spec = t.row_specs[b];
+            r.flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0) |
+                       (unchanged ? NS_RECORD_UNCHANGED : 0);
+            r.rows_total = spec.rows;
+            r.watch_id = spec.watch_id;
+            r.padding_source = (uint8_t)spec.source;
+            publish_rows(spec, &r);
+          }
+        }
+        post_record(&t.records[slot % t.channel_capacity], r, slot + 1);
       }
     }
-    s->nan = 0; s->pos_inf = 0; s->neg_inf = 0; s->first_inv = 0; s->last = 0; s->padding = 0;
-  }
-  acc->executions = replay + 1;
-  __threadfence();
-  acc->blocks_done = 0;
-}
-
-// The last block of a scan that found nothing: no accumulator to read back or reset.
-template <bool kRows, typename Task>
-__device__ void publish_clean(const Task& t) {
-  nanscope_scan_accum* acc = t.accum;
-  if constexpr (kRows) {
-    for (uint32_t b = 0; b < t.buffer_count; ++b) {
-      if (!((t.row_aware_mask >> b) & 1u)) continue;
-      unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
-      st[0] = st[1] = st[2] = st[4] = st[5] = 0;
-      st[3] = ~0ull;
+    if constexpr (kRows) {
+      if (row_aware) {
+        // Remember what this scan saw, so the next one can tell an unchanged buffer (a launch
+        // that only read it) from one written again. A clean scan stores the empty state.
+        unsigned long long* st = t.row_specs[b].last_state;
+        st[0] = c.nan, st[1] = c.pos_inf, st[2] = c.neg_inf, st[3] = ~c.first_inv, st[4] = c.last;
+        st[5] = c.padding;
+      }
     }
   }
-  acc->executions += 1;
-  acc->blocks_done = 0;
 }
 
 template <bool kRows, typename Task>
@@ -490,10 +509,15 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
       s_ninf[NANSCOPE_SCAN_MAX_BUFFERS], s_pad[NANSCOPE_SCAN_MAX_BUFFERS];
   __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
-  __shared__ bool s_is_last, s_any_found;
+  __shared__ nanscope_scan_counts s_tot[NANSCOPE_SCAN_MAX_BUFFERS];
   // The row spec lives in shared memory: taking the address of a kernel parameter would copy the
   // whole task into local memory in every thread.
   __shared__ nanscope_row_spec s_rows;
+  const bool one_block = gridDim.x == 1;
+  // The replay number is stable while this scan runs (only its last block bumps it): load it
+  // now, so its round trip hides behind the scan.
+  unsigned int replay = 0;
+  if (threadIdx.x == 0) replay = __ldcg(&t.accum->executions);
   if (threadIdx.x < NANSCOPE_SCAN_MAX_BUFFERS) {
     s_nan[threadIdx.x] = s_pinf[threadIdx.x] = s_ninf[threadIdx.x] = s_pad[threadIdx.x] = 0;
     s_first[threadIdx.x] = ~0ull;
@@ -523,13 +547,19 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     }
   }
   __syncthreads();
+  if (threadIdx.x != 0) return;
 
-  if (threadIdx.x == 0) {
-    nanscope_scan_accum* acc = t.accum;
-    bool wrote = false;
+  nanscope_scan_accum* acc = t.accum;
+  bool wrote = false;
+  for (uint32_t b = 0; b < t.buffer_count; ++b) wrote |= (s_nan[b] | s_pinf[b] | s_ninf[b]) != 0;
+  if (one_block) {
+    // The only block is the last one: totals come straight from shared memory, with no
+    // accumulator traffic, fence or ticket (the common case for decode-sized outputs).
+    for (uint32_t b = 0; b < t.buffer_count; ++b)
+      s_tot[b] = {s_nan[b], s_pinf[b], s_ninf[b], ~s_first[b], s_last[b], s_pad[b]};
+  } else {
     for (uint32_t b = 0; b < t.buffer_count; ++b) {
       if ((s_nan[b] | s_pinf[b] | s_ninf[b]) == 0) continue;
-      wrote = true;
       atomicAdd(&acc->buf[b].padding, (unsigned long long)s_pad[b]);
       atomicAdd(&acc->buf[b].nan, (unsigned long long)s_nan[b]);
       atomicAdd(&acc->buf[b].pos_inf, (unsigned long long)s_pinf[b]);
@@ -542,18 +572,31 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     // the last block of a clean scan knows it without reading the accumulator back.
     if (wrote) __threadfence();
     const unsigned int old = atomicAdd(&acc->blocks_done, wrote ? 0x10001u : 1u);
-    s_is_last = (old & 0xffffu) == gridDim.x - 1;
-    s_any_found = (old >> 16) != 0 || wrote;
-  }
-  __syncthreads();
-  if (s_is_last && threadIdx.x == 0) {
-    if (s_any_found) {
+    if ((old & 0xffffu) != gridDim.x - 1) return;  // not the last block
+    wrote |= (old >> 16) != 0;
+    acc->blocks_done = 0;  // the next scan with this accumulator is a later kernel
+    if (wrote) {
       __threadfence();
-      publish<kRows>(t);
-    } else {
-      publish_clean<kRows>(t);
+      for (uint32_t b = 0; b < t.buffer_count; ++b) {
+        // Read once, all loads in flight together, then reset for the next run.
+        nanscope_scan_counts* a = &acc->buf[b];
+        s_tot[b] = {__ldcg(&a->nan), __ldcg(&a->pos_inf), __ldcg(&a->neg_inf), __ldcg(&a->first_inv),
+                    __ldcg(&a->last), __ldcg(&a->padding)};
+        *a = nanscope_scan_counts{};
+      }
     }
   }
+  if (wrote) {
+    publish<kRows>(t, s_tot, replay);
+  } else if constexpr (kRows) {
+    for (uint32_t b = 0; b < t.buffer_count; ++b) {
+      if (!((t.row_aware_mask >> b) & 1u)) continue;
+      unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
+      st[0] = st[1] = st[2] = st[4] = st[5] = 0;
+      st[3] = ~0ull;
+    }
+  }
+  acc->executions = replay + 1;
 }
 
 }  // namespace
@@ -562,6 +605,6 @@ extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nansc
   scan_main<false>(t);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_rows(const nanscope_scan_task t) {
+extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(const nanscope_scan_task t) {
   scan_main<true>(t);
 }

@@ -52,6 +52,7 @@ class ChannelReader {
   std::size_t drain(const std::function<void(const Finding&)>& sink);
   uint64_t corrupt() const { return corrupt_; }
   uint64_t overflow() const { return header_->overflow; }  // findings the device had to drop
+  uint64_t unchanged() const { return header_->unchanged; }  // quiet unchanged rescans, counted on the device
   uint64_t read_index() const { return next_; }
 
  private:

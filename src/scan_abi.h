@@ -36,6 +36,9 @@ typedef struct nanscope_row_spec {
   uint32_t chunked;         // rows start 16-byte aligned: walk row by row (one status lookup per chunk)
   uint32_t zero_only;       // with fix: read and zero padding rows only, never read real rows
   unsigned long long* last_state;  // device: counts of this watch's previous scan (NANSCOPE_STATE_WORDS)
+  uint32_t quiet_unchanged;  // a finding identical to the previous scan's is only counted, not
+                             // posted (a rescan after a launch not known to write the buffer)
+  uint32_t reserved;
 } nanscope_row_spec;
 
 // Per-watch device state compared by each scan: nan, +inf, -inf, first, last, padding.
@@ -109,12 +112,16 @@ typedef struct nanscope_channel_host {
   volatile unsigned long long read_index;  // written by the host after it consumed records
   unsigned long long capacity;
   volatile unsigned long long overflow;    // mirror of nanscope_channel_dev::overflow, for the host
+  volatile unsigned long long unchanged;   // mirror of nanscope_channel_dev::unchanged
 } nanscope_channel_host;
 
 // Device-memory control block for the channel: slot reservation and overflow count.
 typedef struct nanscope_channel_dev {
   unsigned long long write_index;
   unsigned long long overflow;
+  unsigned long long read_index_seen;  // last host read_index the device fetched: a slot below
+                                       // read_index_seen + capacity is free without a PCIe read
+  unsigned long long unchanged;        // quiet rescans that found a buffer as the last scan left it
 } nanscope_channel_dev;
 
 // Everything one scan launch needs, passed by value as the single kernel parameter. The plain
@@ -135,7 +142,7 @@ typedef struct nanscope_channel_dev {
   nanscope_channel_host* channel_host; /* mapped host memory (device address) */ \
   nanscope_record* records;            /* mapped host memory (device address) */ \
   uint32_t row_aware_mask;             /* bit b: buffers[b] uses row_specs[b] */ \
-  uint32_t pad2_;
+  uint32_t channel_capacity;           /* records in the channel (a copy of the host header's) */
 
 typedef struct nanscope_scan_task_head {
   NANSCOPE_SCAN_TASK_HEAD
@@ -148,9 +155,10 @@ typedef struct nanscope_scan_task {
 
 #ifdef __cplusplus
 static_assert(sizeof(nanscope_record) == 256, "record layout");
-static_assert(sizeof(nanscope_row_spec) == 96, "row spec layout");
+static_assert(sizeof(nanscope_row_spec) == 104, "row spec layout");
 static_assert(offsetof(nanscope_scan_task, row_specs) == sizeof(nanscope_scan_task_head),
               "the plain kernel reads the head of a full task");
 static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
+static_assert(sizeof(nanscope_channel_host) % 16 == 0, "records start 16-byte aligned");
 #endif
 #endif

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "scan_abi.h"
+
 namespace nanscope {
 
 struct ScanPolicy {
@@ -16,6 +18,25 @@ inline unsigned scan_grid(const ScanPolicy& p, uint64_t max_bytes, int sm_count)
   const uint64_t needed = (max_bytes + p.bytes_per_block_step - 1) / p.bytes_per_block_step;
   return static_cast<unsigned>(
       std::clamp<uint64_t>(needed, 1, uint64_t{p.blocks_per_sm} * static_cast<unsigned>(sm_count)));
+}
+
+// Blocks for a task: enough for its bytes, and for row-chunked fixes at least one block per
+// (row, chunk) item, so a batch of short rows is read in parallel rather than by one block
+// walking the rows one round trip at a time.
+inline unsigned scan_grid_for_task(const ScanPolicy& p, const nanscope_scan_task& t, uint64_t max_bytes,
+                                   int sm_count) {
+  uint64_t items = 0;
+  for (uint32_t b = 0; b < t.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_row_spec& spec = t.row_specs[b];
+    if (!((t.row_aware_mask >> b) & 1u) || !spec.chunked || !spec.fix || spec.source == NS_PAD_NONE) continue;
+    const uint64_t esize = t.buffers[b].dtype == NS_F64 ? 8 : t.buffers[b].dtype == NS_F32 ? 4
+                         : t.buffers[b].dtype <= NS_BF16 ? 2 : 1;
+    const uint64_t row_bytes = t.row_specs[b].row_elements * esize;
+    const uint64_t chunks = row_bytes ? (row_bytes + p.bytes_per_block_step - 1) / p.bytes_per_block_step : 1;
+    items = std::max(items, t.row_specs[b].rows * chunks);
+  }
+  const uint64_t cap = uint64_t{p.blocks_per_sm} * static_cast<unsigned>(sm_count);
+  return std::max(scan_grid(p, max_bytes, sm_count), static_cast<unsigned>(std::min(items, cap)));
 }
 
 }  // namespace nanscope

@@ -82,6 +82,8 @@ int run_launcher(int argc, char** argv) {
   app.add_option("--channel-records", channel, "device->host channel size in records [NANSCOPE_CHANNEL_RECORDS]");
   app.add_option("--rules", rules, "rules file declaring watches for kernels you cannot change [NANSCOPE_RULES]");
   app.add_option("--dump-dir", dump_dir, "write tensor dumps (.npy + .json) of first findings here [NANSCOPE_DUMP_DIR]");
+  bool no_typed = false;
+  app.add_flag("--no-typed", no_typed, "scan only watches and rules, not the typed outputs found in kernel signatures [NANSCOPE_TYPED=0]");
   bool no_aggregate = false;
   app.add_flag("--no-aggregate", no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
@@ -126,6 +128,7 @@ int run_launcher(int argc, char** argv) {
   set("NANSCOPE_CHANNEL_RECORDS", channel);
   set("NANSCOPE_RULES", rules);
   set("NANSCOPE_DUMP_DIR", dump_dir);
+  if (no_typed) env.emplace_back("NANSCOPE_TYPED", "0");
   if (no_aggregate) env.emplace_back("NANSCOPE_AGGREGATE", "0");
   if (quiet) env.emplace_back("NANSCOPE_CONSOLE", "0");
 

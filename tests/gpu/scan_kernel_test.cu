@@ -118,6 +118,7 @@ int main() {
         t.channel_dev = ctrl;
         t.channel_host = (nanscope_channel_host*)host_dev;
         t.records = (nanscope_record*)((char*)host_dev + sizeof(nanscope_channel_host));
+        t.channel_capacity = cap;
         void* params[] = {&t};
         const unsigned grid = nanscope::scan_grid(nanscope::ScanPolicy{}, elems * b.size, sms);
         for (int rep = 0; rep < 2; ++rep) {  // the same accumulator twice: it must reset itself

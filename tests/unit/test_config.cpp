@@ -38,6 +38,7 @@ TEST(Config, ReadsEveryVariable) {
                   {"NANSCOPE_MAX_CAPTURED_SCANS", "10"},
                   {"NANSCOPE_POLL_US", "200"},
                   {"NANSCOPE_MAX_SCAN_BYTES", "1048576"},
+                  {"NANSCOPE_TYPED", "0"},
                   {"NANSCOPE_AGGREGATE", "off"}},
                  77);
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
@@ -52,6 +53,7 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(c.max_captured_scans, 10u);
   EXPECT_EQ(c.poll_us, 200u);
   EXPECT_EQ(c.max_scan_bytes, 1048576u);
+  EXPECT_FALSE(c.typed);
   EXPECT_FALSE(c.aggregate);
 }
 
