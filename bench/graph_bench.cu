@@ -3,6 +3,7 @@
 //    kernel reads the previous activation and writes its own, as a decode step's layers do), in
 //    two flavours: typed kernels (nanscope scans every output) and untyped kernels with one
 //    output watched through the C API (scanned after its writer and its reader);
+//  * the same typed chain launched eagerly (one step = 50 launches), the eager loop;
 //  * instantiate time of a graph of 1,000 kernel nodes built by hand.
 // Prints `graph_bench MODE key=value ...`.
 #include <cuda_bf16.h>
@@ -58,6 +59,30 @@ float replay_us(cudaGraphExec_t exec, cudaStream_t s) {
 
 constexpr int kLayers = 50;
 
+// One decode step of the typed chain as 50 eager launches; us per step (median of 30 x 10).
+float eager_us(__nv_bfloat16** bufs, cudaStream_t s) {
+  auto step = [&] {
+    for (int k = 0; k < kLayers; ++k) typed_step<<<264, 256, 0, s>>>(bufs[k + 1], bufs[k], kElems);
+  };
+  step();
+  cudaStreamSynchronize(s);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int r = 0; r < 30; ++r) {
+    cudaEventRecord(a, s);
+    for (int i = 0; i < 10; ++i) step();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms * 100.0f);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16** bufs, cudaStream_t s) {
   cudaGraph_t g;
   cudaGraphExec_t exec;
@@ -103,6 +128,7 @@ int main() {
   cudaGraphExec_t typed = capture_chain(true, bufs, s);
   cudaGraphExec_t untyped = capture_chain(false, ubufs, s);
   const float t_typed = replay_us(typed, s), t_untyped = replay_us(untyped, s);
+  const float t_eager = eager_us(bufs, s);
 
   // Instantiate a hand-built graph of 1,000 kernel nodes (a chain).
   float* p = nullptr;
@@ -130,8 +156,9 @@ int main() {
   const auto t1 = std::chrono::steady_clock::now();
   const double inst_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   if (cudaDeviceSynchronize() != cudaSuccess) return 1;
-  std::printf("graph_bench %s typed_chain_us=%.2f untyped_chain_one_watch_us=%.2f instantiate_1000_ms=%.2f\n",
-              scoped ? "nanscope" : "plain", t_typed, t_untyped, inst_ms);
+  std::printf("graph_bench %s typed_chain_us=%.2f untyped_chain_one_watch_us=%.2f eager_typed_chain_us=%.2f "
+              "instantiate_1000_ms=%.2f\n",
+              scoped ? "nanscope" : "plain", t_typed, t_untyped, t_eager, inst_ms);
   if (w) nanscope_unwatch(w);
   return 0;
 }

@@ -36,6 +36,15 @@ gscoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_ben
 echo "$gplain"
 echo "$gscoped"
 compare "$gplain" "$gscoped"
+echo
+echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"
+for i in 1 2; do
+  goff=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_ORIGIN=0 "$bin/nanscope_graph_bench")
+  gon=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
+  echo "$goff"
+  echo "$gon"
+  compare "$goff" "$gon"
+done
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo
   echo "== torch references in the same run"

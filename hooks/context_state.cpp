@@ -65,6 +65,11 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   const size_t eager_bytes = size_t{limits_.eager_accumulators} * sizeof(nanscope_scan_accum);
   NANSCOPE_TRY(cuMemAlloc(&eager_accums_, eager_bytes));
   NANSCOPE_TRY(cuMemsetD8Async(eager_accums_, 0, eager_bytes, private_stream_));
+  if (limits_.origin) {  // all-zero words: every buffer's state unknown
+    const size_t state_bytes = size_t{NANSCOPE_ORIGIN_SLOTS} * sizeof(unsigned long long);
+    NANSCOPE_TRY(cuMemAlloc(&buffer_states_, state_bytes));
+    NANSCOPE_TRY(cuMemsetD8Async(buffer_states_, 0, state_bytes, private_stream_));
+  }
   NANSCOPE_TRY(cuStreamSynchronize(private_stream_));
 }
 
@@ -74,6 +79,7 @@ ContextState::~ContextState() {
   for (auto& [key, b] : bitmaps_) cuMemFree(b.first);
   for (CUdeviceptr p : retired_bitmaps_) cuMemFree(p);
   if (eager_accums_) cuMemFree(eager_accums_);
+  if (buffer_states_) cuMemFree(buffer_states_);
   if (channel_dev_) cuMemFree(channel_dev_);
   if (private_stream_) cuStreamDestroy(private_stream_);
   if (host_channel_) cuMemFreeHost(host_channel_);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "buffer_slots.hpp"
 #include "channel.hpp"
 #include "scan_abi.h"
 
@@ -19,6 +20,7 @@ struct ContextLimits {
   uint32_t channel_records = 4096;
   uint32_t eager_accumulators = 4096;
   uint32_t max_captured_scans = 65536;
+  bool origin = true;  // keep per-buffer non-finite state on the device (NaN origin)
 };
 
 class ContextState {
@@ -59,6 +61,10 @@ class ContextState {
   static constexpr size_t kRowStateBytes = 64;
 
   ChannelReader& reader() { return *reader_; }
+  // NaN origin: the device array of per-buffer state words (0 when origin tracking is off)
+  // and which buffer owns which word.
+  unsigned long long* buffer_states() const { return reinterpret_cast<unsigned long long*>(buffer_states_); }
+  BufferSlots& slots() { return slots_; }
 
  private:
   CUdeviceptr next_captured_accumulator();
@@ -86,6 +92,8 @@ class ContextState {
   uint32_t captured_used_ = 0;  // in the last chunk
   uint32_t captured_total_ = 0;
   std::unique_ptr<ChannelReader> reader_;
+  CUdeviceptr buffer_states_ = 0;
+  BufferSlots slots_{NANSCOPE_ORIGIN_SLOTS};
 };
 
 // Swaps the calling thread's capture mode to relaxed for its lifetime, so the tool may

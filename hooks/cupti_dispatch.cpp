@@ -114,9 +114,15 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
       e.on_mem_free(cbid, cb.functionParams);
       return;
-    default:
+    default: {
+      CopyArgs copy;
+      if (decode_copy(cbid, cb.functionParams, copy)) {
+        if (succeeded(cb)) e.on_copy(copy, cb);
+        return;
+      }
       if (succeeded(cb)) e.on_mem_alloc(cbid, cb.functionParams);
       return;
+    }
   }
 }
 

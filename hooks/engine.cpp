@@ -92,6 +92,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
                        {"poll_us", e->cfg_.poll_us},
                        {"max_scan_bytes", e->cfg_.max_scan_bytes},
                        {"typed", e->cfg_.typed},
+                       {"origin", e->cfg_.origin},
                        {"aggregate", e->cfg_.aggregate},
                        {"rules", e->cfg_.rules_path}};
     if (!parsed.errors.empty()) start["config_errors"] = parsed.errors;
@@ -170,6 +171,8 @@ bool Engine::subscribe() {
   };
   for (CUpti_CallbackId id : driver_cbids)
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  if (cfg_.origin)  // copies and sets change tracked buffers' states
+    for (CUpti_CallbackId id : copy_cbids()) cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
                               CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
@@ -191,7 +194,7 @@ ContextState* Engine::context_for(CUcontext ctx) {
   }
   // First launch in this context: load our module and channel. Done outside the shared lock;
   // a second thread racing here builds a spare that is dropped.
-  ContextLimits limits{cfg_.channel_records, 4096, cfg_.max_captured_scans};
+  ContextLimits limits{cfg_.channel_records, 4096, cfg_.max_captured_scans, cfg_.origin};
   auto state = std::make_unique<ContextState>(ctx, limits);
   std::unique_lock lock(ctx_mu_);
   if (auto it = contexts_.find(ctx); it != contexts_.end()) return it->second.get();
@@ -223,6 +226,35 @@ Action Engine::effective_action(Action declared) const {
   return cfg_.mode == Mode::fix ? Action::fix : cfg_.mode == Mode::abort ? Action::abort : Action::detect;
 }
 
+// NaN origin: which state words the scan updates (its buffers) and reads (the launch's tracked
+// inputs, judged on the device as they were before the launch).
+void Engine::add_origin(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
+                        uint32_t n, const std::vector<const WatchSpec*>& watch_inputs) {
+  BufferSlots& slots = cs.slots();
+  task.buffer_state = cs.buffer_states();
+  for (uint32_t b = 0; b < n; ++b) {
+    const DType dt = static_cast<DType>(task.buffers[b].dtype);
+    task.out_state[b] = slots.ref_for(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
+  }
+  uint32_t ins = 0;
+  auto add_input = [&](uint32_t ref) {
+    for (uint32_t i = 0; i < ins; ++i)
+      if (task.in_state[i] == ref) return;
+    if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
+    else task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // more inputs than a task can name
+  };
+  for (const OutputParam& in : k.inputs) {
+    const char* param = param_bytes(a, k.params, in.arg);
+    uint64_t ptr = 0;
+    if (param) std::memcpy(&ptr, param, sizeof(ptr));
+    if (ptr) add_input(slots.ref_for(ptr, in.dtype));
+  }
+  for (const WatchSpec* w : watch_inputs)
+    add_input(slots.ref_for(w->ptr, w->dtype, ((w->rows - 1) * w->stride() + w->row_elements) * dtype_size(w->dtype)));
+  task.in_count = ins;
+  if (k.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
+}
+
 void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   LaunchArgs a;
   if (!decode_launch(cbid, cb.functionParams, a)) return;
@@ -242,11 +274,18 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   task.launch_id = launch_id;
   task.correlation_id = cb.correlationId;
 
+  submit_scan(*cs, task, a.stream, max_bytes);
+}
+
+// Launches the scan of `task` on `stream` right after the app's work there; inside a stream
+// capture it becomes the next graph node.
+void Engine::submit_scan(ContextState& ctx, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes) {
+  ContextState* cs = &ctx;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t capture_id = 0;
   const CUgraphNode* deps = nullptr;
   size_t ndeps = 0;
-  if (cuStreamGetCaptureInfo(a.stream, &capture, &capture_id, nullptr, &deps, nullptr, &ndeps) != CUDA_SUCCESS)
+  if (cuStreamGetCaptureInfo(stream, &capture, &capture_id, nullptr, &deps, nullptr, &ndeps) != CUDA_SUCCESS)
     capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return;  // nothing will run
   const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
@@ -256,14 +295,14 @@ void Engine::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
     task.graph_id = capture_id;
     task.graph_node = graph_nodes_[capture_id]++;
   }
-  const CUresult r = cs->launch_scan(task, a.stream, captured, max_bytes);
+  const CUresult r = cs->launch_scan(task, stream, captured, max_bytes);
   if (r == CUDA_SUCCESS) {
     scans_.fetch_add(1, std::memory_order_relaxed);
     if (app_node) {
       // Remember which captured node our scan follows, so later parameter updates reach it.
       const CUgraphNode* after = nullptr;
       size_t nafter = 0;
-      if (cuStreamGetCaptureInfo(a.stream, &capture, &capture_id, nullptr, &after, nullptr, &nafter) ==
+      if (cuStreamGetCaptureInfo(stream, &capture, &capture_id, nullptr, &after, nullptr, &nafter) ==
               CUDA_SUCCESS && nafter == 1) {
         std::lock_guard lock(graph_mu_);
         scan_after_[app_node] = {after[0], reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node};
@@ -377,22 +416,25 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     if (auto w = resolve(rule, read, &error)) add_row_aware(*w, kRuleWatchBit | ri, rule.output.ptr.param);
     else warn_rule(ri, error);
   }
-  // 2. Watches: any 8-byte word of any parameter that points into a watched buffer.
+  // 2. Watches: any 8-byte word of any parameter that points into a watched buffer. A watched
+  // buffer the launch may read is also an input for the NaN origin.
+  std::vector<const WatchSpec*> watch_inputs;  // into `snapshot`, which outlives them
+  decltype(watches_.snapshot()) snapshot;
   if (check_watches) {
-    const auto snapshot = watches_.snapshot();
+    snapshot = watches_.snapshot();
     for (uint32_t i = 0; i < k.params.size(); ++i) {
-      // A const pointer is read, not written: the buffer cannot have changed.
-      if (i < k.roles.size() && k.roles[i] == ParamRole::input) continue;
+      const ParamRole role = i < k.roles.size() ? k.roles[i] : ParamRole::other;
       const char* bytes = param_bytes(a, k.params, i);
       if (!bytes) continue;
       for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
         uint64_t v = 0;
         std::memcpy(&v, bytes + off, sizeof(v));
-        const bool known_writer = i < k.roles.size() && k.roles[i] == ParamRole::output;
-        if (v)
-          WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) {
-            add_row_aware(e.spec, e.id, i, false, !known_writer);
-          });
+        if (!v) continue;
+        WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) {
+          if (role != ParamRole::output) watch_inputs.push_back(&e.spec);
+          // A const pointer is read, not written: the buffer cannot have changed.
+          if (role != ParamRole::input) add_row_aware(e.spec, e.id, i, false, role != ParamRole::output);
+        });
       }
     }
   }
@@ -431,6 +473,7 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     max_bytes = std::max(max_bytes, bytes);
   }
   if (n == 0) return false;
+  if (cs->buffer_states()) add_origin(k, a, *cs, task, n, watch_inputs);
   task.buffer_count = n;
   task.kernel_id = k.id;
   task.stream = reinterpret_cast<uint64_t>(a.stream);
@@ -656,7 +699,54 @@ void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
   if (dptr && *dptr) allocs_.insert(*dptr, size);
 }
 
+// A copy or memset into a buffer whose state is tracked: rescan it on the same stream, so its
+// device state word stays true. Host copies and sets are an origin of their own ("host"); a
+// device copy carries its source's lineage.
+void Engine::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb) {
+  if (!cfg_.origin || c.bytes == 0) return;
+  ToolScope scope;
+  ContextState* cs = context_for(cb.context);
+  if (!cs || !cs->buffer_states()) return;
+  const auto dst = cs->slots().containing(c.dst);
+  if (!dst || dst->bytes < dtype_size(dst->dtype)) return;  // not a buffer nanscope tracks
+  nanscope_scan_task task{};
+  task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
+  task.buffer_count = 1;
+  task.kernel_id = kernels_.pseudo(c.api);
+  task.stream = reinterpret_cast<uint64_t>(c.stream);
+  task.correlation_id = cb.correlationId;
+  task.buffer_state = cs->buffer_states();
+  task.out_state[0] = dst->ref;
+  bool from_device = c.kind == CopyArgs::Kind::device_to_device;
+  if (c.kind == CopyArgs::Kind::unified) from_device = cs->slots().containing(c.src) || extent(c.src);
+  if (c.kind == CopyArgs::Kind::set || c.kind == CopyArgs::Kind::host_to_device || !from_device) {
+    task.origin_flags = NS_ORIGIN_HOST;
+  } else if (const auto src = cs->slots().containing(c.src)) {
+    task.in_state[0] = src->ref;
+    task.in_count = 1;
+  } else {
+    task.origin_flags = NS_ORIGIN_READS_UNTRACKED;  // copied from device memory nobody scanned
+  }
+  submit_scan(*cs, task, c.stream, dst->bytes);
+}
+
 void Engine::on_mem_free(CUpti_CallbackId cbid, const void* params) {
+  // Buffers inside the freed allocation give their origin slots back (a new allocation at the
+  // same address starts unknown, not with the old buffer's state).
+  auto forget = [&](uint64_t ptr) {
+    const auto range = allocs_.find(ptr);
+    if (!range) return;
+    std::shared_lock lock(ctx_mu_);
+    for (auto& [ctx, state] : contexts_) state->slots().forget_range(range->base, range->size);
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: forget(static_cast<const cuMemFree_v2_params*>(params)->dptr); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      forget(static_cast<const cuMemFreeAsync_params*>(params)->dptr);
+      break;
+    default: break;
+  }
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
       allocs_.erase(static_cast<const cuMemFree_v2_params*>(params)->dptr);
@@ -728,6 +818,17 @@ Json rows_json(const Finding& f) {
   return j;
 }
 
+// A kernel's name for a console line: the signature cut to a readable length.
+std::string short_name(const std::string& kernel) {
+  return kernel.size() > 120 ? kernel.substr(0, 117) + "..." : kernel;
+}
+
+Json rowset_json(const RowVerdict& v) {
+  Json padding = Json::array(), real = Json::array();
+  for (const RowRange& r : v.ranges) (r.padding ? padding : real).push_back(Json::array({r.first, r.last}));
+  return Json{{"padding", padding}, {"real", real}, {"truncated", v.truncated}};
+}
+
 std::string ranges_text(const Finding& f) {
   std::string out;
   for (const RowRange& r : f.verdict.ranges) {
@@ -777,6 +878,7 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
   if (site.total == 1) site.first_replay = f.replay;
   site.last_replay = f.replay;
   if (cfg_.aggregate && site.total > 1 && !abort_now) {
+    classify(f, cs, site.first_event, /*repeat=*/true);  // its children name the event it repeats
     // Bounded log volume: repeat events at totals 4, 16, 64, ... (powers of four), and a
     // closing total at exit.
     ++site.pending;
@@ -819,17 +921,32 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
     if (rows_inferred) j["rows_inferred"] = true;
     if (f.fixed) j["action"] = "zeroed";
   }
-  // The first finding at each site, and the one that aborts, get a tensor dump.
-  uint64_t id = 0;
-  // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
-  if (!cfg_.dump_dir.empty() && !in_signal_.load() && (site.total == 1 || abort_now)) {
-    id = log_->reserve_id();
-    if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
-    log_->emit_with_id(id, "nonfinite", j);
-  } else {
-    id = log_->emit("nonfinite", j);
+  const uint64_t id = log_->reserve_id();
+  const auto origin = classify(f, cs, id, /*repeat=*/false);
+  if (origin) {
+    j["origin"] = lineage::origin_name(origin->origin);
+    if (origin->origin == lineage::Origin::unknown) j["origin_why"] = lineage::unknown_name(origin->why);
+    if (!origin->parents.empty()) j["parents"] = origin->parents;
+    j["root"] = origin->roots;
+    if (origin->incomplete) j["origin_incomplete"] = true;  // a parent finding was never seen
+    if (origin->leak) {
+      j["leak"] = true;
+      j["rows_before"] = rowset_json(origin->rows_before);
+      j["rows_after"] = rowset_json(origin->rows_after);
+    }
   }
+  // The first finding at each site, and the one that aborts, get a tensor dump.
+  // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
+  if (!cfg_.dump_dir.empty() && !in_signal_.load() && (site.total == 1 || abort_now))
+    if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
+  log_->emit_with_id(id, "nonfinite", j);
   if (site.total == 1) site.first_event = id;
+  if (origin && origin->leak)  // the moment it happens, not only in the summary
+    log_->warn(fmt::format("leak: non-finite values crossed from padding rows into real rows in {} ('{}', event {}, "
+                           "from event{} {})",
+                           kernel.size() > 120 ? kernel.substr(0, 117) + "..." : kernel,
+                           meta.name.empty() ? hex(f.ptr) : meta.name, id, origin->parents.size() > 1 ? "s" : "",
+                           fmt::join(origin->parents, ", ")));
 
   std::string where = fmt::format("launch {}, stream {}", f.launch_id, hex(f.stream));
   if (f.captured) where += fmt::format(", graph {} node {} replay {}", f.graph_id, f.graph_node, f.replay);
@@ -843,6 +960,65 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
                          dtype_name(f.dtype), f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf,
                          f.first_index, where, verdict));
   if (abort_now) abort_on_real(f, kernel, meta.name);
+}
+
+Json Engine::origins_json(const lineage::Summary& o) {
+  Json roots = Json::array();
+  for (const lineage::RootSummary& r : o.roots) {
+    const KernelInfo* k = kernels_.by_id(r.site.kernel_id);
+    Json j{{"event", r.event_id},
+           {"kernel", k ? k->demangled : "?"},
+           {"origin", lineage::origin_name(r.origin)},
+           {"launch_id", r.site.launch_id},
+           {"stream", hex(r.site.stream)},
+           {"buffer", hex(r.buffer.ptr)},
+           {"rows", rowset_json(r.rows)},
+           {"findings", r.findings},
+           {"leaks", r.leaks},
+           {"kernels_reached", r.kernels.size()},
+           {"buffers_reached", r.buffers.size()},
+           {"last_event", r.last_event_id}};
+    if (r.origin == lineage::Origin::unknown) j["origin_why"] = lineage::unknown_name(r.why);
+    if (r.site.captured) j["graph_id"] = r.site.graph_id, j["graph_node"] = r.site.graph_node, j["replay"] = r.site.replay;
+    if (r.first_leak) {
+      const KernelInfo* lk = kernels_.by_id(r.first_leak->site.kernel_id);
+      j["first_leak"] = {{"event", r.first_leak->event_id},
+                         {"kernel", lk ? lk->demangled : "?"},
+                         {"launch_id", r.first_leak->site.launch_id},
+                         {"buffer", hex(r.first_leak->buffer.ptr)},
+                         {"rows_before", rowset_json(r.first_leak->rows_before)},
+                         {"rows_after", rowset_json(r.first_leak->rows_after)}};
+    } else {
+      j["first_leak"] = nullptr;
+    }
+    roots.push_back(std::move(j));
+  }
+  return Json{{"roots", roots},          {"roots_not_listed", o.roots_not_listed},
+              {"introduced", o.introduced}, {"propagated", o.propagated},
+              {"host", o.host},            {"unknown", o.unknown},
+              {"leaks", o.leaks},          {"evictions", o.evictions}};
+}
+
+std::optional<lineage::Verdict> Engine::classify(const Finding& f, const ContextState& cs, uint64_t event_id,
+                                                 bool repeat) {
+  if (!f.origin_tracked) return std::nullopt;
+  // Sequence numbers are per context: the device ordinal keeps contexts apart.
+  const uint64_t ctx_bits = static_cast<uint64_t>(cs.device() + 1) << 48;
+  lineage::DeviceFinding d;
+  d.seq = ctx_bits | f.seq;
+  d.event_id = event_id;
+  d.repeat = repeat;
+  d.buffer = {f.ptr};
+  if (f.row_aware && f.padding_source != PaddingSource::none) d.rows = f.verdict;
+  d.site = {f.launch_id, f.kernel_id, f.stream, f.captured, f.graph_id, f.graph_node, f.replay};
+  for (uint64_t p : f.parents) d.parent_seqs.push_back(p ? ctx_bits | p : 0);
+  d.parent_count = f.parent_count;
+  d.input_unknown = f.input_unknown;
+  d.reads_untracked = f.reads_untracked;
+  d.host = f.host_write;
+  d.fixed = f.fixed;
+  std::lock_guard lock(lineage_mu_);
+  return lineage_.on_device_finding(d);
 }
 
 std::string Engine::dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event) {
@@ -941,7 +1117,31 @@ void Engine::write_summary(SummaryContexts contexts) {
   s["rescans_unchanged"] = unchanged;  // watched buffers found as the last scan left them
   s["counts"] = {{"nan", total_nan_.load()}, {"pos_inf", total_pinf_.load()}, {"neg_inf", total_ninf_.load()}};
   s["duration_ns"] = wall_clock_ns() - start_ns_;
+  // Origins: try-lock only, a fatal-signal flush may have interrupted a drain holding it.
+  std::unique_lock lineage_lock(lineage_mu_, std::try_to_lock);
+  const lineage::Summary origins = lineage_lock ? lineage_.summary() : lineage::Summary{};
+  if (lineage_lock) lineage_lock.unlock();
+  if (cfg_.origin) s["origins"] = origins_json(origins);
   log_->emit("summary", s);
+  // First causes up front: each independent origin, in time order, with its first leak.
+  for (std::size_t i = 0; i < origins.roots.size() && i < 5; ++i) {
+    const lineage::RootSummary& r = origins.roots[i];
+    const KernelInfo* k = kernels_.by_id(r.site.kernel_id);
+    std::string line = fmt::format("{} cause: {} {} (event {}, launch {}{}) in {}", i == 0 ? "first" : "also",
+                                   lineage::origin_name(r.origin), short_name(k ? k->demangled : "?"), r.event_id,
+                                   r.site.launch_id,
+                                   r.site.captured ? fmt::format(", graph {} node {} replay {}", r.site.graph_id,
+                                                                 r.site.graph_node, r.site.replay)
+                                                   : std::string(),
+                                   hex(r.buffer.ptr));
+    if (r.first_leak) {
+      const KernelInfo* lk = kernels_.by_id(r.first_leak->site.kernel_id);
+      line += fmt::format("; leaked into real rows at {} (event {})", short_name(lk ? lk->demangled : "?"),
+                          r.first_leak->event_id);
+    }
+    line += fmt::format("; reached {} kernel(s), {} buffer(s)", r.kernels.size(), r.buffers.size());
+    log_->info(line);
+  }
   log_->info(fmt::format("summary: {} launches, {} scans, {} findings ({} NaN, {} +Inf, {} -Inf), {} kernels "
                          "inspected, {} not inspected, {} scans dropped",
                          launches_.load(), scans_.load(), findings_.load(), total_nan_.load(),

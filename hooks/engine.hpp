@@ -24,6 +24,7 @@
 #include <set>
 
 #include "kernel_table.hpp"
+#include "lineage.hpp"
 #include "launch_params.hpp"
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
@@ -44,6 +45,12 @@ class Engine {
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
   void on_mem_alloc(CUpti_CallbackId cbid, const void* params);
   void on_mem_free(CUpti_CallbackId cbid, const void* params);
+  void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
+  static constexpr uint32_t kCopyArg = 0xffff;
+  // NaN origin of a drained finding (event `event_id`, or the event it repeats); nullopt when
+  // the scan kept no origin state. Callers hold drain_mu_.
+  std::optional<lineage::Verdict> classify(const Finding& f, const ContextState& cs, uint64_t event_id, bool repeat);
+  Json origins_json(const lineage::Summary& origins);  // record arg of a rescan after a copy or memset
   void on_context_destroy(CUcontext ctx);
   // Graphs built by hand: add a scan node after every kernel node with something to scan, at
   // the enter site of instantiate (and of exec update, so topologies keep matching).
@@ -91,6 +98,9 @@ class Engine {
   // outputs, watches, rules). Returns false when there is nothing to scan.
   bool build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
                   uint64_t& max_bytes);
+  void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
+  void add_origin(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task, uint32_t n,
+                  const std::vector<const WatchSpec*>& watch_inputs);
   void report_scan_failure(CUresult r, bool captured);
   void warn_rule(uint32_t rule_index, const std::string& error);
   Action effective_action(Action declared) const;
@@ -165,6 +175,8 @@ class Engine {
 
   std::atomic<uint64_t> launches_{0}, scans_{0}, findings_{0}, dropped_{0}, corrupt_{0};
   std::atomic<uint64_t> total_nan_{0}, total_pinf_{0}, total_ninf_{0};
+  std::mutex lineage_mu_;
+  lineage::Tracker lineage_;  // roots, leaks and reach of the findings' origins
   std::atomic<uint64_t> rescans_unchanged_{0};
   uint32_t dumps_ = 0;       // drain thread only
   uint64_t dump_bytes_ = 0;

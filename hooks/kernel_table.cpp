@@ -88,10 +88,15 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
     return k;
   }
   for (const ParamSig& p : sig.params) k.roles.push_back(p.role);
+  k.hidden_reads = false;
   for (uint32_t i = 0; i < sig.params.size(); ++i) {
     const ParamSig& p = sig.params[i];
-    if (p.role == ParamRole::output && layout.params[i].second == sizeof(void*))
-      k.outputs.push_back({i, p.dtype});
+    const bool pointer_sized = layout.params[i].second == sizeof(void*);
+    if (p.role == ParamRole::output && pointer_sized) k.outputs.push_back({i, p.dtype});
+    if (p.role == ParamRole::input && pointer_sized && k.inputs.size() < NANSCOPE_ORIGIN_MAX_INPUTS)
+      k.inputs.push_back({i, p.dtype});
+    else if (p.role == ParamRole::input) k.hidden_reads = true;  // more inputs than a task tracks
+    if (p.role == ParamRole::other && may_hide_pointers(p.type)) k.hidden_reads = true;
   }
   if (k.outputs.empty()) {
     k.reason = "no typed floating-point output pointers (pointers may hide in structs); use a watch";
@@ -126,6 +131,22 @@ const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bo
   by_handle_[handle] = infos_.back().id;
   is_new = true;
   return infos_.back();
+}
+
+uint32_t KernelTable::pseudo(const char* name) {
+  {
+    std::shared_lock lock(mu_);
+    if (auto it = pseudo_ids_.find(name); it != pseudo_ids_.end()) return it->second;
+  }
+  std::unique_lock lock(mu_);
+  if (auto it = pseudo_ids_.find(name); it != pseudo_ids_.end()) return it->second;
+  KernelInfo k;
+  k.id = static_cast<uint32_t>(infos_.size());
+  k.mangled = k.demangled = name;
+  k.reason = "a copy or memset, not a kernel";
+  infos_.push_back(std::move(k));
+  pseudo_ids_.emplace(name, infos_.back().id);
+  return infos_.back().id;
 }
 
 const KernelInfo* KernelTable::by_id(uint32_t id) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rules.hpp"
+#include "scan_abi.h"
 #include "signature.hpp"
 
 namespace nanscope {
@@ -31,6 +32,8 @@ struct KernelInfo {
   bool excluded = false;              // filtered out: never look at it
   std::string reason;                 // why not inspected
   std::vector<OutputParam> outputs;
+  std::vector<OutputParam> inputs;    // const floating pointers: the tracked reads (origin)
+  bool hidden_reads = true;           // parameters that may hold pointers nanscope cannot see
   std::vector<std::pair<uint32_t, uint32_t>> params;  // offset, size of each parameter
   bool params_known = false;
   std::vector<uint32_t> rules;        // indices of matching rules
@@ -46,6 +49,8 @@ class KernelTable {
   // this call created the entry (so the caller can log it once).
   const KernelInfo& resolve(void* handle, const char* symbol_name, bool& is_new);
   const KernelInfo* by_id(uint32_t id) const;
+  // An id for a writer that is not a kernel (a copy or memset), named by its driver call.
+  uint32_t pseudo(const char* name);
   uint64_t inspected_count() const { return inspected_.load(std::memory_order_relaxed); }
   uint64_t not_inspected_count() const { return not_inspected_.load(std::memory_order_relaxed); }
 
@@ -58,6 +63,7 @@ class KernelTable {
   mutable std::shared_mutex mu_;
   std::unordered_map<void*, uint32_t> by_handle_;
   std::deque<KernelInfo> infos_;  // deque: stable addresses while growing
+  std::unordered_map<std::string, uint32_t> pseudo_ids_;
   std::atomic<uint64_t> inspected_{0}, not_inspected_{0};
 };
 

@@ -47,4 +47,122 @@ const char* param_bytes(const LaunchArgs& a, const std::vector<std::pair<uint32_
   return buffer + layout[i].first;
 }
 
+namespace {
+
+template <typename P>
+void copy_fields(const void* params, CopyArgs& out, CopyArgs::Kind kind, const char* api) {
+  auto* p = static_cast<const P*>(params);
+  out.kind = kind;
+  out.api = api;
+  out.bytes = p->ByteCount;
+  if constexpr (requires { p->dstDevice; }) out.dst = p->dstDevice;
+  else out.dst = p->dst;
+  if constexpr (requires { p->srcDevice; }) out.src = p->srcDevice;
+  else if constexpr (requires { p->src; }) out.src = p->src;
+  if constexpr (requires { p->hStream; }) out.stream = p->hStream;
+}
+
+template <typename P>
+void set_fields(const void* params, CopyArgs& out, uint32_t element_bytes, const char* api) {
+  auto* p = static_cast<const P*>(params);
+  out.kind = CopyArgs::Kind::set;
+  out.api = api;
+  out.dst = p->dstDevice;
+  out.set_bytes = element_bytes;
+  out.bytes = p->N * element_bytes;
+  if constexpr (requires { p->uc; }) out.set_value = p->uc;
+  else if constexpr (requires { p->us; }) out.set_value = p->us;
+  else out.set_value = p->ui;
+  if constexpr (requires { p->hStream; }) out.stream = p->hStream;
+}
+
+}  // namespace
+
+bool decode_copy(CUpti_CallbackId cbid, const void* params, CopyArgs& out) {
+  using K = CopyArgs::Kind;
+  out = CopyArgs{};
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds:
+      copy_fields<cuMemcpyHtoD_v2_params>(params, out, K::host_to_device, "cuMemcpyHtoD");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz:
+      copy_fields<cuMemcpyHtoDAsync_v2_params>(params, out, K::host_to_device, "cuMemcpyHtoDAsync");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds:
+      copy_fields<cuMemcpyDtoD_v2_params>(params, out, K::device_to_device, "cuMemcpyDtoD");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz:
+      copy_fields<cuMemcpyDtoDAsync_v2_params>(params, out, K::device_to_device, "cuMemcpyDtoDAsync");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds:
+      copy_fields<cuMemcpy_params>(params, out, K::unified, "cuMemcpy");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz:
+      copy_fields<cuMemcpyAsync_params>(params, out, K::unified, "cuMemcpyAsync");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds:
+      set_fields<cuMemsetD8_v2_params>(params, out, 1, "cuMemsetD8");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds:
+      set_fields<cuMemsetD16_v2_params>(params, out, 2, "cuMemsetD16");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds:
+      set_fields<cuMemsetD32_v2_params>(params, out, 4, "cuMemsetD32");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz:
+      set_fields<cuMemsetD8Async_params>(params, out, 1, "cuMemsetD8Async");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz:
+      set_fields<cuMemsetD16Async_params>(params, out, 2, "cuMemsetD16Async");
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz:
+      set_fields<cuMemsetD32Async_params>(params, out, 4, "cuMemsetD32Async");
+      break;
+    default:
+      return false;
+  }
+  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz ||
+                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz;
+  if (!out.stream && per_thread) out.stream = CU_STREAM_PER_THREAD;
+  return true;
+}
+
+const std::vector<CUpti_CallbackId>& copy_cbids() {
+  static const std::vector<CUpti_CallbackId> ids = {
+      CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,       CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+      CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,       CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+      CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,  CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemcpy,              CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+      CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,         CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+      CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,        CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+      CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,        CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+      CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,       CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,      CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,      CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+  };
+  return ids;
+}
+
 }  // namespace nanscope

@@ -22,6 +22,22 @@ struct LaunchArgs {
 // Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
 
+// A copy or set into device memory (NaN origin: it changes a tracked buffer's state).
+struct CopyArgs {
+  enum class Kind { host_to_device, device_to_device, unified, set } kind = Kind::set;
+  const char* api = "";        // the driver call's name, without _v2/_ptds/_ptsz
+  uint64_t dst = 0, src = 0;   // src: device address for device_to_device / unified
+  uint64_t bytes = 0;
+  CUstream stream = nullptr;   // the legacy stream for synchronous calls
+  uint32_t set_bytes = 0;      // element size of a memset (1, 2, 4)
+  uint32_t set_value = 0;
+};
+
+// Decodes the hooked copy and memset cbids. Returns false for other cbids.
+bool decode_copy(CUpti_CallbackId cbid, const void* params, CopyArgs& out);
+// The copy and memset cbids decode_copy understands (to enable them).
+const std::vector<CUpti_CallbackId>& copy_cbids();
+
 // The bytes of kernel parameter i, in either launch form (kernelParams or the `extra` buffer);
 // `layout` holds (offset, size) per parameter. Null when unknown.
 const char* param_bytes(const LaunchArgs& a, const std::vector<std::pair<uint32_t, uint32_t>>& layout, uint32_t i);

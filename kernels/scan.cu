@@ -422,10 +422,53 @@ __device__ void post_record(nanscope_record* dst, const nanscope_record& rec, un
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(seq) : "memory");
 }
 
+// Origin: the non-finite state of the launch's tracked inputs before it ran. Read before any
+// output's word is updated, so an in-place buffer counts with its state from before.
+struct InputStates {
+  unsigned long long parents[NANSCOPE_ORIGIN_MAX_PARENTS];
+  uint32_t parent_count;
+  bool unknown;
+};
+
+template <typename Task>
+__device__ InputStates read_inputs(const Task& t) {
+  InputStates in{};
+  if (!t.buffer_state) return in;
+  const uint32_t n = t.in_count < NANSCOPE_ORIGIN_MAX_INPUTS ? t.in_count : NANSCOPE_ORIGIN_MAX_INPUTS;
+  unsigned long long w[NANSCOPE_ORIGIN_MAX_INPUTS];
+#pragma unroll
+  for (uint32_t i = 0; i < NANSCOPE_ORIGIN_MAX_INPUTS; ++i)  // all loads in flight at once
+    w[i] = i < n ? __ldcg(&t.buffer_state[NS_SLOT_OF(t.in_state[i])]) : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t status = (uint32_t)(w[i] & 0xffu);
+    if (((w[i] >> 8) & 0xffffu) != NS_GEN_OF(t.in_state[i]) || status == NS_STATE_UNKNOWN) {
+      in.unknown = true;  // a reused slot's old word, or never scanned
+      continue;
+    }
+    if (status != NS_STATE_NONFINITE) continue;
+    const unsigned long long seq = w[i] >> 24;
+    bool seen = false;
+    for (uint32_t j = 0; j < in.parent_count && j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) seen |= in.parents[j] == seq;
+    if (seen) continue;
+    if (in.parent_count < NANSCOPE_ORIGIN_MAX_PARENTS) in.parents[in.parent_count] = seq;
+    ++in.parent_count;
+  }
+  return in;
+}
+
+// Records what a scan left in buffers[b]: clean, or non-finite since finding `seq`.
+template <typename Task>
+__device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t status, unsigned long long seq) {
+  if (!t.buffer_state || t.out_state[b] == NANSCOPE_ORIGIN_NONE) return;
+  const uint32_t ref = t.out_state[b];
+  t.buffer_state[NS_SLOT_OF(ref)] = status | (unsigned long long)NS_GEN_OF(ref) << 8 | seq << 24;
+}
+
 // The last block to finish turns the totals into channel records. `tot` holds each buffer's
 // totals (read from the accumulator, or straight from shared memory for a one-block scan).
 template <bool kRows, typename Task>
 __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay) {
+  const InputStates in = read_inputs(t);
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     const nanscope_scan_counts c = tot[b];
     const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
@@ -452,6 +495,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
       if (!reserve_slot(t, slot)) {
         // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
         t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
+        set_state(t, b, NS_STATE_NONFINITE, 0);  // non-finite, from a finding nobody will see
         if constexpr (kRows) {
           if (row_aware) {  // dropped: the bitmap must still be cleared for the next run
             const nanscope_row_spec spec = t.row_specs[b];
@@ -478,6 +522,12 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
         r.dtype = (uint8_t)t.buffers[b].dtype;
         r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
         r.counts_padding = c.padding;
+        if (t.buffer_state) {
+          for (uint32_t j = 0; j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) r.parents[j] = j < in.parent_count ? in.parents[j] : 0;
+          r.parent_count = in.parent_count;
+          r.origin_flags = t.origin_flags | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
+        }
+        bool fixed_clean = false;  // the fix zeroed every non-finite value: the lineage closes
         if constexpr (kRows) {
           if (row_aware) {
             const nanscope_row_spec spec = t.row_specs[b];
@@ -487,11 +537,14 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
             r.watch_id = spec.watch_id;
             r.padding_source = (uint8_t)spec.source;
             publish_rows(spec, &r);
+            fixed_clean = spec.fix && spec.source && c.padding == c.nan + c.pos_inf + c.neg_inf;
           }
         }
         post_record(&t.records[slot % t.channel_capacity], r, slot + 1);
+        set_state(t, b, fixed_clean ? NS_STATE_CLEAN : NS_STATE_NONFINITE, fixed_clean ? 0 : slot + 1);
       }
     }
+    if (c.nan + c.pos_inf + c.neg_inf == 0) set_state(t, b, NS_STATE_CLEAN, 0);
     if constexpr (kRows) {
       if (row_aware) {
         // Remember what this scan saw, so the next one can tell an unchanged buffer (a launch
@@ -588,8 +641,11 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   }
   if (wrote) {
     publish<kRows>(t, s_tot, replay);
-  } else if constexpr (kRows) {
-    for (uint32_t b = 0; b < t.buffer_count; ++b) {
+  } else {
+    for (uint32_t b = 0; b < t.buffer_count; ++b) set_state(t, b, NS_STATE_CLEAN, 0);
+  }
+  if constexpr (kRows) {
+    for (uint32_t b = 0; b < t.buffer_count && !wrote; ++b) {
       if (!((t.row_aware_mask >> b) & 1u)) continue;
       unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
       st[0] = st[1] = st[2] = st[4] = st[5] = 0;

@@ -29,6 +29,16 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   out.row_aware = (r.flags & NS_RECORD_ROWS) != 0;
   out.fixed = (r.flags & NS_RECORD_FIXED) != 0;
   out.unchanged = (r.flags & NS_RECORD_UNCHANGED) != 0;
+  out.seq = r.seq;
+  out.origin_tracked = (r.origin_flags & NS_ORIGIN_TRACKED) != 0;
+  out.parents.clear();
+  if (out.origin_tracked) {
+    out.parent_count = r.parent_count;
+    for (uint32_t i = 0; i < r.parent_count && i < NANSCOPE_ORIGIN_MAX_PARENTS; ++i) out.parents.push_back(r.parents[i]);
+    out.reads_untracked = (r.origin_flags & NS_ORIGIN_READS_UNTRACKED) != 0;
+    out.input_unknown = (r.origin_flags & NS_ORIGIN_INPUT_UNKNOWN) != 0;
+    out.host_write = (r.origin_flags & NS_ORIGIN_HOST) != 0;
+  }
   out.verdict = RowVerdict{};
   if (!out.row_aware) return true;
   if (r.counts_padding > out.total() || r.range_count > NANSCOPE_MAX_ROW_RANGES || r.padding_source > NS_PAD_MASK)

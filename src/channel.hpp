@@ -36,6 +36,14 @@ struct Finding {
   PaddingSource padding_source = PaddingSource::none;
   uint64_t rows_total = 0;
   RowVerdict verdict;
+  // Origin, judged on the device from the state of the launch's tracked inputs.
+  uint64_t seq = 0;               // this finding's sequence number in its context's channel
+  bool origin_tracked = false;
+  std::vector<uint64_t> parents;  // sequence numbers of the findings behind non-finite inputs
+  uint32_t parent_count = 0;      // non-finite inputs (may exceed parents.size())
+  bool reads_untracked = false;
+  bool input_unknown = false;
+  bool host_write = false;        // the values came from a host copy or memset
 
   uint64_t total() const { return nan + pos_inf + neg_inf; }
 };

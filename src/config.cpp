@@ -114,6 +114,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.integer<uint32_t>("NANSCOPE_POLL_US", c.poll_us, 10, 1000000);
   p.integer<uint64_t>("NANSCOPE_MAX_SCAN_BYTES", c.max_scan_bytes, 0, UINT64_MAX);
   p.boolean("NANSCOPE_TYPED", c.typed);
+  p.boolean("NANSCOPE_ORIGIN", c.origin);
   p.boolean("NANSCOPE_AGGREGATE", c.aggregate);
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
   if (auto v = p.raw("NANSCOPE_DUMP_DIR")) c.dump_dir = *v;
@@ -134,11 +135,11 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} aggregate={} rules={}",
+      "max_scan_bytes={} typed={} origin={} aggregate={} rules={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
-      max_scan_bytes, typed ? "on" : "off", aggregate ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
+      max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
 }
 
 }  // namespace nanscope

@@ -23,6 +23,7 @@ struct Config {
   uint32_t max_captured_scans = 65536;  // NANSCOPE_MAX_CAPTURED_SCANS
   uint32_t poll_us = 500;           // NANSCOPE_POLL_US
   uint64_t max_scan_bytes = 0;      // NANSCOPE_MAX_SCAN_BYTES, 0 = whole allocation
+  bool origin = true;               // NANSCOPE_ORIGIN: per-buffer state on the device, origin of each finding
   bool typed = true;                // NANSCOPE_TYPED: scan typed outputs found in kernel signatures
                                     // (off: only watches and rules are scanned)
   bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events

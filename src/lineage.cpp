@@ -342,6 +342,78 @@ void Tracker::on_copy_device(BufferId dst, BufferId src) {
 
 void Tracker::on_free(BufferId buffer) { set_clean(buffer.ptr); }
 
+// --- findings classified on the device ----------------------------------------------------
+
+const Tracker::SeqInfo* Tracker::find_seq(uint64_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return nullptr;
+  seq_lru_.splice(seq_lru_.begin(), seq_lru_, it->second.lru);
+  return &it->second;
+}
+
+void Tracker::put_seq(uint64_t seq, SeqInfo info) {
+  if (auto it = seqs_.find(seq); it != seqs_.end()) {
+    seq_lru_.erase(it->second.lru);
+    seqs_.erase(it);
+  }
+  if (seqs_.size() >= limits_.max_buffers) {  // a child of an evicted finding gets `incomplete`
+    seqs_.erase(seq_lru_.back());
+    seq_lru_.pop_back();
+    ++totals_.evictions;
+  }
+  seq_lru_.push_front(seq);
+  info.lru = seq_lru_.begin();
+  seqs_.emplace(seq, std::move(info));
+}
+
+Verdict Tracker::on_device_finding(const DeviceFinding& f) {
+  Verdict v;
+  v.event_id = f.event_id;
+  v.buffer = f.buffer;
+  v.rows_after = f.rows;
+  if (f.parent_count > 0) {
+    std::vector<const RowSet*> parent_rows;
+    bool lost = f.parent_count > f.parent_seqs.size(), parents_padding_only = true;
+    for (uint64_t seq : f.parent_seqs) {
+      const SeqInfo* p = seq ? find_seq(seq) : nullptr;
+      if (!p) {  // dropped on the device (channel full) or evicted here
+        lost = true;
+        continue;
+      }
+      v.parents.push_back(p->event_id);
+      parent_rows.push_back(&p->rows);
+      parents_padding_only = parents_padding_only && padding_only(p->rows);
+      v.roots_truncated = v.roots_truncated || p->roots_truncated;
+      union_ids(v.roots, p->roots, limits_.max_roots_per_finding, &v.roots_truncated);
+    }
+    std::sort(v.parents.begin(), v.parents.end());
+    v.parents.erase(std::unique(v.parents.begin(), v.parents.end()), v.parents.end());
+    v.origin = Origin::propagated;
+    v.incomplete = lost;
+    v.rows_before = merge_rows(parent_rows, limits_.max_row_ranges);
+    v.leak = !lost && parents_padding_only && rows_known(f.rows) && f.rows.counts_real > 0;
+    if (!f.repeat) reach(v, f.site);
+  } else {
+    v.origin = f.host ? Origin::host
+               : f.input_unknown || f.reads_untracked ? Origin::unknown : Origin::introduced;
+    v.why = f.host ? Unknown::none
+            : f.input_unknown ? Unknown::state_lost
+            : f.reads_untracked ? Unknown::untracked_read : Unknown::none;
+    v.roots = {f.event_id};
+    if (!f.repeat) add_root(v, f.site);
+  }
+  if (!f.repeat) count(v);
+  if (f.seq) {
+    SeqInfo info{v.event_id, f.rows, v.roots, v.roots_truncated, {}};
+    if (f.fixed) {  // only the real rows are left
+      std::erase_if(info.rows.ranges, [](const RowRange& r) { return r.padding; });
+      info.rows.counts_padding = 0;
+    }
+    put_seq(f.seq, std::move(info));
+  }
+  return v;
+}
+
 Summary Tracker::summary() const {
   Summary s = totals_;
   s.roots = roots_;

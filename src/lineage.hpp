@@ -120,6 +120,25 @@ struct Summary {
   std::size_t buffers = 0;         // states held now
 };
 
+// A finding whose inputs were judged on the device: the engine keeps every tracked buffer's
+// state in device memory (scan_abi.h), so each scan reads its inputs' states as they were
+// before the launch, graph replays included, and names the findings behind them by sequence
+// number. The tracker turns those numbers into event ids, roots, leaks and reach.
+struct DeviceFinding {
+  uint64_t seq = 0;                  // this finding's number (unique per tracker; 0: none)
+  uint64_t event_id = 0;             // its event, or the earlier event it repeats
+  bool repeat = false;               // folded into event_id: remembered, not counted again
+  BufferId buffer;
+  RowSet rows;
+  Site site;
+  std::vector<uint64_t> parent_seqs;  // findings behind its non-finite inputs (0: never posted)
+  uint32_t parent_count = 0;          // non-finite inputs, possibly more than parent_seqs
+  bool input_unknown = false;         // a tracked input had never been scanned
+  bool reads_untracked = false;       // the launch may read memory nanscope does not track
+  bool host = false;                  // written by a host copy or memset
+  bool fixed = false;                 // the fix zeroed its padding rows after the scan
+};
+
 // Not thread-safe: the engine calls it from its drain thread, in device order per stream.
 class Tracker {
  public:
@@ -137,6 +156,9 @@ class Tracker {
   void on_copy_device(BufferId dst, BufferId src);
   // cuMemFree*: forget the buffer; a new allocation at the address starts clean.
   void on_free(BufferId buffer);
+  // A finding classified from device state (see DeviceFinding). Parents must have been fed
+  // first, which device order guarantees: a parent's scan ran before its child's.
+  Verdict on_device_finding(const DeviceFinding& f);
 
   Summary summary() const;
   const Limits& limits() const { return limits_; }
@@ -165,7 +187,20 @@ class Tracker {
   void reach_buffer(RootSummary& r, uint64_t ptr, uint64_t event_id);
   void count(const Verdict& v);
 
+  // What a device finding left behind, for its children: by sequence number, LRU-bounded.
+  struct SeqInfo {
+    uint64_t event_id = 0;
+    RowSet rows;
+    std::vector<uint64_t> roots;
+    bool roots_truncated = false;
+    std::list<uint64_t>::iterator lru;
+  };
+  const SeqInfo* find_seq(uint64_t seq);
+  void put_seq(uint64_t seq, SeqInfo info);
+
   Limits limits_;
+  std::unordered_map<uint64_t, SeqInfo> seqs_;
+  std::list<uint64_t> seq_lru_;
   std::unordered_map<uint64_t, State> states_;
   std::list<uint64_t> lru_;                 // front: most recently used
   std::vector<uint64_t> lost_;              // Bloom filter of evicted non-finite buffers

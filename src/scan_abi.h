@@ -9,6 +9,26 @@
 #define NANSCOPE_SCAN_MAX_BUFFERS 8
 #define NANSCOPE_MAX_ROW_RANGES 14
 
+// NaN origin: the non-finite state of every tracked buffer lives in one device array of 64-bit
+// words, so scans inside graph replays keep it current without a host round trip.
+// word = status | generation << 8 | finding << 24 (finding: channel sequence number, 0 = none)
+#define NANSCOPE_ORIGIN_MAX_INPUTS 8
+#define NANSCOPE_ORIGIN_MAX_PARENTS 4
+#define NANSCOPE_ORIGIN_SLOTS 65535u       /* state words per context */
+#define NANSCOPE_ORIGIN_NONE 0xffffffffu   /* no slot: the buffer is not tracked */
+#define NS_STATE_UNKNOWN 0u    /* never scanned since the slot was (re)assigned */
+#define NS_STATE_CLEAN 1u
+#define NS_STATE_NONFINITE 2u
+// A slot reference in a task: slot | generation << 16. The generation tells a reused slot's
+// stale word from the current buffer's.
+#define NS_SLOT_OF(ref) ((ref) & 0xffffu)
+#define NS_GEN_OF(ref) ((ref) >> 16)
+// Task and record origin flags.
+#define NS_ORIGIN_READS_UNTRACKED 1u  /* the launch may read memory nanscope does not track */
+#define NS_ORIGIN_HOST 2u             /* the values were written by a host copy or memset */
+#define NS_ORIGIN_INPUT_UNKNOWN 4u    /* (record) a tracked input's state was unknown */
+#define NS_ORIGIN_TRACKED 8u          /* (record) origin fields are valid */
+
 // Where a row-aware scan learns which rows are padding (read on the device at scan time).
 enum nanscope_padding_source {
   NS_PAD_NONE = 0,
@@ -100,6 +120,12 @@ typedef struct nanscope_record {
   uint32_t reserved;
   uint32_t range_first[NANSCOPE_MAX_ROW_RANGES];
   uint32_t range_last[NANSCOPE_MAX_ROW_RANGES];
+  // Origin (flags & NS_ORIGIN_TRACKED): the findings that made the launch's tracked inputs
+  // non-finite, as their sequence numbers (0: that finding was never posted).
+  uint64_t parents[NANSCOPE_ORIGIN_MAX_PARENTS];
+  uint32_t parent_count;   // non-finite tracked inputs (may exceed the parents listed)
+  uint32_t origin_flags;   // NS_ORIGIN_*
+  uint64_t reserved2;
 } nanscope_record;
 
 #define NS_RECORD_CAPTURED 1u
@@ -142,7 +168,12 @@ typedef struct nanscope_channel_dev {
   nanscope_channel_host* channel_host; /* mapped host memory (device address) */ \
   nanscope_record* records;            /* mapped host memory (device address) */ \
   uint32_t row_aware_mask;             /* bit b: buffers[b] uses row_specs[b] */ \
-  uint32_t channel_capacity;           /* records in the channel (a copy of the host header's) */
+  uint32_t channel_capacity;           /* records in the channel (a copy of the host header's) */ \
+  unsigned long long* buffer_state;    /* device: origin state words; null = no origin tracking */ \
+  uint32_t out_state[NANSCOPE_SCAN_MAX_BUFFERS];   /* slot refs of buffers[] */            \
+  uint32_t in_state[NANSCOPE_ORIGIN_MAX_INPUTS];   /* slot refs of tracked inputs */       \
+  uint32_t in_count;                                                           \
+  uint32_t origin_flags;               /* NS_ORIGIN_READS_UNTRACKED, NS_ORIGIN_HOST */
 
 typedef struct nanscope_scan_task_head {
   NANSCOPE_SCAN_TASK_HEAD
@@ -154,7 +185,8 @@ typedef struct nanscope_scan_task {
 } nanscope_scan_task;
 
 #ifdef __cplusplus
-static_assert(sizeof(nanscope_record) == 256, "record layout");
+static_assert(sizeof(nanscope_record) == 304, "record layout");
+static_assert(sizeof(nanscope_record) % 16 == 0, "records are posted in 16-byte stores");
 static_assert(sizeof(nanscope_row_spec) == 104, "row spec layout");
 static_assert(offsetof(nanscope_scan_task, row_specs) == sizeof(nanscope_scan_task_head),
               "the plain kernel reads the head of a full task");

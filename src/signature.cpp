@@ -333,4 +333,27 @@ KernelSignature parse_kernel_signature(std::string_view mangled) {
   }
 }
 
+bool may_hide_pointers(std::string_view type) {
+  std::string t(type);
+  std::erase(t, ' ');
+  for (std::string_view q : {"const", "volatile", "__restrict__", "__restrict"}) {
+    for (auto at = t.find(q); at != std::string::npos; at = t.find(q)) t.erase(at, q.size());
+  }
+  if (!t.empty() && (t.back() == '*' || t.back() == '&')) {
+    t.pop_back();
+    // A pointer to integers or bools is read as data that cannot be non-finite; void* and
+    // pointers to structs can point at anything.
+    while (!t.empty() && t.back() == '*') return true;  // pointer to pointer
+  }
+  static const char* const kScalars[] = {"bool", "char", "signedchar", "unsignedchar", "short", "unsignedshort",
+                                         "int", "unsigned", "unsignedint", "long", "unsignedlong", "longlong",
+                                         "unsignedlonglong", "float", "double", "__half", "__nv_bfloat16",
+                                         "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
+                                         "int64_t", "uint64_t", "size_t", "std::size_t", "c10::Half",
+                                         "c10::BFloat16"};
+  for (const char* s : kScalars)
+    if (t == s) return false;
+  return true;
+}
+
 }  // namespace nanscope

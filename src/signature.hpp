@@ -42,5 +42,9 @@ std::string demangle(std::string_view mangled);
 KernelSignature parse_kernel_signature(std::string_view mangled);
 // Parse an already demangled name such as "void foo<float>(float*, float const*, int)".
 KernelSignature parse_demangled(std::string_view demangled);
+// Whether a parameter that is neither a typed input nor output could carry pointers nanscope
+// does not see (structs, arrays, void*, pointers to integers are fine: they hold no NaN).
+// Builtin scalars and pointers to non-floating types cannot.
+bool may_hide_pointers(std::string_view type);
 
 }  // namespace nanscope

@@ -6,14 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return 1;                                                                                   \
-    }                                                                                             \
-  } while (0)
+#include "gpu_check.cuh"
 
 __global__ void maybe_nan(float* out, const int* flag, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

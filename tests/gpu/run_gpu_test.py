@@ -376,6 +376,176 @@ def test_graph_capture():
     print(f"ok: NaN reported at replay 3 only, right node, in {len(graphs)} graphs")
 
 
+# The origin chain of origin_chain_app: key, kernel name, watch name.
+ORIGIN_CHAIN = (("A", "attn_softmax", "attn_out"), ("B", "rowwise_scale", "scaled"), ("C", "amax_quant", "q"),
+                ("D", "consume", "logits"))
+ORIGIN_KEYS = ("id", "event", "watch", "region", "origin", "parents", "root", "leak", "action", "graph_id", "replay",
+               "of", "count", "total", "first_replay", "last_replay", "final", "rows", "rows_before", "rows_after")
+
+
+def compact(events):
+    """One short JSON line per event, for failure messages."""
+    lines = []
+    for e in events:
+        c = {k: e[k] for k in ORIGIN_KEYS if k in e}
+        if "kernel" in e:
+            c["kernel"] = e["kernel"].split("(")[0]
+        if "rows" in c:
+            c["rows"] = {k: v for k, v in c["rows"].items() if k != "truncated"}
+        lines.append(json.dumps(c, separators=(",", ":")))
+    return "\n  " + "\n  ".join(lines) if lines else " (none)"
+
+
+def origin_events(events):
+    return [e for e in events if e["event"] in ("nonfinite", "repeat")]
+
+
+def origins_summary(events, label):
+    summary = [e for e in events if e["event"] == "summary"]
+    if len(summary) != 1 or not summary[0].get("origins", {}).get("roots"):
+        fail(f"{label}: summary without origins.roots: {summary}")
+    return summary[0]["origins"]
+
+
+def check_origin_chain(got, label, everything, link=None):
+    """got: chain key -> nonfinite event (a missing key was folded into a repeat); link: key -> event id
+    that parents/root point at (default: the ids in got)."""
+    link = dict(link or {}, **{k: e["id"] for k, e in got.items()})
+    problems = []
+    for i, (key, kernel, watch) in enumerate(ORIGIN_CHAIN):
+        e = got.get(key)
+        if e is None:
+            continue
+        def want(ok, what):
+            if not ok:
+                problems.append(f"{key} ({kernel}, event {e['id']}): {what}")
+        want(e.get("watch") == watch, f"watch {e.get('watch')!r}, want {watch!r}")
+        want(e.get("root") == [link["A"]], f"root {e.get('root')}, want [{link['A']}]")
+        if key == "A":
+            want(e.get("origin") == "introduced", f"origin {e.get('origin')}, want introduced")
+        else:
+            parent = ORIGIN_CHAIN[i - 1][0]
+            want(e.get("origin") == "propagated", f"origin {e.get('origin')}, want propagated")
+            want(e.get("parents") == [link[parent]], f"parents {e.get('parents')}, want [{link[parent]}]")
+        if key in ("A", "B"):
+            want(e["region"] == "padding", f"region {e['region']}, want padding")
+        else:
+            want(e["region"] in ("mixed", "real"), f"region {e['region']}, want mixed or real")
+        if key == "C":
+            before, after = e.get("rows_before") or {}, e.get("rows_after") or {}
+            want(e.get("leak") is True, f"leak {e.get('leak')}, want true")
+            want(before.get("padding") == [[10, 15]] and not before.get("real"),
+                 f"rows_before {before}, want padding [[10, 15]] only")
+            want(bool(after.get("real")), f"rows_after {after}, want real rows")
+        else:
+            want(not e.get("leak"), f"leak {e.get('leak')}, want none")
+    if problems:
+        fail(f"{label}:\n  " + "\n  ".join(problems) + "\nevents:" + compact(everything))
+
+
+def chain_events(evs, label, everything):
+    """Exactly one event per chain kernel in evs: key -> event."""
+    got = {}
+    for key, kernel, _ in ORIGIN_CHAIN:
+        match = [e for e in evs if kernel in e["kernel"]]
+        if len(match) != 1:
+            fail(f"{label}: expected one {kernel} event, got {len(match)}; events:{compact(everything)}")
+        got[key] = match[0]
+    return got
+
+
+def test_origin_chain():
+    app = os.path.join(BIN_DIR, "origin_chain_app")
+
+    # eager: A introduces NaN in padding rows, B carries it, C leaks it into real rows, D reads it.
+    p, events = under_nanscope([app, "eager"])
+    f = findings(events)
+    if "origin_chain: eager done" not in p.stdout or "logits_finite=0" not in p.stdout:
+        fail(f"eager: the NaN should reach logits: {p.stdout}")
+    got = chain_events(f, "eager", origin_events(events))
+    if len(f) != 4:
+        fail(f"eager: expected 4 nonfinite events (A, B, C, D), got {len(f)}:{compact(f)}")
+    check_origin_chain(got, "eager", origin_events(events))
+    o = origins_summary(events, "eager")
+    root = o["roots"][0]
+    if root.get("event") != got["A"]["id"] or (root.get("first_leak") or {}).get("event") != got["C"]["id"]:
+        fail(f"eager: summary root should be A ({got['A']['id']}) with first leak C ({got['C']['id']}): {o}")
+    if root.get("kernels_reached", 0) < 3 or o.get("introduced") != 1 or o.get("propagated") != 3 or o.get("leaks") != 1:
+        fail(f"eager: summary origins: want 1 introduced, 3 propagated, 1 leak, >= 3 kernels reached: {o}")
+
+    # graph: 8 replays, padding (and so NaN) only in replays 2 and 5.
+    p, events = under_nanscope([app, "graph"])
+    if "origin_chain: graph replays=8" not in p.stdout:
+        fail(f"graph: {p.stdout}")
+    for line in p.stdout.splitlines():
+        if line.startswith("origin_chain: replay "):
+            r = int(line.split()[2])
+            if f"logits_finite={0 if r in (2, 5) else 1}" not in line:
+                fail(f"graph: the app itself went wrong: {line}")
+    f, reps = findings(events), [e for e in events if e["event"] == "repeat"]
+    everything = origin_events(events)
+    stray = [e for e in f if "graph_id" not in e or e.get("replay") not in (2, 5)]
+    stray += [e for e in reps if e.get("first_replay", 2) not in (2, 5) or e.get("last_replay", 5) not in (2, 5)]
+    if stray:
+        fail(f"graph: events outside replays 2 and 5:{compact(stray)}\nall events:{compact(everything)}")
+    first = chain_events([e for e in f if e["replay"] == 2], "graph replay 2", everything)
+    if len([e for e in f if e["replay"] == 2]) != 4:
+        fail(f"graph replay 2: expected 4 nonfinite events:{compact(everything)}")
+    check_origin_chain(first, "graph replay 2", everything)
+    # Replay 5 repeats replay 2: either new events (A introduced again, since the clean replays 3
+    # and 4 closed the lineage) or repeats of the replay-2 events.
+    r5 = [e for e in f if e["replay"] == 5]
+    again, folded = {}, []
+    for key, kernel, _ in ORIGIN_CHAIN:
+        new = [e for e in r5 if kernel in e["kernel"]]
+        if len(new) == 1:
+            again[key] = new[0]
+        elif not new and any(e.get("of") == first[key]["id"] and e.get("total", 0) >= 2 for e in reps):
+            folded.append(key)
+        else:
+            fail(f"graph replay 5: {kernel}: want one new event or a repeat of event {first[key]['id']}, "
+                 f"got {len(new)} new events:{compact(everything)}")
+    if len(r5) != len(again):
+        fail(f"graph replay 5: events outside the chain:{compact(r5)}")
+    check_origin_chain(again, "graph replay 5", everything, link={k: first[k]["id"] for k in folded})
+    o = origins_summary(events, "graph")
+    root = o["roots"][0]
+    if root.get("event") != first["A"]["id"] or (root.get("first_leak") or {}).get("event") != first["C"]["id"]:
+        fail(f"graph: first summary root should be A of replay 2 ({first['A']['id']}) with first leak C "
+             f"({first['C']['id']}): {o}")
+
+    # fix: the padding rows of A are zeroed, so nothing reaches B, C, D.
+    p, events = under_nanscope([app, "fix"])
+    f = findings(events)
+    if "origin_chain: fix done" not in p.stdout or "logits_finite=1" not in p.stdout:
+        fail(f"fix: logits should be finite: {p.stdout}")
+    if (len(f) != 1 or "attn_softmax" not in f[0]["kernel"] or f[0].get("action") != "zeroed"
+            or f[0].get("origin") != "introduced" or f[0]["region"] != "padding"):
+        fail(f"fix: want exactly one event, attn_softmax zeroed, introduced, padding:{compact(origin_events(events))}")
+
+    # host: a NaN copied from the host into x, then read by consume.
+    p, events = under_nanscope([app, "host"])
+    f = findings(events)
+    if "origin_chain: host done" not in p.stdout:
+        fail(f"host: {p.stdout}")
+    hosts = [e for e in f if e["kernel"].startswith("cuMem")]
+    cons = [e for e in f if "consume" in e["kernel"]]
+    if len(hosts) != 1 or len(cons) != 1 or len(f) != 2:
+        fail(f"host: want one cuMem* event and one consume event:{compact(origin_events(events))}")
+    h, c = hosts[0], cons[0]
+    if (h.get("origin") != "host" or c.get("origin") != "propagated" or c.get("root") != [h["id"]]
+            or c.get("parents") != [h["id"]]):
+        fail(f"host: want {h['kernel']} origin host, consume propagated with parents/root [{h['id']}]:"
+             f"{compact([h, c])}")
+    if any(e["counts"]["nan"] != 1 or e["first_index"] != 7 for e in (h, c)):
+        fail(f"host: want one NaN at element 7: {[(e['counts'], e['first_index']) for e in (h, c)]}")
+    o = origins_summary(events, "host")
+    if o["roots"][0].get("event") != h["id"] or o["roots"][0].get("origin") != "host":
+        fail(f"host: summary root should be the copy ({h['id']}): {o}")
+    print(f"ok: origin chain: introduced in attn_softmax, leak at amax_quant, root linked through consume "
+          f"(eager, graph replays 2 and 5 with {len(folded)} folded, fix stops it at the source, host copy as a root)")
+
+
 def torch_available():
     return subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
                           capture_output=True).returncode == 0

@@ -1,0 +1,68 @@
+#include "buffer_slots.hpp"
+
+#include <algorithm>
+
+namespace nanscope {
+
+BufferSlots::BufferSlots(uint32_t slots) : slots_(std::max<uint32_t>(slots, 1)) {
+  for (uint32_t s = 0; s < slots_; ++s) free_.push_back(s);
+}
+
+uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (auto it = by_ptr_.find(ptr); it != by_ptr_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    TrackedBuffer& b = it->second.buf;
+    if (bytes) b.bytes = bytes, b.dtype = dtype;
+    return b.ref;
+  }
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.front();
+    free_.pop_front();
+  } else {
+    const uint64_t victim = lru_.back();
+    lru_.pop_back();
+    slot = by_ptr_.at(victim).buf.ref & 0xffffu;
+    by_ptr_.erase(victim);
+    ++evictions_;
+  }
+  // Generation 0 is never handed out: a zeroed state word (unknown) must not match.
+  uint16_t& gen = gen_[slot];
+  gen = static_cast<uint16_t>(gen + 1);
+  if (gen == 0) gen = 1;
+  lru_.push_front(ptr);
+  Entry e{TrackedBuffer{ptr, bytes, dtype, slot | uint32_t{gen} << 16}, lru_.begin()};
+  return by_ptr_.emplace(ptr, e).first->second.buf.ref;
+}
+
+std::optional<TrackedBuffer> BufferSlots::containing(uint64_t ptr) const {
+  std::lock_guard lock(mu_);
+  auto it = by_ptr_.upper_bound(ptr);
+  if (it == by_ptr_.begin()) return std::nullopt;
+  --it;
+  const TrackedBuffer& b = it->second.buf;
+  if (ptr >= b.ptr && ptr < b.ptr + std::max<uint64_t>(b.bytes, 1) && b.dtype != DType::none) return b;
+  return std::nullopt;
+}
+
+void BufferSlots::forget_range(uint64_t base, uint64_t size) {
+  std::lock_guard lock(mu_);
+  for (auto it = by_ptr_.lower_bound(base); it != by_ptr_.end() && it->first < base + size;) {
+    free_.push_back(it->second.buf.ref & 0xffffu);
+    lru_.erase(it->second.lru);
+    it = by_ptr_.erase(it);
+  }
+}
+
+std::size_t BufferSlots::size() const {
+  std::lock_guard lock(mu_);
+  return by_ptr_.size();
+}
+
+uint64_t BufferSlots::evictions() const {
+  std::lock_guard lock(mu_);
+  return evictions_;
+}
+
+}  // namespace nanscope

@@ -1,0 +1,52 @@
+// Slots of the device origin-state array (one 64-bit word per tracked buffer, see scan_abi.h):
+// which buffer owns which slot, with a generation so a reused slot's stale word is never read
+// as the new buffer's. Least recently used buffers give their slot up when all are taken.
+// Host only, no CUDA; thread-safe.
+#pragma once
+#include <cstdint>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "signature.hpp"
+
+namespace nanscope {
+
+struct TrackedBuffer {
+  uint64_t ptr = 0;
+  uint64_t bytes = 0;  // extent last scanned (0 when only seen as an input)
+  DType dtype = DType::none;
+  uint32_t ref = 0;    // slot | generation << 16, as a task carries it
+};
+
+class BufferSlots {
+ public:
+  explicit BufferSlots(uint32_t slots);
+
+  // The slot reference of the buffer starting at `ptr`, assigning one (and recording its
+  // extent and dtype when known) on first sight.
+  uint32_t ref_for(uint64_t ptr, DType dtype = DType::none, uint64_t bytes = 0);
+  // The tracked buffer whose scanned extent holds `ptr` (for copies and sets into it).
+  std::optional<TrackedBuffer> containing(uint64_t ptr) const;
+  // A freed allocation: forget every buffer inside [base, base + size).
+  void forget_range(uint64_t base, uint64_t size);
+
+  std::size_t size() const;
+  uint64_t evictions() const;
+
+ private:
+  struct Entry {
+    TrackedBuffer buf;
+    std::list<uint64_t>::iterator lru;
+  };
+  mutable std::mutex mu_;
+  const uint32_t slots_;
+  std::map<uint64_t, Entry> by_ptr_;
+  std::list<uint64_t> lru_;           // front: most recently used
+  std::list<uint32_t> free_;          // slots never used or given back
+  std::map<uint32_t, uint16_t> gen_;  // generation of each slot handed out before
+  uint64_t evictions_ = 0;
+};
+
+}  // namespace nanscope
