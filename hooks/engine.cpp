@@ -423,13 +423,16 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
   if (check_watches) {
     snapshot = watches_.snapshot();
     for (uint32_t i = 0; i < k.params.size(); ++i) {
-      const ParamRole role = i < k.roles.size() ? k.roles[i] : ParamRole::other;
+      const ParamRole param_role = i < k.roles.size() ? k.roles[i] : ParamRole::other;
       const char* bytes = param_bytes(a, k.params, i);
       if (!bytes) continue;
       for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
         uint64_t v = 0;
         std::memcpy(&v, bytes + off, sizeof(v));
         if (!v) continue;
+        // In PyTorch's std::array<char*, N> only the first pointer is the output.
+        const ParamRole role =
+            static_cast<int32_t>(i) == k.output_first_array ? (off == 0 ? ParamRole::output : ParamRole::input) : param_role;
         WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) {
           if (role != ParamRole::output) watch_inputs.push_back(&e.spec);
           // A const pointer is read, not written: the buffer cannot have changed.

@@ -88,6 +88,10 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
     return k;
   }
   for (const ParamSig& p : sig.params) k.roles.push_back(p.role);
+  if (k.demangled.find("at::native::vectorized_elementwise_kernel<") != std::string::npos ||
+      k.demangled.find("at::native::unrolled_elementwise_kernel<") != std::string::npos)
+    for (uint32_t i = 0; i < sig.params.size(); ++i)
+      if (sig.params[i].type.rfind("std::array<char*,", 0) == 0) k.output_first_array = static_cast<int32_t>(i);
   k.hidden_reads = false;
   for (uint32_t i = 0; i < sig.params.size(); ++i) {
     const ParamSig& p = sig.params[i];

@@ -34,6 +34,10 @@ struct KernelInfo {
   std::vector<OutputParam> outputs;
   std::vector<OutputParam> inputs;    // const floating pointers: the tracked reads (origin)
   bool hidden_reads = true;           // parameters that may hold pointers nanscope cannot see
+  // PyTorch's single-output elementwise kernels (vectorized / unrolled) take their tensors as
+  // one std::array<char*, N>, output first: the index of that parameter, or -1. Only its
+  // first pointer is written; the others are inputs.
+  int32_t output_first_array = -1;
   std::vector<std::pair<uint32_t, uint32_t>> params;  // offset, size of each parameter
   bool params_known = false;
   std::vector<uint32_t> rules;        // indices of matching rules
