@@ -241,8 +241,9 @@ int main(int argc, char** argv) {
 
   // ---- 3. Row-aware scan and fused scan+fix over [1024,128,512] bf16, 16 padding rows.
   {
-    CUfunction scan_rows;
+    CUfunction scan_rows, scan_zero;
     CU(cuModuleGetFunction(&scan_rows, mod, "nanscope_scan_rows"));
+    CU(cuModuleGetFunction(&scan_zero, mod, "nanscope_scan_rows_zero"));
     const uint64_t rows = 1024, row_elems = 128 * 512, elems = rows * row_elems;
     fill_random<<<1024, 256, 0, s>>>((uint32_t*)buf, elems / 2, 7, 0xbfffbfffu, 0);
     std::vector<int> seq(rows, 5);
@@ -262,6 +263,9 @@ int main(int argc, char** argv) {
     int fit = 0;
     CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows, (int)rows_pol.threads, 0));
     rows_pol.blocks_per_sm = std::min<unsigned>(rows_pol.blocks_per_sm, (unsigned)fit);
+    nanscope::ScanPolicy zero_pol;
+    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_zero, (int)zero_pol.threads, 0));
+    zero_pol.blocks_per_sm = std::min<unsigned>(zero_pol.blocks_per_sm, (unsigned)fit);
     auto time_task = [&](CUfunction fn, bool row_aware, bool fix) {
       nanscope_scan_task t = make_task(ch, 200, buf, elems, NS_BF16);
       if (row_aware) {
@@ -297,9 +301,9 @@ int main(int argc, char** argv) {
         tasks[i].row_aware_mask = 1;
         tasks[i].row_specs[0] = {B, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 1u, 1,
                                  1.0 / row_elems, 1u, 1u, state};
-        const unsigned g = nanscope::scan_grid_for_task(rows_pol, tasks[i], B * row_elems * 2, prop.multiProcessorCount);
+        const unsigned g = nanscope::scan_grid_for_task(zero_pol, tasks[i], B * row_elems * 2, prop.multiProcessorCount);
         void* params[] = {&tasks[i]};
-        CU(cuLaunchKernel(scan_rows, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+        CU(cuLaunchKernel(scan_zero, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
       }
       CK(cudaStreamEndCapture(s, &gr));
       CK(cudaGraphInstantiate(&ge, gr, 0));

@@ -38,6 +38,7 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuModuleLoadData(&module_, nanscope_kernels_fatbin));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
+  NANSCOPE_TRY(cuModuleGetFunction(&scan_zero_fn_, module_, "nanscope_scan_rows_zero"));
   // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
   const ScanPolicy policy;
   int fit = 0;
@@ -45,6 +46,8 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
     plain_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
   if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
     rows_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
+  if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_zero_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
+    zero_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
 
   const size_t channel_bytes =
       sizeof(nanscope_channel_host) + size_t{limits_.channel_records} * sizeof(nanscope_record);
@@ -166,10 +169,13 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
 
 CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const {
   ScanPolicy policy;
-  policy.blocks_per_sm = task.row_aware_mask ? rows_blocks_per_sm_ : plain_blocks_per_sm_;
+  bool zero_only = false;  // zero_padding tasks run their own entry point
+  for (uint32_t b = 0; b < task.buffer_count; ++b)
+    zero_only |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].zero_only;
+  policy.blocks_per_sm = zero_only ? zero_blocks_per_sm_ : task.row_aware_mask ? rows_blocks_per_sm_ : plain_blocks_per_sm_;
   slot[0] = &task;
   CUDA_KERNEL_NODE_PARAMS p{};
-  p.func = task.row_aware_mask ? scan_rows_fn_ : scan_fn_;
+  p.func = zero_only ? scan_zero_fn_ : task.row_aware_mask ? scan_rows_fn_ : scan_fn_;
   p.gridDimX = scan_grid_for_task(policy, task, max_bytes, sm_count_);
   p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = policy.threads;

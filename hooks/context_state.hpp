@@ -47,7 +47,7 @@ class ContextState {
   bool prepare_task(nanscope_scan_task& task, bool captured, CUdeviceptr accum = 0);
   // Kernel-node parameters running the scan of `task`; `slot` must outlive their use.
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const;
-  bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_; }
+  bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_; }
 
   // Copies device memory to the host through the private stream (never an app stream), from
   // any thread. Returns an empty string or the driver's error.
@@ -77,7 +77,8 @@ class ContextState {
   CUmodule module_ = nullptr;
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
-  unsigned plain_blocks_per_sm_ = 4, rows_blocks_per_sm_ = 4;  // ScanPolicy, capped by occupancy
+  CUfunction scan_zero_fn_ = nullptr;  // row-aware, for zero_padding tasks
+  unsigned plain_blocks_per_sm_ = 4, rows_blocks_per_sm_ = 4, zero_blocks_per_sm_ = 4;  // ScanPolicy, capped by occupancy
   std::mutex bitmap_mu_;
   std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)
   std::vector<CUdeviceptr> retired_bitmaps_;

@@ -38,11 +38,14 @@ uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
 
 std::optional<TrackedBuffer> BufferSlots::containing(uint64_t ptr) const {
   std::lock_guard lock(mu_);
+  // The nearest buffers at or below ptr: an input-only (untyped) or small buffer may start
+  // inside a larger typed one, so look a few entries back, not only at the nearest.
   auto it = by_ptr_.upper_bound(ptr);
-  if (it == by_ptr_.begin()) return std::nullopt;
-  --it;
-  const TrackedBuffer& b = it->second.buf;
-  if (ptr >= b.ptr && ptr < b.ptr + std::max<uint64_t>(b.bytes, 1) && b.dtype != DType::none) return b;
+  for (int steps = 0; steps < 16 && it != by_ptr_.begin(); ++steps) {
+    --it;
+    const TrackedBuffer& b = it->second.buf;
+    if (b.dtype != DType::none && ptr < b.ptr + std::max<uint64_t>(b.bytes, 1)) return b;
+  }
   return std::nullopt;
 }
 

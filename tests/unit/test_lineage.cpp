@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lineage.hpp"
+#include "lineage_rows.hpp"
 
 namespace nanscope::lineage {
 namespace {
@@ -17,24 +18,8 @@ using Ids = std::vector<uint64_t>;
 
 constexpr BufferId a{0xa000}, b{0xb000}, c{0xc000}, d{0xd000}, e{0xe000};
 
-RowSet rows(uint64_t first, uint64_t last, bool padding) {
-  RowSet r;
-  r.ranges.push_back(RowRange{first, last, padding});
-  (padding ? r.counts_padding : r.counts_real) = last - first + 1;
-  return r;
-}
-RowSet padding(uint64_t first, uint64_t last) { return rows(first, last, true); }
-RowSet real(uint64_t first, uint64_t last) { return rows(first, last, false); }
+using namespace testing_rows;
 
-// "first-last:p|r ..." for a compact comparison.
-std::string show(const RowSet& r) {
-  std::string s;
-  for (const auto& x : r.ranges) {
-    if (!s.empty()) s += ' ';
-    s += std::to_string(x.first) + '-' + std::to_string(x.last) + (x.padding ? ":p" : ":r");
-  }
-  return s;
-}
 
 class Lineage : public ::testing::Test {
  protected:

@@ -1,0 +1,174 @@
+// Tests for src/buffer_slots.cpp: slot references (slot | generation << 16), the same ref for the
+// same buffer, LRU eviction that reuses the slot under a new generation (never 0), lookups by an
+// address inside a tracked extent, and freed ranges giving their slots back.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+
+#include "buffer_slots.hpp"
+
+namespace nanscope {
+namespace {
+
+uint32_t slot_of(uint32_t ref) { return ref & 0xffffu; }
+uint32_t gen_of(uint32_t ref) { return ref >> 16; }
+
+constexpr uint64_t kA = 0x10000, kB = 0x20000, kC = 0x30000;
+
+TEST(BufferSlots, SamePtrGetsTheSameRef) {
+  BufferSlots s(4);
+  const uint32_t r = s.ref_for(kA, DType::f32, 256);
+  EXPECT_LT(slot_of(r), 4u);
+  EXPECT_NE(gen_of(r), 0u);
+  EXPECT_EQ(s.ref_for(kA), r);                     // seen again as an input
+  EXPECT_EQ(s.ref_for(kA, DType::f16, 128), r);    // rescanned with another extent
+  EXPECT_EQ(s.size(), 1u);
+  EXPECT_EQ(s.evictions(), 0u);
+}
+
+TEST(BufferSlots, DifferentPtrsGetDifferentSlots) {
+  BufferSlots s(3);
+  const uint32_t ra = s.ref_for(kA), rb = s.ref_for(kB), rc = s.ref_for(kC);
+  const std::set<uint32_t> slots = {slot_of(ra), slot_of(rb), slot_of(rc)};
+  EXPECT_EQ(slots.size(), 3u);
+  for (uint32_t r : {ra, rb, rc}) {
+    EXPECT_LT(slot_of(r), 3u);
+    EXPECT_NE(gen_of(r), 0u);
+  }
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_EQ(s.evictions(), 0u);
+}
+
+TEST(BufferSlots, FullEvictsTheLeastRecentlyUsedUnderANewGeneration) {
+  BufferSlots s(2);
+  const uint32_t ra = s.ref_for(kA, DType::f32, 64);
+  const uint32_t rb = s.ref_for(kB, DType::f32, 64);
+  EXPECT_EQ(s.ref_for(kA), ra);  // A is now the most recently used: B goes first
+  const uint32_t rc = s.ref_for(kC, DType::f32, 64);
+  EXPECT_EQ(s.evictions(), 1u);
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(slot_of(rc), slot_of(rb));  // B's slot, reused
+  EXPECT_NE(gen_of(rc), gen_of(rb));    // so a stale word of B's never matches C
+  EXPECT_NE(rc, rb);
+  EXPECT_NE(gen_of(rc), 0u);
+  EXPECT_FALSE(s.containing(kB));       // B is no longer tracked
+  ASSERT_TRUE(s.containing(kC));
+  EXPECT_EQ(s.containing(kC)->ref, rc);
+  EXPECT_EQ(s.ref_for(kA), ra);         // A kept its slot; C is now the least recently used
+
+  // B comes back: a new buffer as far as the slots know, in C's slot under yet another generation.
+  const uint32_t rb2 = s.ref_for(kB, DType::f32, 64);
+  EXPECT_EQ(s.evictions(), 2u);
+  EXPECT_EQ(slot_of(rb2), slot_of(rc));
+  EXPECT_NE(rb2, rb);
+  EXPECT_NE(rb2, rc);
+  EXPECT_EQ(s.ref_for(kA), ra);
+  EXPECT_FALSE(s.containing(kC));
+}
+
+TEST(BufferSlots, GenerationIsNeverZeroEvenWhenItWraps) {
+  BufferSlots s(1);  // every new buffer evicts the last one and bumps slot 0's generation
+  uint32_t prev = s.ref_for(kA);
+  EXPECT_EQ(slot_of(prev), 0u);
+  for (uint32_t i = 1; i < 70000; ++i) {  // past 2^16 handouts
+    const uint32_t r = s.ref_for(i % 2 ? kB : kA);
+    ASSERT_EQ(slot_of(r), 0u) << i;
+    ASSERT_NE(gen_of(r), 0u) << i;
+    ASSERT_NE(r, prev) << i;
+    prev = r;
+  }
+  EXPECT_EQ(s.evictions(), 69999u);
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(BufferSlots, ZeroSlotsMeansOne) {
+  BufferSlots s(0);
+  const uint32_t ra = s.ref_for(kA);
+  EXPECT_EQ(slot_of(ra), 0u);
+  EXPECT_NE(gen_of(ra), 0u);
+  EXPECT_EQ(s.ref_for(kA), ra);
+  s.ref_for(kB);
+  EXPECT_EQ(s.evictions(), 1u);
+  EXPECT_EQ(s.size(), 1u);
+}
+
+TEST(BufferSlots, ContainingFindsTheTrackedExtent) {
+  BufferSlots s(4);
+  const uint32_t ra = s.ref_for(kA, DType::f32, 256);
+  s.ref_for(kB);  // only seen as an input: no dtype, no extent
+  std::optional<TrackedBuffer> hit = s.containing(kA);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->ptr, kA);
+  EXPECT_EQ(hit->bytes, 256u);
+  EXPECT_EQ(hit->dtype, DType::f32);
+  EXPECT_EQ(hit->ref, ra);
+  ASSERT_TRUE(s.containing(kA + 100));
+  EXPECT_EQ(s.containing(kA + 100)->ptr, kA);
+  ASSERT_TRUE(s.containing(kA + 255));  // last byte
+  EXPECT_FALSE(s.containing(kA + 256));  // one past the end
+  EXPECT_FALSE(s.containing(kA - 1));
+  EXPECT_FALSE(s.containing(0));
+  EXPECT_FALSE(s.containing(kB));        // dtype unknown: not a copy target
+  EXPECT_FALSE(s.containing(kB + 8));
+  EXPECT_FALSE(s.containing(kC));
+
+  s.ref_for(kA);  // seen as an input again: the extent and dtype stay
+  ASSERT_TRUE(s.containing(kA + 200));
+  EXPECT_EQ(s.containing(kA + 200)->dtype, DType::f32);
+
+  const uint32_t rb = s.ref_for(kB, DType::f16, 64);  // now scanned: it has an extent
+  ASSERT_TRUE(s.containing(kB + 63));
+  EXPECT_EQ(s.containing(kB + 63)->ref, rb);
+  EXPECT_EQ(s.containing(kB + 63)->dtype, DType::f16);
+  EXPECT_FALSE(s.containing(kB + 64));
+}
+
+TEST(BufferSlots, ForgetRangeDropsEveryBufferInsideAndGivesSlotsBack) {
+  BufferSlots s(4);
+  const uint64_t base = 0x100000, size = 0x1000;
+  const uint32_t r0 = s.ref_for(base, DType::f32, 64);
+  s.ref_for(base + 0x100, DType::f32, 64);
+  s.ref_for(base + 0xfff, DType::f32, 1);
+  const uint32_t rend = s.ref_for(base + size, DType::f32, 64);  // the next allocation
+  EXPECT_EQ(s.size(), 4u);
+
+  s.forget_range(base, size);
+  EXPECT_EQ(s.size(), 1u);
+  EXPECT_FALSE(s.containing(base));
+  EXPECT_FALSE(s.containing(base + 0x110));
+  ASSERT_TRUE(s.containing(base + size));
+  EXPECT_EQ(s.containing(base + size)->ref, rend);
+
+  // Three slots are free again: no eviction needed, and the same address is a new buffer.
+  const uint32_t again = s.ref_for(base, DType::f32, 64);
+  EXPECT_NE(again, r0);
+  EXPECT_NE(gen_of(again), 0u);
+  s.ref_for(base + 0x100);
+  s.ref_for(base + 0x200);
+  EXPECT_EQ(s.evictions(), 0u);
+  EXPECT_EQ(s.size(), 4u);
+  EXPECT_EQ(s.ref_for(base + size), rend);
+}
+
+TEST(BufferSlots, ForgottenSlotReusedWithANewGeneration) {
+  BufferSlots s(2);
+  const uint32_t ra = s.ref_for(kA, DType::f32, 64);
+  const uint32_t rb = s.ref_for(kB, DType::f32, 64);
+  s.forget_range(kA, 64);
+  EXPECT_EQ(s.size(), 1u);
+  const uint32_t ra2 = s.ref_for(kA, DType::f32, 64);
+  EXPECT_EQ(s.evictions(), 0u);           // the freed slot, not B's
+  EXPECT_EQ(slot_of(ra2), slot_of(ra));
+  EXPECT_NE(gen_of(ra2), gen_of(ra));
+  EXPECT_NE(ra2, ra);
+  EXPECT_EQ(s.ref_for(kB), rb);
+
+  s.forget_range(kC, 0x1000);  // nothing there: nothing changes
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_EQ(s.ref_for(kA), ra2);
+}
+
+}  // namespace
+}  // namespace nanscope
