@@ -875,8 +875,15 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
 
   // Identical findings (same site, buffer, region and rows) fold together; a change of region
   // or rows is a new event: padding-only turning real is what users need to see.
+  // The origin's kind is part of the site too: a NaN re-introduced after its lineage closed must
+  // not fold into an earlier propagated event, nor the reverse.
+  const char* origin_kind = !f.origin_tracked       ? ""
+                            : f.parent_count > 0    ? "propagated"
+                            : f.host_write          ? "host"
+                            : f.input_unknown || f.reads_untracked ? "unknown"
+                                                    : "introduced";
   Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node, region, f.ptr, f.watch_id,
-                       f.row_aware ? ranges_text(f) : std::string()}];
+                       (f.row_aware ? ranges_text(f) : std::string()) + "|" + origin_kind}];
   ++site.total;
   if (site.total == 1) site.first_replay = f.replay;
   site.last_replay = f.replay;

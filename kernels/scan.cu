@@ -590,13 +590,28 @@ __device__ __forceinline__ void scan_main(const Task& t) {
       }
     }
     scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr);
-    if (c.any()) {  // rare: only threads that saw a bad value touch shared memory
-      atomicAdd(&s_pad[b], c.padding);
-      atomicAdd(&s_nan[b], c.nan);
-      atomicAdd(&s_pinf[b], c.pos_inf);
-      atomicAdd(&s_ninf[b], c.neg_inf);
-      atomicMin(&s_first[b], c.first);
-      atomicMax(&s_last[b], c.last);
+    // Rare: only warps that saw a bad value touch shared memory, one lane each. A buffer full
+    // of NaN would otherwise serialise hundreds of threads on the same shared counters.
+    const unsigned found = __ballot_sync(0xffffffffu, c.any());
+    if (found) {
+      const unsigned pad = __reduce_add_sync(0xffffffffu, c.padding), nan = __reduce_add_sync(0xffffffffu, c.nan),
+                     pinf = __reduce_add_sync(0xffffffffu, c.pos_inf),
+                     ninf = __reduce_add_sync(0xffffffffu, c.neg_inf);
+      unsigned long long first = c.first, last = c.last;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o), l = __shfl_xor_sync(0xffffffffu, last, o);
+        first = f < first ? f : first;
+        last = l > last ? l : last;
+      }
+      if ((threadIdx.x & 31) == (unsigned)(__ffs(found) - 1)) {
+        atomicAdd(&s_pad[b], pad);
+        atomicAdd(&s_nan[b], nan);
+        atomicAdd(&s_pinf[b], pinf);
+        atomicAdd(&s_ninf[b], ninf);
+        atomicMin(&s_first[b], first);
+        atomicMax(&s_last[b], last);
+      }
     }
   }
   __syncthreads();

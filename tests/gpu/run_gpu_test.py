@@ -59,9 +59,9 @@ def read_log(path):
     return events
 
 
-def under_nanscope(app_cmd, extra_args=()):
+def under_nanscope(app_cmd, extra_args=(), env=None):
     log = tempfile.mktemp(suffix=".jsonl")
-    p = run([BIN, "--log", log, *extra_args, "--", *app_cmd])
+    p = run([BIN, "--log", log, *extra_args, "--", *app_cmd], env=env)
     return p, read_log(log)
 
 
@@ -590,6 +590,51 @@ def test_profiler_degrades():
     if ours + kineto == 0:
         fail("no message says that the two CUPTI users conflict")
     print(f"ok: profiler run completed, same result; nanscope messages={ours}, profiler messages={kineto}")
+
+
+def test_launch_variants():
+    """Launch forms the other apps do not use, a channel overflow, and LD_PRELOAD attach."""
+    app = os.path.join(BIN_DIR, "launch_variants_app")
+    ptsz = os.path.join(BIN_DIR, "launch_variants_ptsz_app")
+    for binary, mode, bad in ((app, "extra", 5), (app, "cooperative", 6), (ptsz, "ptsz", 7)):
+        p, events = under_nanscope([binary, mode])
+        got = [e for e in findings(events) if "make_nan" in e["kernel"]]
+        if f"launch_variants: {mode} ok" not in p.stdout:
+            fail(f"{mode}: the app did not finish:\n{p.stdout}\n{p.stderr}")
+        if len(got) != 1:
+            fail(f"{mode}: expected one make_nan finding, got {got}")
+        e = got[0]
+        if (e["buffer"]["arg"], e["counts"]["nan"], e["first_index"]) != (0, 1, bad):
+            fail(f"{mode}: expected arg 0, 1 NaN at {bad}: {e}")
+
+    # 300 findings into a 16-record ring whose reader sleeps a second: the device drops and counts.
+    p, events = under_nanscope([app, "overflow"], ["--channel-records", "16"], env={"NANSCOPE_POLL_US": "1000000"})
+    if "launch_variants: overflow launches=300" not in p.stdout:
+        fail(f"overflow: the app did not finish:\n{p.stdout}\n{p.stderr}")
+    summary = [e for e in events if e["event"] == "summary"]
+    if len(summary) != 1:
+        fail(f"overflow: expected one summary, got {summary}")
+    s = summary[0]
+    if not s["overflow"] > 0 or s["findings"] + s["overflow"] != 300:
+        fail(f"overflow: expected findings + overflow == 300 with overflow > 0: {s}")
+    if not any(e["event"] == "warning" and e.get("what") == "channel_overflow" for e in events):
+        fail("overflow: no channel_overflow warning")
+
+    # LD_PRELOAD attaches like injection and finds the same NaN.
+    nan_sources = os.path.join(BIN_DIR, "nan_sources")
+    def key(e):
+        c = e["counts"]
+        return (e["kernel"], e["buffer"]["arg"], c["nan"], c["pos_inf"], c["neg_inf"], e["first_index"])
+    _, injected = under_nanscope([nan_sources])
+    _, preloaded = under_nanscope([nan_sources], ["--preload"])
+    attach = [[e.get("attach") for e in ev if e["event"] == "start"] for ev in (injected, preloaded)]
+    if attach != [["injection"], ["preload"]]:
+        fail(f"attach modes: expected injection then preload, got {attach}")
+    a, b = sorted(map(key, findings(injected))), sorted(map(key, findings(preloaded)))
+    if a != b or len(a) != 8:
+        fail(f"preload found something else than injection:\n{a}\n{b}")
+    print(f"ok: extra, cooperative and per-thread launches reported; overflow {s['overflow']} of 300 counted "
+          f"with a warning; LD_PRELOAD finds the same {len(b)} findings")
 
 
 def main():
