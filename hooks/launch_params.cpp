@@ -76,92 +76,66 @@ void set_fields(const void* params, CopyArgs& out, uint32_t element_bytes, const
   if constexpr (requires { p->hStream; }) out.stream = p->hStream;
 }
 
+using K = CopyArgs::Kind;
+
+// Each hooked copy or memset: the call on the legacy stream, its per-thread twin (a null stream
+// there means the per-thread default stream), and how to read its parameters. One table serves
+// the decoding and the list of callbacks to enable.
+struct CopyForm {
+  CUpti_CallbackId plain, per_thread;
+  void (*decode)(const void* params, CopyArgs& out);
+};
+
+const CopyForm kCopyForms[] = {
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+     [](const void* p, CopyArgs& o) { copy_fields<cuMemcpyHtoD_v2_params>(p, o, K::host_to_device, "cuMemcpyHtoD"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+     [](const void* p, CopyArgs& o) {
+       copy_fields<cuMemcpyHtoDAsync_v2_params>(p, o, K::host_to_device, "cuMemcpyHtoDAsync");
+     }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+     [](const void* p, CopyArgs& o) { copy_fields<cuMemcpyDtoD_v2_params>(p, o, K::device_to_device, "cuMemcpyDtoD"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+     [](const void* p, CopyArgs& o) {
+       copy_fields<cuMemcpyDtoDAsync_v2_params>(p, o, K::device_to_device, "cuMemcpyDtoDAsync");
+     }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+     [](const void* p, CopyArgs& o) { copy_fields<cuMemcpy_params>(p, o, K::unified, "cuMemcpy"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+     [](const void* p, CopyArgs& o) { copy_fields<cuMemcpyAsync_params>(p, o, K::unified, "cuMemcpyAsync"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+     [](const void* p, CopyArgs& o) { set_fields<cuMemsetD8_v2_params>(p, o, 1, "cuMemsetD8"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+     [](const void* p, CopyArgs& o) { set_fields<cuMemsetD16_v2_params>(p, o, 2, "cuMemsetD16"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+     [](const void* p, CopyArgs& o) { set_fields<cuMemsetD32_v2_params>(p, o, 4, "cuMemsetD32"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+     [](const void* p, CopyArgs& o) { set_fields<cuMemsetD8Async_params>(p, o, 1, "cuMemsetD8Async"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+     [](const void* p, CopyArgs& o) { set_fields<cuMemsetD16Async_params>(p, o, 2, "cuMemsetD16Async"); }},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+     [](const void* p, CopyArgs& o) { set_fields<cuMemsetD32Async_params>(p, o, 4, "cuMemsetD32Async"); }},
+};
+
 }  // namespace
 
 bool decode_copy(CUpti_CallbackId cbid, const void* params, CopyArgs& out) {
-  using K = CopyArgs::Kind;
   out = CopyArgs{};
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds:
-      copy_fields<cuMemcpyHtoD_v2_params>(params, out, K::host_to_device, "cuMemcpyHtoD");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz:
-      copy_fields<cuMemcpyHtoDAsync_v2_params>(params, out, K::host_to_device, "cuMemcpyHtoDAsync");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds:
-      copy_fields<cuMemcpyDtoD_v2_params>(params, out, K::device_to_device, "cuMemcpyDtoD");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz:
-      copy_fields<cuMemcpyDtoDAsync_v2_params>(params, out, K::device_to_device, "cuMemcpyDtoDAsync");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds:
-      copy_fields<cuMemcpy_params>(params, out, K::unified, "cuMemcpy");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz:
-      copy_fields<cuMemcpyAsync_params>(params, out, K::unified, "cuMemcpyAsync");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds:
-      set_fields<cuMemsetD8_v2_params>(params, out, 1, "cuMemsetD8");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds:
-      set_fields<cuMemsetD16_v2_params>(params, out, 2, "cuMemsetD16");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds:
-      set_fields<cuMemsetD32_v2_params>(params, out, 4, "cuMemsetD32");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz:
-      set_fields<cuMemsetD8Async_params>(params, out, 1, "cuMemsetD8Async");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz:
-      set_fields<cuMemsetD16Async_params>(params, out, 2, "cuMemsetD16Async");
-      break;
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz:
-      set_fields<cuMemsetD32Async_params>(params, out, 4, "cuMemsetD32Async");
-      break;
-    default:
-      return false;
+  for (const CopyForm& f : kCopyForms) {
+    if (cbid != f.plain && cbid != f.per_thread) continue;
+    f.decode(params, out);
+    if (!out.stream && cbid == f.per_thread) out.stream = CU_STREAM_PER_THREAD;
+    return true;
   }
-  const bool per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz ||
-                          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz;
-  if (!out.stream && per_thread) out.stream = CU_STREAM_PER_THREAD;
-  return true;
+  return false;
 }
 
 const std::vector<CUpti_CallbackId>& copy_cbids() {
-  static const std::vector<CUpti_CallbackId> ids = {
-      CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,       CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
-      CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,       CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
-      CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,  CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemcpy,              CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
-      CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,         CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,         CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
-      CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,        CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
-      CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,        CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
-      CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,       CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,      CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,      CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
-  };
+  static const std::vector<CUpti_CallbackId> ids = [] {
+    std::vector<CUpti_CallbackId> v;
+    for (const CopyForm& f : kCopyForms) v.insert(v.end(), {f.plain, f.per_thread});
+    return v;
+  }();
   return ids;
 }
 
