@@ -250,7 +250,7 @@ void Engine::add_origin(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     if (ptr) add_input(slots.ref_for(ptr, in.dtype));
   }
   for (const WatchSpec* w : watch_inputs)
-    add_input(slots.ref_for(w->ptr, w->dtype, ((w->rows - 1) * w->stride() + w->row_elements) * dtype_size(w->dtype)));
+    add_input(slots.ref_for(w->ptr, w->dtype, w->extent_bytes()));
   task.in_count = ins;
   if (k.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
 }
@@ -377,7 +377,7 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    const uint64_t elements = (w.rows - 1) * w.stride() + w.row_elements;
+    const uint64_t elements = w.extent_bytes() / dtype_size(w.dtype);
     task.buffers[n] = {w.ptr, elements, static_cast<uint32_t>(w.dtype), arg};
     nanscope_row_spec& rs = task.row_specs[n];
     rs.rows = w.rows;
@@ -877,18 +877,15 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
   // or rows is a new event: padding-only turning real is what users need to see.
   // The origin's kind is part of the site too: a NaN re-introduced after its lineage closed must
   // not fold into an earlier propagated event, nor the reverse.
-  const char* origin_kind = !f.origin_tracked       ? ""
-                            : f.parent_count > 0    ? "propagated"
-                            : f.host_write          ? "host"
-                            : f.input_unknown || f.reads_untracked ? "unknown"
-                                                    : "introduced";
+  const std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs);
+  const char* origin_kind = lineage_input ? lineage::origin_name(lineage::device_origin(*lineage_input)) : "";
   Site& site = sites_[{f.kernel_id, f.arg, f.graph_id, f.graph_node, region, f.ptr, f.watch_id,
                        (f.row_aware ? ranges_text(f) : std::string()) + "|" + origin_kind}];
   ++site.total;
   if (site.total == 1) site.first_replay = f.replay;
   site.last_replay = f.replay;
   if (cfg_.aggregate && site.total > 1 && !abort_now) {
-    classify(f, cs, site.first_event, /*repeat=*/true);  // its children name the event it repeats
+    classify(lineage_input, site.first_event, /*repeat=*/true);  // its children name the event it repeats
     // Bounded log volume: repeat events at totals 4, 16, 64, ... (powers of four), and a
     // closing total at exit.
     ++site.pending;
@@ -932,7 +929,7 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
     if (f.fixed) j["action"] = "zeroed";
   }
   const uint64_t id = log_->reserve_id();
-  const auto origin = classify(f, cs, id, /*repeat=*/false);
+  const auto origin = classify(lineage_input, id, /*repeat=*/false);
   if (origin) {
     j["origin"] = lineage::origin_name(origin->origin);
     if (origin->origin == lineage::Origin::unknown) j["origin_why"] = lineage::unknown_name(origin->why);
@@ -954,7 +951,7 @@ void Engine::handle_finding(const Finding& f, ContextState& cs) {
   if (origin && origin->leak)  // the moment it happens, not only in the summary
     log_->warn(fmt::format("leak: non-finite values crossed from padding rows into real rows in {} ('{}', event {}, "
                            "from event{} {})",
-                           kernel.size() > 120 ? kernel.substr(0, 117) + "..." : kernel,
+                           short_name(kernel),
                            meta.name.empty() ? hex(f.ptr) : meta.name, id, origin->parents.size() > 1 ? "s" : "",
                            fmt::join(origin->parents, ", ")));
 
@@ -1009,15 +1006,12 @@ Json Engine::origins_json(const lineage::Summary& o) {
               {"leaks", o.leaks},          {"evictions", o.evictions}};
 }
 
-std::optional<lineage::Verdict> Engine::classify(const Finding& f, const ContextState& cs, uint64_t event_id,
-                                                 bool repeat) {
+std::optional<lineage::DeviceFinding> Engine::device_finding(const Finding& f, const ContextState& cs) {
   if (!f.origin_tracked) return std::nullopt;
   // Sequence numbers are per context: the device ordinal keeps contexts apart.
   const uint64_t ctx_bits = static_cast<uint64_t>(cs.device() + 1) << 48;
   lineage::DeviceFinding d;
   d.seq = ctx_bits | f.seq;
-  d.event_id = event_id;
-  d.repeat = repeat;
   d.buffer = {f.ptr};
   if (f.row_aware && f.padding_source != PaddingSource::none) d.rows = f.verdict;
   d.site = {f.launch_id, f.kernel_id, f.stream, f.captured, f.graph_id, f.graph_node, f.replay};
@@ -1027,8 +1021,16 @@ std::optional<lineage::Verdict> Engine::classify(const Finding& f, const Context
   d.reads_untracked = f.reads_untracked;
   d.host = f.host_write;
   d.fixed = f.fixed;
+  return d;
+}
+
+std::optional<lineage::Verdict> Engine::classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id,
+                                                 bool repeat) {
+  if (!d) return std::nullopt;
+  d->event_id = event_id;
+  d->repeat = repeat;
   std::lock_guard lock(lineage_mu_);
-  return lineage_.on_device_finding(d);
+  return lineage_.on_device_finding(*d);
 }
 
 std::string Engine::dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event) {

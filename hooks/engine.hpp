@@ -46,11 +46,12 @@ class Engine {
   void on_mem_alloc(CUpti_CallbackId cbid, const void* params);
   void on_mem_free(CUpti_CallbackId cbid, const void* params);
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
-  static constexpr uint32_t kCopyArg = 0xffff;
-  // NaN origin of a drained finding (event `event_id`, or the event it repeats); nullopt when
-  // the scan kept no origin state. Callers hold drain_mu_.
-  std::optional<lineage::Verdict> classify(const Finding& f, const ContextState& cs, uint64_t event_id, bool repeat);
-  Json origins_json(const lineage::Summary& origins);  // record arg of a rescan after a copy or memset
+  static constexpr uint32_t kCopyArg = 0xffff;  // record arg of a rescan after a copy or memset
+  // A drained finding as the lineage tracker takes it; nullopt when the scan kept no origin state.
+  static std::optional<lineage::DeviceFinding> device_finding(const Finding& f, const ContextState& cs);
+  // Its origin, as event `event_id` (or a repeat of that event). Callers hold drain_mu_.
+  std::optional<lineage::Verdict> classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id, bool repeat);
+  Json origins_json(const lineage::Summary& origins);  // the summary's first causes
   void on_context_destroy(CUcontext ctx);
   // Graphs built by hand: add a scan node after every kernel node with something to scan, at
   // the enter site of instantiate (and of exec update, so topologies keep matching).

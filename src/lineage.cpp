@@ -366,12 +366,19 @@ void Tracker::put_seq(uint64_t seq, SeqInfo info) {
   seqs_.emplace(seq, std::move(info));
 }
 
+Origin device_origin(const DeviceFinding& f) {
+  if (f.parent_count > 0) return Origin::propagated;
+  if (f.host) return Origin::host;
+  return f.input_unknown || f.reads_untracked ? Origin::unknown : Origin::introduced;
+}
+
 Verdict Tracker::on_device_finding(const DeviceFinding& f) {
   Verdict v;
   v.event_id = f.event_id;
   v.buffer = f.buffer;
   v.rows_after = f.rows;
-  if (f.parent_count > 0) {
+  v.origin = device_origin(f);
+  if (v.origin == Origin::propagated) {
     std::vector<const RowSet*> parent_rows;
     bool lost = f.parent_count > f.parent_seqs.size(), parents_padding_only = true;
     for (uint64_t seq : f.parent_seqs) {
@@ -388,14 +395,11 @@ Verdict Tracker::on_device_finding(const DeviceFinding& f) {
     }
     std::sort(v.parents.begin(), v.parents.end());
     v.parents.erase(std::unique(v.parents.begin(), v.parents.end()), v.parents.end());
-    v.origin = Origin::propagated;
     v.incomplete = lost;
     v.rows_before = merge_rows(parent_rows, limits_.max_row_ranges);
     v.leak = !lost && parents_padding_only && rows_known(f.rows) && f.rows.counts_real > 0;
     if (!f.repeat) reach(v, f.site);
   } else {
-    v.origin = f.host ? Origin::host
-               : f.input_unknown || f.reads_untracked ? Origin::unknown : Origin::introduced;
     v.why = f.host ? Unknown::none
             : f.input_unknown ? Unknown::state_lost
             : f.reads_untracked ? Unknown::untracked_read : Unknown::none;

@@ -139,6 +139,11 @@ struct DeviceFinding {
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
 };
 
+// The kind of origin a device finding has, from its own flags alone (no parents needed): the
+// tracker's classification, and the engine's aggregation key, which must not fold a
+// re-introduced NaN into an earlier propagated event.
+Origin device_origin(const DeviceFinding& f);
+
 // Not thread-safe: the engine calls it from its drain thread, in device order per stream.
 class Tracker {
  public:
