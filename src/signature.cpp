@@ -343,7 +343,7 @@ bool may_hide_pointers(std::string_view type) {
     t.pop_back();
     // A pointer to integers or bools is read as data that cannot be non-finite; void* and
     // pointers to structs can point at anything.
-    while (!t.empty() && t.back() == '*') return true;  // pointer to pointer
+    if (!t.empty() && t.back() == '*') return true;  // pointer to pointer
   }
   static const char* const kScalars[] = {"bool", "char", "signedchar", "unsignedchar", "short", "unsignedshort",
                                          "int", "unsigned", "unsignedint", "long", "unsignedlong", "longlong",
