@@ -37,50 +37,42 @@ __global__ void tiny(float* p) {
 }
 
 namespace {
-float replay_us(cudaGraphExec_t exec, cudaStream_t s) {
-  for (int i = 0; i < 5; ++i) cudaGraphLaunch(exec, s);
+// Runs `step` `warmup` times, then times `rounds` batches of 10 steps with CUDA events on `s`;
+// returns the median batch in us per step.
+template <typename Step>
+float median_us(Step&& step, int warmup, int rounds, cudaStream_t s) {
+  for (int i = 0; i < warmup; ++i) step();
   cudaStreamSynchronize(s);
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   std::vector<float> t;
-  for (int r = 0; r < 50; ++r) {
-    cudaEventRecord(a, s);
-    for (int i = 0; i < 10; ++i) cudaGraphLaunch(exec, s);
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms * 100.0f);  // us per replay
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-constexpr int kLayers = 50;
-
-// One decode step of the typed chain as 50 eager launches; us per step (median of 30 x 10).
-float eager_us(__nv_bfloat16** bufs, cudaStream_t s) {
-  auto step = [&] {
-    for (int k = 0; k < kLayers; ++k) typed_step<<<264, 256, 0, s>>>(bufs[k + 1], bufs[k], kElems);
-  };
-  step();
-  cudaStreamSynchronize(s);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> t;
-  for (int r = 0; r < 30; ++r) {
+  for (int r = 0; r < rounds; ++r) {
     cudaEventRecord(a, s);
     for (int i = 0; i < 10; ++i) step();
     cudaEventRecord(b, s);
     cudaEventSynchronize(b);
     float ms = 0;
     cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms * 100.0f);
+    t.push_back(ms * 100.0f);  // us per step
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+float replay_us(cudaGraphExec_t exec, cudaStream_t s) {
+  return median_us([&] { cudaGraphLaunch(exec, s); }, 5, 50, s);
+}
+
+constexpr int kLayers = 50;
+
+// One decode step of the typed chain as 50 eager launches; us per step (median of 30 x 10).
+float eager_us(__nv_bfloat16** bufs, cudaStream_t s) {
+  return median_us(
+      [&] {
+        for (int k = 0; k < kLayers; ++k) typed_step<<<264, 256, 0, s>>>(bufs[k + 1], bufs[k], kElems);
+      },
+      1, 30, s);
 }
 
 cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16** bufs, cudaStream_t s) {

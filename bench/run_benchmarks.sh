@@ -18,24 +18,25 @@ for k in p:
     print(f"{k}: {s[k]:.3f} vs {p[k]:.3f} plain: {s[k]-p[k]:+.3f}, ratio {s[k]/p[k]:.3f}")
 PY
 }
+# side_by_side BINARY: runs BINARY plainly, then under nanscope, prints both lines and compares them.
+side_by_side() {
+  local binary=$1 plain scoped
+  plain=$("$binary")
+  scoped=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 "$binary")
+  echo "$plain"
+  echo "$scoped"
+  compare "$plain" "$scoped"
+}
 echo "== scan throughput and graph node cost"
 scan_out=$(mktemp)
 "$bin/nanscope_scan_bench" | tee "$scan_out"
 echo
 echo "== host cost per launch (median of 60 batches of 200 launches)"
-plain=$("$bin/nanscope_launch_bench")
-scoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_launch_bench")
-echo "$plain"
-echo "$scoped"
-compare "$plain" "$scoped"
+side_by_side "$bin/nanscope_launch_bench"
 echo
 echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
 export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
-gplain=$("$bin/nanscope_graph_bench")
-gscoped=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
-echo "$gplain"
-echo "$gscoped"
-compare "$gplain" "$gscoped"
+side_by_side "$bin/nanscope_graph_bench"
 echo
 echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"
 for i in 1 2; do

@@ -118,6 +118,21 @@ float median_ms(F&& launch, int reps, cudaStream_t s) {
   return t[t.size() / 2];
 }
 
+// Captures what `record` launches on `s` into a graph; returns the graph's median replay time.
+template <typename Record>
+float graph_replay_ms(cudaStream_t s, Record&& record) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  record();
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,49 +202,31 @@ int main(int argc, char** argv) {
   fill_random<<<256, 256, 0, s>>>((uint32_t*)buf, small_elems / 2, 99, 0xbfffbfffu, 0);
   CK(cudaStreamSynchronize(s));
   const int nodes = 100;
+  const nanscope::ScanPolicy pol;
+  const unsigned small_grid = nanscope::scan_grid(pol, small_elems * 2, prop.multiProcessorCount);
+  std::vector<nanscope_scan_task> small_tasks(nodes);
+  // The i-th of the graph's scan nodes over the 2 MiB buffer.
+  auto small_scan = [&](int i) {
+    small_tasks[i] = make_task(ch, 1 + i, buf, small_elems, NS_BF16);
+    void* params[] = {&small_tasks[i]};
+    CU(cuLaunchKernel(scan, small_grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+  };
   // A scan node after an app kernel that reads 2 MiB, as nanscope captures it.
   auto app_scan_ms = [&](bool with_scan) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    std::vector<nanscope_scan_task> tasks(nodes);
-    const unsigned grid = nanscope::scan_grid(nanscope::ScanPolicy{}, small_elems * 2, prop.multiProcessorCount);
-    for (int i = 0; i < nodes; ++i) {
-      xor_reduce<<<prop.multiProcessorCount * 2, 512, 0, s>>>((const uint4*)buf, small_elems * 2 / 16, sink);
-      if (!with_scan) continue;
-      tasks[i] = make_task(ch, 1 + i, buf, small_elems, NS_BF16);
-      void* params[] = {&tasks[i]};
-      CU(cuLaunchKernel(scan, grid, 1, 1, nanscope::ScanPolicy{}.threads, 1, 1, 0, (CUstream)s, params, nullptr));
-    }
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    return ms;
+    return graph_replay_ms(s, [&] {
+      for (int i = 0; i < nodes; ++i) {
+        xor_reduce<<<prop.multiProcessorCount * 2, 512, 0, s>>>((const uint4*)buf, small_elems * 2 / 16, sink);
+        if (with_scan) small_scan(i);
+      }
+    });
   };
   auto graph_ms = [&](bool with_scan) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    std::vector<nanscope_scan_task> tasks(nodes);
-    nanscope::ScanPolicy pol;
-    const unsigned grid = nanscope::scan_grid(pol, small_elems * 2, prop.multiProcessorCount);
-    for (int i = 0; i < nodes; ++i) {
-      if (with_scan) {
-        tasks[i] = make_task(ch, 1 + i, buf, small_elems, NS_BF16);
-        void* params[] = {&tasks[i]};
-        CU(cuLaunchKernel(scan, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
-      } else {
-        empty_kernel<<<1, 32, 0, s>>>();
+    return graph_replay_ms(s, [&] {
+      for (int i = 0; i < nodes; ++i) {
+        if (with_scan) small_scan(i);
+        else empty_kernel<<<1, 32, 0, s>>>();
       }
-    }
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    return ms;
+    });
   };
   const float empty = graph_ms(false), scanned = graph_ms(true);
   std::printf("\n%-34s %10s\n", "graph of 100 nodes, [16,128,512] bf16", "us/node");
@@ -258,7 +255,6 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&state, 8 * NANSCOPE_STATE_WORDS));
     CK(cudaMemset(state, 0, 8 * NANSCOPE_STATE_WORDS));
     CK(cudaStreamSynchronize(s));
-    nanscope::ScanPolicy pol;
     nanscope::ScanPolicy rows_pol;  // the tool caps blocks per SM at what fits (ContextState)
     int fit = 0;
     CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows, (int)rows_pol.threads, 0));
@@ -293,24 +289,18 @@ int main(int argc, char** argv) {
       for (uint64_t r = 0; r < pad; ++r) sl[B - 1 - r] = 0;
       CK(cudaMemcpy(d_seq, sl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
       std::vector<nanscope_scan_task> tasks(nodes);
-      cudaGraph_t gr;
-      cudaGraphExec_t ge;
-      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < nodes; ++i) {
-        tasks[i] = make_task(ch, 1 + i, buf, B * row_elems, NS_BF16);
-        tasks[i].row_aware_mask = 1;
-        tasks[i].row_specs[0] = {B, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 1u, 1,
-                                 1.0 / row_elems, 1u, 1u, state};
-        const unsigned g = nanscope::scan_grid_for_task(zero_pol, tasks[i], B * row_elems * 2, prop.multiProcessorCount);
-        void* params[] = {&tasks[i]};
-        CU(cuLaunchKernel(scan_zero, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
-      }
-      CK(cudaStreamEndCapture(s, &gr));
-      CK(cudaGraphInstantiate(&ge, gr, 0));
-      const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
+      const float ms = graph_replay_ms(s, [&] {
+        for (int i = 0; i < nodes; ++i) {
+          tasks[i] = make_task(ch, 1 + i, buf, B * row_elems, NS_BF16);
+          tasks[i].row_aware_mask = 1;
+          tasks[i].row_specs[0] = {B, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 1u, 1,
+                                   1.0 / row_elems, 1u, 1u, state};
+          const unsigned g = nanscope::scan_grid_for_task(zero_pol, tasks[i], B * row_elems * 2, prop.multiProcessorCount);
+          void* params[] = {&tasks[i]};
+          CU(cuLaunchKernel(scan_zero, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+        }
+      });
       std::printf("zero_padding B=%llu pad=%llu us=%.2f\n", (unsigned long long)B, (unsigned long long)pad, ms * 1000 / nodes);
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(gr));
     }
 
     // ---- 5. A decode-sized output in a graph ([8,256] bf16, 3 padding rows), the node a watch
@@ -326,26 +316,20 @@ int main(int argc, char** argv) {
         CK(cudaMemcpy(buf, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
         ch.host->read_index = 1ull << 60;  // nobody drains here: let records wrap around the ring
         std::vector<nanscope_scan_task> tasks(nodes);
-        cudaGraph_t gr;
-        cudaGraphExec_t ge;
-        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < nodes; ++i) {
-          tasks[i] = make_task(ch, 1 + i, buf, R * L, NS_BF16);
-          if (row_aware) {
-            tasks[i].row_aware_mask = 1;
-            tasks[i].row_specs[0] = {R, L, L, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 0u, 1, 1.0 / L, 1u, 0u, state,
-                                     quiet ? 1u : 0u};
+        const float ms = graph_replay_ms(s, [&] {
+          for (int i = 0; i < nodes; ++i) {
+            tasks[i] = make_task(ch, 1 + i, buf, R * L, NS_BF16);
+            if (row_aware) {
+              tasks[i].row_aware_mask = 1;
+              tasks[i].row_specs[0] = {R, L, L, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, 0u, 1, 1.0 / L, 1u, 0u, state,
+                                       quiet ? 1u : 0u};
+            }
+            void* params[] = {&tasks[i]};
+            const unsigned grid = nanscope::scan_grid_for_task(row_aware ? rows_pol : pol, tasks[i], R * L * 2,
+                                                               prop.multiProcessorCount);
+            CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
           }
-          void* params[] = {&tasks[i]};
-          const unsigned grid = nanscope::scan_grid_for_task(row_aware ? rows_pol : pol, tasks[i], R * L * 2,
-                                                             prop.multiProcessorCount);
-          CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
-        }
-        CK(cudaStreamEndCapture(s, &gr));
-        CK(cudaGraphInstantiate(&ge, gr, 0));
-        const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
-        CK(cudaGraphExecDestroy(ge));
-        CK(cudaGraphDestroy(gr));
+        });
         return ms * 1000 / nodes;
       };
       std::printf("\n%-34s %10s %10s %10s\n", "[8,256] bf16 node in a graph", "clean us", "NaN us", "NaN again");
