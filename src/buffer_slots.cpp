@@ -4,8 +4,9 @@
 
 namespace nanscope {
 
-BufferSlots::BufferSlots(uint32_t slots) : slots_(std::max<uint32_t>(slots, 1)) {
-  for (uint32_t s = 0; s < slots_; ++s) free_.push_back(s);
+BufferSlots::BufferSlots(uint32_t slots) : slots_(std::max<uint32_t>(slots, 1)), gen_(slots_, 0) {
+  free_.reserve(slots_);
+  for (uint32_t s = slots_; s-- > 0;) free_.push_back(s);  // slot 0 first
 }
 
 uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
@@ -18,8 +19,8 @@ uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
   }
   uint32_t slot;
   if (!free_.empty()) {
-    slot = free_.front();
-    free_.pop_front();
+    slot = free_.back();
+    free_.pop_back();
   } else {
     const uint64_t victim = lru_.back();
     lru_.pop_back();

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "signature.hpp"
 
@@ -44,8 +45,8 @@ class BufferSlots {
   const uint32_t slots_;
   std::map<uint64_t, Entry> by_ptr_;
   std::list<uint64_t> lru_;           // front: most recently used
-  std::list<uint32_t> free_;          // slots never used or given back
-  std::map<uint32_t, uint16_t> gen_;  // generation of each slot handed out before
+  std::vector<uint32_t> free_;  // slots never used or given back (the next one at the back)
+  std::vector<uint16_t> gen_;   // generation of each slot, 0 until first handed out
   uint64_t evictions_ = 0;
 };
 
