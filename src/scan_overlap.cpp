@@ -1,0 +1,107 @@
+#include "scan_overlap.hpp"
+
+#include <cstddef>
+#include <deque>
+#include <utility>
+
+namespace nanscope::overlap {
+
+namespace {
+
+bool is_scan(NodeKind k) { return k == NodeKind::scan || k == NodeKind::pinned_scan; }
+
+bool writes_into(const Node& n, const std::vector<Range>& reads) {
+  if (n.kind == NodeKind::opaque) return true;
+  for (const Range& w : n.writes)
+    for (const Range& r : reads)
+      if (w.overlaps(r)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits) {
+  const auto n = static_cast<uint32_t>(nodes.size());
+  std::vector<std::vector<uint32_t>> children(n), parents(n);
+  for (const Edge& e : edges) {
+    if (e.from >= n || e.to >= n || e.from == e.to) continue;
+    children[e.from].push_back(e.to);
+    parents[e.to].push_back(e.from);
+  }
+  // Per-search marks, told apart by a stamp so nothing is cleared between searches.
+  std::vector<uint32_t> seen_needing_scan(n, 0), seen(n, 0), targeted(n, 0), in_frontier(n, 0), is_child(n, 0), is_parent_child(n, 0);
+  uint32_t stamp = 0;
+  std::vector<ScanPlan> plans;
+
+  for (uint32_t s = 0; s < n; ++s) {
+    if (nodes[s].kind != NodeKind::scan || parents[s].size() != 1) continue;
+    const uint32_t p = parents[s][0];
+    if (is_scan(nodes[p].kind) || children[s].empty()) continue;
+    ++stamp;
+    std::vector<uint32_t> targets;
+    auto target = [&](uint32_t v) {
+      if (targeted[v] != stamp) targeted[v] = stamp, targets.push_back(v);
+    };
+    // BFS over what ran after the scan. `need_scan`: no scan between here and S yet, so the
+    // first one met must follow S (it reads the state words S writes).
+    std::deque<std::pair<uint32_t, bool>> queue;
+    for (uint32_t c : children[s]) queue.emplace_back(c, true);
+    uint32_t visits = 0;
+    bool give_up = false;
+    while (!queue.empty()) {
+      auto [v, need_scan] = queue.front();
+      queue.pop_front();
+      if (seen_needing_scan[v] == stamp || (!need_scan && seen[v] == stamp)) continue;
+      (need_scan ? seen_needing_scan[v] : seen[v]) = stamp;
+      if (++visits > limits.max_visits) {
+        // Long way down: S runs before everything not searched yet, at once. A scan on the
+        // frontier leaves the path itself, so what follows it is ordered instead.
+        queue.emplace_front(v, need_scan);
+        const std::size_t searched = targets.size();
+        while (!queue.empty() && !give_up) {
+          auto [f, need] = queue.front();
+          queue.pop_front();
+          if (in_frontier[f] == stamp && !need) continue;
+          in_frontier[f] = stamp;
+          if (nodes[f].kind == NodeKind::scan) {
+            if (need) target(f);
+            for (uint32_t c : children[f]) queue.emplace_back(c, false);
+          } else {
+            target(f);
+          }
+          give_up = targets.size() - searched > limits.max_frontier;
+        }
+        break;
+      }
+      const Node& node = nodes[v];
+      if (node.kind != NodeKind::scan && writes_into(node, nodes[s].reads)) {
+        target(v);  // everything below v runs after v, hence after S
+        continue;
+      }
+      if (is_scan(node.kind) && need_scan) {
+        target(v);
+        need_scan = false;
+      }
+      for (uint32_t c : children[v]) queue.emplace_back(c, need_scan);
+    }
+    if (give_up) continue;
+
+    ScanPlan sp;
+    sp.scan = s;
+    sp.parent = p;
+    ++stamp;  // fresh marks for the child sets
+    for (uint32_t c : children[p]) is_parent_child[c] = stamp;
+    for (uint32_t c : children[s]) is_child[c] = stamp;
+    const uint32_t target_stamp = stamp - 1;
+    for (uint32_t c : children[s]) {
+      if (targeted[c] == target_stamp) continue;  // S -> c stays
+      (is_parent_child[c] == stamp ? sp.dropped : sp.moved).push_back(c);
+    }
+    for (uint32_t t : targets)
+      if (is_child[t] != stamp) sp.ordered.push_back(t);
+    if (!sp.moved.empty() || !sp.dropped.empty()) plans.push_back(std::move(sp));
+  }
+  return plans;
+}
+
+}  // namespace nanscope::overlap

@@ -1,0 +1,59 @@
+// Takes scan nodes off a CUDA graph's critical path. A captured scan sits between its kernel
+// and the kernel's dependents (K -> S -> C), so every replay waits for every scan. A scan only
+// reads, so the dependents may start with it (K -> C, K -> S) as long as S still runs before:
+//   - any later node that may write what S reads (or S could see a later kernel's values), and
+//   - the next scans downstream (they read the per-buffer state words S writes: NaN origin).
+// The planner works on a plain model of the graph, so it is tested without a GPU; the engine
+// builds the model from the driver's graph and applies the edges.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace nanscope::overlap {
+
+struct Range {
+  uint64_t lo = 0, hi = 0;  // [lo, hi)
+  bool overlaps(const Range& o) const { return lo < o.hi && o.lo < hi; }
+};
+
+enum class NodeKind : uint8_t {
+  app,          // the app's node: writes at most `writes`
+  opaque,       // may write anything, or lets other work run (host node, child graph, event record)
+  scan,         // a read-only scan of `reads`: may leave the critical path
+  pinned_scan,  // a scan that also writes (the fix zeroes padding rows): stays where it is
+};
+
+struct Node {
+  NodeKind kind = NodeKind::app;
+  std::vector<Range> writes;  // app, pinned_scan
+  std::vector<Range> reads;   // scan, pinned_scan
+};
+
+struct Edge {
+  uint32_t from = 0, to = 0;
+  bool operator==(const Edge&) const = default;
+};
+
+// The edge changes that detach one scan. `moved` are the scan's outgoing edges that now leave
+// its parent instead (so the engine can keep their edge data); `ordered` are new scan -> node
+// edges. Each plan is sound on its own: applying any subset of them keeps the graph correct.
+struct ScanPlan {
+  uint32_t scan = 0;
+  uint32_t parent = 0;
+  std::vector<uint32_t> moved;    // scan -> c becomes parent -> c
+  std::vector<uint32_t> dropped;  // scan -> c removed: parent -> c exists already
+  std::vector<uint32_t> ordered;  // add scan -> n
+};
+
+struct Limits {
+  // Nodes one scan's downstream search visits before it orders the scan before the rest of
+  // the frontier at once: bounds instantiate time on long chains (the scan then lags at most
+  // this many nodes behind its kernel).
+  uint32_t max_visits = 256;
+  uint32_t max_frontier = 32;  // more than this many frontier nodes: leave the scan in place
+};
+
+// Plans every detachable scan: a `scan` node with exactly one parent that is not a scan.
+std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits = {});
+
+}  // namespace nanscope::overlap

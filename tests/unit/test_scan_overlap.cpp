@@ -1,0 +1,237 @@
+// scan_overlap: which edges take a scan node off a graph's critical path, and why the result
+// still orders the scan before every later writer of what it reads and before later scans.
+#include "scan_overlap.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+using namespace nanscope::overlap;
+
+namespace {
+
+using EdgeSet = std::set<std::pair<uint32_t, uint32_t>>;
+
+Node app(std::vector<Range> writes) { return Node{NodeKind::app, std::move(writes), {}}; }
+Node scan(std::vector<Range> reads) { return Node{NodeKind::scan, {}, std::move(reads)}; }
+Range buf(uint64_t i) { return Range{0x1000 * (i + 1), 0x1000 * (i + 1) + 0x800}; }
+Range ptr(uint64_t i) { return Range{0x1000 * (i + 1) + 0x10, 0x1000 * (i + 1) + 0x11}; }  // a pointer word into buffer i
+
+EdgeSet edge_set(const std::vector<Edge>& edges) {
+  EdgeSet s;
+  for (const Edge& e : edges) s.emplace(e.from, e.to);
+  return s;
+}
+
+EdgeSet with_plans(EdgeSet g, const std::vector<ScanPlan>& plans) {
+  for (const ScanPlan& p : plans) {
+    for (uint32_t c : p.moved) {
+      EXPECT_TRUE(g.erase({p.scan, c})) << "moved edge " << p.scan << "->" << c << " must exist";
+      EXPECT_TRUE(g.emplace(p.parent, c).second) << "parent edge " << p.parent << "->" << c << " must be new";
+    }
+    for (uint32_t c : p.dropped) {
+      EXPECT_TRUE(g.erase({p.scan, c}));
+      EXPECT_TRUE(g.count({p.parent, c}));
+    }
+    for (uint32_t t : p.ordered) EXPECT_TRUE(g.emplace(p.scan, t).second) << "ordered edge must be new";
+  }
+  return g;
+}
+
+// reach[a][b]: b runs after a.
+std::vector<std::vector<bool>> closure(uint32_t n, const EdgeSet& g) {
+  std::vector<std::vector<uint32_t>> ch(n);
+  for (auto [a, b] : g) ch[a].push_back(b);
+  std::vector<std::vector<bool>> r(n, std::vector<bool>(n, false));
+  for (uint32_t s = 0; s < n; ++s) {
+    std::vector<uint32_t> st{s};
+    while (!st.empty()) {
+      const uint32_t v = st.back();
+      st.pop_back();
+      for (uint32_t c : ch[v])
+        if (!r[s][c]) r[s][c] = true, st.push_back(c);
+    }
+  }
+  return r;
+}
+
+bool may_write(const Node& n, const std::vector<Range>& reads) {
+  if (n.kind == NodeKind::opaque) return true;
+  for (const Range& w : n.writes)
+    for (const Range& rd : reads)
+      if (w.overlaps(rd)) return true;
+  return false;
+}
+
+// The three promises, checked against the graph before and after.
+void expect_sound(const std::vector<Node>& nodes, const EdgeSet& before, const EdgeSet& after) {
+  const auto n = static_cast<uint32_t>(nodes.size());
+  const auto r0 = closure(n, before), r1 = closure(n, after);
+  for (uint32_t a = 0; a < n; ++a) {
+    ASSERT_FALSE(r1[a][a]) << "cycle through " << a;
+    for (uint32_t b = 0; b < n; ++b) {
+      const bool a_scan = nodes[a].kind == NodeKind::scan, b_scan = nodes[b].kind == NodeKind::scan;
+      if (!a_scan && !b_scan)
+        EXPECT_EQ(r0[a][b], r1[a][b]) << "app order " << a << " -> " << b << " changed";
+      if (a_scan && b_scan && r0[a][b]) EXPECT_TRUE(r1[a][b]) << "scan " << a << " must still precede scan " << b;
+      if (nodes[b].kind == NodeKind::pinned_scan && a_scan && r0[a][b])
+        EXPECT_TRUE(r1[a][b]) << "scan " << a << " must still precede pinned scan " << b;
+      if (a_scan && !b_scan && r0[a][b] && may_write(nodes[b], nodes[a].reads))
+        EXPECT_TRUE(r1[a][b]) << "scan " << a << " must precede " << b << ", which may write what it reads";
+      if (!a_scan && b_scan && r0[a][b]) EXPECT_TRUE(r1[a][b]) << "scan " << b << " must still follow " << a;
+    }
+  }
+}
+
+TEST(ScanOverlap, ChainOfTypedKernelsRunsScansBesideTheChain) {
+  // K0 -> S0 -> K1 -> S1 -> K2 -> S2, each K_i writes buffer i (as a captured decode step).
+  std::vector<Node> nodes{app({ptr(0)}), scan({buf(0)}), app({ptr(1)}), scan({buf(1)}), app({ptr(2)}), scan({buf(2)})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}};
+  const auto plans = plan(nodes, edges);
+  ASSERT_EQ(plans.size(), 2u);  // S2 has no dependents: nothing to move
+  const EdgeSet after = with_plans(edge_set(edges), plans);
+  EXPECT_EQ(after, (EdgeSet{{0, 1}, {0, 2}, {2, 3}, {2, 4}, {4, 5}, {1, 3}, {3, 5}}));
+  expect_sound(nodes, edge_set(edges), after);
+}
+
+TEST(ScanOverlap, ALaterWriterOfTheBufferWaitsForTheScan) {
+  // K0 writes b0; K1 reads it; K2 writes b0 again (in place): S0 must finish before K2.
+  std::vector<Node> nodes{app({ptr(0)}), scan({buf(0)}), app({ptr(1)}), app({ptr(0)})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {2, 3}};
+  const auto plans = plan(nodes, edges);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].moved, std::vector<uint32_t>{2});
+  EXPECT_EQ(plans[0].ordered, std::vector<uint32_t>{3});
+  expect_sound(nodes, edge_set(edges), with_plans(edge_set(edges), plans));
+}
+
+TEST(ScanOverlap, TheNextWriterOfTheBufferKeepsTheScanInPlace) {
+  std::vector<Node> nodes{app({ptr(0)}), scan({buf(0)}), app({ptr(0)})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}};
+  EXPECT_TRUE(plan(nodes, edges).empty());
+}
+
+TEST(ScanOverlap, OpaqueNodesAndFixingScansAreOrderedAfterTheScan) {
+  std::vector<Node> nodes{app({ptr(0)}), scan({buf(0)}), app({ptr(1)}), Node{NodeKind::opaque, {}, {}},
+                          app({ptr(2)}), Node{NodeKind::pinned_scan, {buf(2)}, {buf(2)}}, app({})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}};
+  const auto plans = plan(nodes, edges);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].ordered, std::vector<uint32_t>{3});  // the opaque node ends the search
+  expect_sound(nodes, edge_set(edges), with_plans(edge_set(edges), plans));
+  // Without the opaque node the fixing scan is the next scan downstream.
+  nodes[3] = app({});
+  const auto plans2 = plan(nodes, edges);
+  ASSERT_EQ(plans2.size(), 1u);
+  EXPECT_EQ(plans2[0].ordered, std::vector<uint32_t>{5});
+  expect_sound(nodes, edge_set(edges), with_plans(edge_set(edges), plans2));
+}
+
+TEST(ScanOverlap, PinnedScansAndScansWithTwoParentsStay) {
+  std::vector<Node> nodes{app({ptr(0)}), Node{NodeKind::pinned_scan, {buf(0)}, {buf(0)}}, app({ptr(1)}),
+                          app({ptr(2)}), scan({buf(2)}), app({})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {0, 3}, {2, 4}, {3, 4}, {4, 5}};
+  EXPECT_TRUE(plan(nodes, edges).empty());
+}
+
+TEST(ScanOverlap, AChildTheParentAlreadyReachesIsDroppedNotMoved) {
+  // K0 -> S0 -> K1 and K0 -> K1 (a diamond the capture made).
+  std::vector<Node> nodes{app({ptr(0)}), scan({buf(0)}), app({ptr(1)})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {0, 2}};
+  const auto plans = plan(nodes, edges);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_TRUE(plans[0].moved.empty());
+  EXPECT_EQ(plans[0].dropped, std::vector<uint32_t>{2});
+  expect_sound(nodes, edge_set(edges), with_plans(edge_set(edges), plans));
+}
+
+TEST(ScanOverlap, ALongChainIsSearchedOnlyUpToTheLimit) {
+  // S0 reads b0, and 50 kernels follow that never touch it, the last of which writes b0.
+  std::vector<Node> nodes{app({ptr(0)}), scan({buf(0)})};
+  std::vector<Edge> edges{{0, 1}};
+  for (uint32_t i = 0; i < 50; ++i) {
+    nodes.push_back(app({ptr(1 + i % 3)}));
+    edges.push_back({static_cast<uint32_t>(nodes.size() - 2), static_cast<uint32_t>(nodes.size() - 1)});
+  }
+  nodes.back() = app({ptr(0)});
+  Limits limits;
+  limits.max_visits = 8;
+  const auto plans = plan(nodes, edges, limits);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].ordered, std::vector<uint32_t>{10});  // the ninth node after the scan
+  expect_sound(nodes, edge_set(edges), with_plans(edge_set(edges), plans));
+  limits.max_frontier = 0;  // a frontier it may not order: the scan stays
+  EXPECT_TRUE(plan(nodes, edges, limits).empty());
+}
+
+TEST(ScanOverlap, ScansInParallelBranchesEachFollowOnlyTheirOwnKernel) {
+  // K0 forks into K1 and K2 (each scanned), which join in K3 that writes b1.
+  std::vector<Node> nodes{app({ptr(0)}), app({ptr(1)}), scan({buf(1)}), app({ptr(2)}), scan({buf(2)}), app({ptr(1)})};
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {0, 3}, {3, 4}, {2, 5}, {4, 5}};
+  const auto plans = plan(nodes, edges);
+  const EdgeSet after = with_plans(edge_set(edges), plans);
+  EXPECT_TRUE(after.count({2, 5}));   // K3 writes b1: S1 stays before it
+  EXPECT_FALSE(after.count({4, 5}));  // S2's buffer is not written by K3
+  EXPECT_TRUE(after.count({3, 5}));
+  expect_sound(nodes, edge_set(edges), after);
+}
+
+// Random DAGs built the way capture and instantiate-time instrumentation build them: app nodes
+// with random edges, a scan inserted after some of them (their dependents moved behind it).
+TEST(ScanOverlap, RandomGraphsKeepEveryOrderingThatMatters) {
+  std::mt19937 rng(7);
+  size_t detached = 0;
+  for (int round = 0; round < 1000; ++round) {
+    const uint32_t apps = 2 + rng() % 18;
+    std::vector<Node> nodes;
+    EdgeSet g;
+    std::vector<uint32_t> id(apps);
+    for (uint32_t i = 0; i < apps; ++i) {
+      const uint32_t r = rng() % 10;
+      if (r == 0) nodes.push_back(Node{NodeKind::opaque, {}, {}});
+      else if (r == 1) nodes.push_back(app({}));
+      else nodes.push_back(app({ptr(rng() % 4)}));
+      id[i] = i;
+      for (uint32_t j = 0; j < i; ++j)
+        if (rng() % 4 == 0) g.emplace(j, i);
+    }
+    for (uint32_t i = 0; i < apps; ++i) {
+      if (nodes[i].writes.empty() || rng() % 3 == 0) continue;
+      const auto s = static_cast<uint32_t>(nodes.size());
+      const Range b{nodes[i].writes[0].lo & ~0xfffull, (nodes[i].writes[0].lo & ~0xfffull) + 0x800};
+      nodes.push_back(rng() % 5 == 0 ? Node{NodeKind::pinned_scan, {b}, {b}} : scan({b}));
+      EdgeSet moved;
+      for (auto it = g.begin(); it != g.end();) {
+        if (it->first == i) moved.emplace(s, it->second), it = g.erase(it);
+        else ++it;
+      }
+      g.insert(moved.begin(), moved.end());
+      g.emplace(i, s);
+    }
+    std::vector<Edge> edges;
+    for (auto [a, b] : g) edges.push_back({a, b});
+    Limits limits;
+    limits.max_visits = 1 + rng() % 12;
+    const auto plans = plan(nodes, edges, limits);
+    detached += plans.size();
+    expect_sound(nodes, g, with_plans(g, plans));
+    // Any subset of the plans is sound too (the engine may fail to apply one).
+    std::vector<ScanPlan> some;
+    for (const ScanPlan& p : plans)
+      if (rng() % 2) some.push_back(p);
+    expect_sound(nodes, g, with_plans(g, some));
+    if (HasFailure()) {
+      std::string d;
+      for (uint32_t i = 0; i < nodes.size(); ++i) d += std::to_string(i) + ":" + std::to_string((int)nodes[i].kind) + (nodes[i].writes.empty() ? std::string("") : " w" + std::to_string(nodes[i].writes[0].lo)) + (nodes[i].reads.empty() ? std::string("") : " r" + std::to_string(nodes[i].reads[0].lo)) + "\n";
+      for (auto [a, b] : g) d += std::to_string(a) + "->" + std::to_string(b) + " ";
+      d += "\nplans:";
+      for (auto& p : plans) { d += " S" + std::to_string(p.scan) + " P" + std::to_string(p.parent) + " m"; for (auto c : p.moved) d += std::to_string(c) + ","; d += " o"; for (auto c : p.ordered) d += std::to_string(c) + ","; d += " d"; for (auto c : p.dropped) d += std::to_string(c) + ","; }
+      FAIL() << "round " << round << " limit " << limits.max_visits << "\n" << d;
+    }
+  }
+  EXPECT_GT(detached, 2000u);  // the graphs do give it scans to move
+}
+
+}  // namespace
