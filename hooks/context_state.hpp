@@ -48,6 +48,10 @@ class ContextState {
   // Kernel-node parameters running the scan of `task`; `slot` must outlive their use.
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const;
   bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_; }
+  // Bytes of the task a scan entry point takes: the plain scan reads only the head.
+  size_t task_bytes(CUfunction f) const {
+    return f == scan_fn_ ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task);
+  }
 
   // Copies device memory to the host through the private stream (never an app stream), from
   // any thread. Returns an empty string or the driver's error.

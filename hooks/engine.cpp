@@ -433,10 +433,12 @@ bool Engine::build_task(const KernelInfo& k, const LaunchArgs& a, ContextState& 
         // In PyTorch's std::array<char*, N> only the first pointer is the output.
         const ParamRole role =
             static_cast<int32_t>(i) == k.output_first_array ? (off == 0 ? ParamRole::output : ParamRole::input) : param_role;
+        // A pointer to const (`float const*`, `void const*`) is read, not written: the buffer
+        // cannot have changed.
+        const bool may_write = role == ParamRole::output || k.may_write_through(i, off);
         WatchRegistry::for_each_containing(*snapshot, v, [&](const WatchEntry& e) {
           if (role != ParamRole::output) watch_inputs.push_back(&e.spec);
-          // A const pointer is read, not written: the buffer cannot have changed.
-          if (role != ParamRole::input) add_row_aware(e.spec, e.id, i, false, role != ParamRole::output);
+          if (may_write) add_row_aware(e.spec, e.id, i, false, role != ParamRole::output);
         });
       }
     }
@@ -530,6 +532,7 @@ void Engine::on_graph_instantiate(CUgraph graph) {
   ContextState* cs = current_context();
   if (!cs) return;
   instrument_graph(graph, graph_id_for(graph), *cs, 0);
+  overlap_scans(graph, *cs);
 }
 
 void Engine::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
@@ -629,6 +632,7 @@ void Engine::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUD
   task.graph_id = sn.graph_id;
   task.graph_node = sn.graph_node;
   cs->prepare_task(task, true, sn.accum);
+  warn_if_overlap_stale(sn.node, task, *cs);
   void* slot[1];
   const CUDA_KERNEL_NODE_PARAMS sp = cs->node_params(task, slot, max_bytes);
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
@@ -649,6 +653,7 @@ void Engine::on_graph_node_destroy(CUgraphNode node) {
   std::lock_guard lock(graph_mu_);
   scan_after_.erase(node);
   scan_nodes_.erase(node);
+  detached_.erase(node);
 }
 
 void Engine::on_graph_destroy(CUgraph graph) {
@@ -1124,6 +1129,7 @@ void Engine::write_summary(SummaryContexts contexts) {
   s["kernels_inspected"] = kernels_.inspected_count();
   s["kernels_not_inspected"] = kernels_.not_inspected_count();
   s["scans_dropped"] = dropped_.load();
+  s["graph_scans_overlapped"] = overlapped_scans_.load();  // scan nodes moved off a graph's critical path
   s["overflow"] = overflow;         // findings the device dropped: channel full
   s["corrupt_records"] = corrupt;   // records that failed validation on the host
   s["rescans_unchanged"] = unchanged;  // watched buffers found as the last scan left them

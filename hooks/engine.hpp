@@ -14,6 +14,7 @@
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "alloc_map.hpp"
 #include "channel.hpp"
@@ -29,6 +30,7 @@
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
 #include "rules.hpp"
+#include "scan_overlap.hpp"
 #include "watch_registry.hpp"
 
 namespace nanscope {
@@ -155,6 +157,14 @@ class Engine {
   std::unordered_map<uint64_t, uint64_t> graph_streams_;      // graph id -> stream of its last launch
   uint64_t next_graph_id_ = uint64_t{1} << 40;                // above any capture id
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth);
+  // Scan nodes off the critical path (hooks/graph_overlap.cpp).
+  std::unordered_set<CUgraphNode> detached_;  // scan nodes already moved
+  std::atomic<uint64_t> overlapped_scans_{0};
+  std::atomic<bool> warned_overlap_{false}, warned_overlap_stale_{false};
+  void overlap_scans(CUgraph graph, ContextState& cs);
+  overlap::Node overlap_node(CUgraphNode node, ContextState& cs);
+  std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
+  void warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
   uint64_t graph_id_for(CUgraph graph);
 
   // Aggregation: per (kernel, arg, graph, node, region, buffer, watch, rows) site.

@@ -87,7 +87,7 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
     k.reason = "parameter count mismatch between name and driver";
     return k;
   }
-  for (const ParamSig& p : sig.params) k.roles.push_back(p.role);
+  for (const ParamSig& p : sig.params) k.roles.push_back(p.role), k.read_only.push_back(p.read_only);
   if (k.demangled.find("at::native::vectorized_elementwise_kernel<") != std::string::npos ||
       k.demangled.find("at::native::unrolled_elementwise_kernel<") != std::string::npos)
     for (uint32_t i = 0; i < sig.params.size(); ++i)

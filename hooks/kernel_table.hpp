@@ -42,6 +42,12 @@ struct KernelInfo {
   bool params_known = false;
   std::vector<uint32_t> rules;        // indices of matching rules
   std::vector<ParamRole> roles;       // from the signature, when it matches the layout
+  std::vector<bool> read_only;        // parameters that are pointers to const: never written through
+  // Whether parameter `i` (at byte `offset` inside it) may hold a pointer the kernel writes through.
+  bool may_write_through(uint32_t i, uint32_t offset) const {
+    if (static_cast<int32_t>(i) == output_first_array) return offset == 0;
+    return !(i < read_only.size() && read_only[i]);
+  }
 };
 
 class KernelTable {

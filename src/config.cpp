@@ -116,6 +116,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_TYPED", c.typed);
   p.boolean("NANSCOPE_ORIGIN", c.origin);
   p.boolean("NANSCOPE_AGGREGATE", c.aggregate);
+  p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
   if (auto v = p.raw("NANSCOPE_DUMP_DIR")) c.dump_dir = *v;
   p.integer<uint32_t>("NANSCOPE_DUMP_MAX", c.dump_max, 0, 1u << 20);
@@ -135,11 +136,12 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} origin={} aggregate={} rules={}",
+      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} rules={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
-      max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
+      max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
+      graph_overlap ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
 }
 
 }  // namespace nanscope

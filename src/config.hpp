@@ -26,6 +26,8 @@ struct Config {
   bool origin = true;               // NANSCOPE_ORIGIN: per-buffer state on the device, origin of each finding
   bool typed = true;                // NANSCOPE_TYPED: scan typed outputs found in kernel signatures
                                     // (off: only watches and rules are scanned)
+  bool graph_overlap = true;        // NANSCOPE_GRAPH_OVERLAP: scan nodes of instantiated graphs run beside
+                                    // the app's next kernels instead of before them (docs/graphs.md)
   bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events
   std::string rules_path;           // NANSCOPE_RULES
   std::string dump_dir;             // NANSCOPE_DUMP_DIR: tensor dumps (.npy + .json sidecar)

@@ -242,6 +242,7 @@ ParamSig classify(std::string_view text) {
     }
   }
   if (pointers != 1 || ident_after_pointer) return sig;
+  sig.read_only = pointee_const;
   const FloatType* ft = find_float_type(base);
   if (ft == nullptr) return sig;
   sig.role = pointee_const ? ParamRole::input : ParamRole::output;

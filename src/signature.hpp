@@ -25,6 +25,7 @@ struct ParamSig {
   ParamRole role = ParamRole::other;
   DType dtype = DType::none;  // scalar element type for float pointers (float4* -> f32, __half2* -> f16)
   uint32_t vector_width = 1;  // 4 for float4, 2 for __half2/float2/__nv_bfloat162, 1 otherwise
+  bool read_only = false;     // a pointer to const of any type (`void const*`, `float const*`): only read
 };
 
 struct KernelSignature {

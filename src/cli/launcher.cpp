@@ -84,6 +84,8 @@ int run_launcher(int argc, char** argv) {
   app.add_option("--dump-dir", dump_dir, "write tensor dumps (.npy + .json) of first findings here [NANSCOPE_DUMP_DIR]");
   bool no_typed = false;
   app.add_flag("--no-typed", no_typed, "scan only watches and rules, not the typed outputs found in kernel signatures [NANSCOPE_TYPED=0]");
+  bool no_graph_overlap = false;
+  app.add_flag("--no-graph-overlap", no_graph_overlap, "keep each graph scan node between its kernel and the kernel's dependents [NANSCOPE_GRAPH_OVERLAP=0]");
   bool no_aggregate = false;
   app.add_flag("--no-aggregate", no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
@@ -129,6 +131,7 @@ int run_launcher(int argc, char** argv) {
   set("NANSCOPE_RULES", rules);
   set("NANSCOPE_DUMP_DIR", dump_dir);
   if (no_typed) env.emplace_back("NANSCOPE_TYPED", "0");
+  if (no_graph_overlap) env.emplace_back("NANSCOPE_GRAPH_OVERLAP", "0");
   if (no_aggregate) env.emplace_back("NANSCOPE_AGGREGATE", "0");
   if (quiet) env.emplace_back("NANSCOPE_CONSOLE", "0");
 

@@ -637,6 +637,42 @@ def test_launch_variants():
           f"with a warning; LD_PRELOAD finds the same {len(b)} findings")
 
 
+def test_graph_overlap():
+    """Scan nodes run beside the app's next kernels, yet before any later writer of what they read."""
+    app = os.path.join(BIN_DIR, "graph_overlap_app")
+    chain = {"make_nan->scan(make_nan)", "read_into->scan(read_into)", "overwrite->scan(overwrite)",
+             "consume->scan(consume)"}
+    want = {
+        "on": chain | {"make_nan->read_into", "read_into->overwrite", "overwrite->consume",
+                       # make_nan's scan before the in-place overwrite of its buffer, and each scan
+                       # before the next (they read the state words the one before writes)
+                       "scan(make_nan)->overwrite", "scan(make_nan)->scan(read_into)",
+                       "scan(read_into)->scan(overwrite)", "scan(overwrite)->scan(consume)"},
+        "off": chain | {"scan(make_nan)->read_into", "scan(read_into)->overwrite", "scan(overwrite)->consume"},
+    }
+    plain = run([app]).stdout
+    results = {}
+    for mode, env in (("on", {}), ("off", {"NANSCOPE_GRAPH_OVERLAP": "0"})):
+        p, events = under_nanscope([app], ["--no-aggregate"], env=env)
+        edges = {l.split(" ", 1)[1] for l in p.stdout.splitlines() if l.startswith("edge ")}
+        if edges != want[mode]:
+            fail(f"overlap {mode}: edges\n{sorted(edges)}\nexpected\n{sorted(want[mode])}")
+        summary = [e for e in events if e["event"] == "summary"][0]
+        if summary["graph_scans_overlapped"] != (3 if mode == "on" else 0):
+            fail(f"overlap {mode}: graph_scans_overlapped = {summary['graph_scans_overlapped']}")
+        got = sorted((e["kernel"].split("(")[0], e["replay"], e["counts"]["nan"], e["first_index"])
+                     for e in findings(events))
+        # make_nan's two NaN (one at index 5) are seen by its scan before overwrite clears them.
+        expect = sorted([(k, r, 2, 5) for k in ("make_nan", "read_into", "consume") for r in (3, 6)])
+        if got != expect:
+            fail(f"overlap {mode}: findings {got}, expected {expect}")
+        if checksum_line(p.stdout, "graph_overlap: replays=") != checksum_line(plain, "graph_overlap: replays="):
+            fail(f"overlap {mode}: results differ from the plain run")
+        results[mode] = len(edges)
+    print(f"ok: with overlap the scans run beside the chain ({results['on']} edges, make_nan's scan ordered "
+          f"before the in-place overwrite), findings and results identical to overlap off and to the plain run")
+
+
 def main():
     name = sys.argv[1]
     if not has_gpu():

@@ -441,5 +441,18 @@ TEST(Signature, FuzzNeverThrows) {
   run(pairs + std::string(100000, ' '));
 }
 
+// Pointers to const of any type are only read: a graph scan need not wait for such a kernel,
+// and a watch need not be rescanned after it.
+TEST(Signature, PointersToConstAreReadOnly) {
+  const KernelSignature s = parse_demangled("void k(void const*, void*, int const*, float const*, float*, "
+                                            "int const**, Params, int)");
+  ASSERT_TRUE(s.has_params);
+  ASSERT_EQ(s.params.size(), 8u);
+  const std::vector<bool> expected{true, false, true, true, false, false, false, false};
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(s.params[i].read_only, expected[i]) << s.params[i].type;
+  EXPECT_EQ(s.params[0].role, ParamRole::other);  // read-only, but no floating type: not an input
+  EXPECT_EQ(s.params[3].role, ParamRole::input);
+}
+
 }  // namespace
 }  // namespace nanscope

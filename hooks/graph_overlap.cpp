@@ -1,0 +1,198 @@
+// Graph instantiation: takes read-only scan nodes off the critical path (src/scan_overlap.hpp
+// says which edges and why). Builds the planner's model from the driver's graph, then moves
+// the edges one scan at a time.
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "engine.hpp"
+#include "scan_overlap.hpp"
+
+namespace nanscope {
+
+// What a scan node reads: from the alloc base of each buffer (a later kernel may write the
+// whole allocation through its base) to the buffer's end.
+std::vector<overlap::Range> Engine::scan_reads(const nanscope_scan_task& task) {
+  std::vector<overlap::Range> reads;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_scan_buffer& buf = task.buffers[b];
+    const uint64_t end = buf.ptr + buf.elements * dtype_size(static_cast<DType>(buf.dtype));
+    const auto range = extent(buf.ptr);
+    reads.push_back({range ? std::min<uint64_t>(range->base, buf.ptr) : buf.ptr, end});
+  }
+  return reads;
+}
+
+overlap::Node Engine::overlap_node(CUgraphNode node, ContextState& cs) {
+  using overlap::NodeKind;
+  overlap::Node m;
+  m.kind = NodeKind::opaque;
+  CUgraphNodeType type;
+  if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) return m;
+  switch (type) {
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      m.kind = NodeKind::app;  // writes nothing
+      return m;
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      CUDA_MEMSET_NODE_PARAMS p{};
+      if (cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
+      const uint64_t row = uint64_t{p.width} * p.elementSize;
+      m.kind = NodeKind::app;
+      m.writes.push_back({p.dst, p.dst + (p.height > 1 ? uint64_t{p.pitch} * (p.height - 1) : 0) + row});
+      return m;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+      CUDA_MEMCPY3D p{};
+      if (cuGraphMemcpyNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
+      if (p.dstMemoryType == CU_MEMORYTYPE_HOST || p.dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+        m.kind = NodeKind::app;  // writes no device buffer nanscope scans
+        return m;
+      }
+      const auto range = extent(p.dstDevice);
+      if (!range) return m;
+      m.kind = NodeKind::app;
+      m.writes.push_back({range->base, range->base + range->size});  // the whole destination allocation
+      return m;
+    }
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      break;
+    default:
+      return m;  // host nodes, child graphs, event records, allocations: anything may follow
+  }
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
+  if (p.func && cs.owns(p.func)) {
+    if (!p.kernelParams || !p.kernelParams[0]) return m;
+    nanscope_scan_task task{};
+    std::memcpy(&task, p.kernelParams[0], cs.task_bytes(p.func));
+    m.reads = scan_reads(task);
+    bool fixes = false;
+    for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
+      fixes |= cs.task_bytes(p.func) == sizeof(nanscope_scan_task) && ((task.row_aware_mask >> b) & 1u) &&
+               task.row_specs[b].fix;
+    bool moved;
+    {
+      std::lock_guard lock(graph_mu_);
+      moved = detached_.count(node) != 0;
+    }
+    // A fix writes the buffer; a scan moved before stays where it went (plans are not redone).
+    m.kind = fixes || moved ? NodeKind::pinned_scan : NodeKind::scan;
+    if (fixes) m.writes = m.reads;
+    return m;
+  }
+  void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
+  if (!handle) return m;
+  const KernelInfo& k = kernel_info(handle, nullptr);
+  if (!k.params_known) return m;  // nothing known about what it writes
+  m.kind = NodeKind::app;
+  const LaunchArgs a{handle, nullptr, p.kernelParams, p.extra};
+  for (uint32_t i = 0; i < k.params.size(); ++i) {
+    const char* bytes = param_bytes(a, k.params, i);
+    if (!bytes) {
+      m.kind = NodeKind::opaque;
+      return m;
+    }
+    for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
+      uint64_t v = 0;
+      std::memcpy(&v, bytes + off, sizeof(v));
+      if (v && k.may_write_through(i, off)) m.writes.push_back({v, v + 1});  // any word that may be a pointer
+    }
+  }
+  return m;
+}
+
+void Engine::overlap_scans(CUgraph g, ContextState& cs) {
+  if (!cfg_.graph_overlap) return;
+  size_t count = 0;
+  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
+  std::vector<CUgraphNode> nodes(count);
+  if (cuGraphGetNodes(g, nodes.data(), &count) != CUDA_SUCCESS) return;
+  size_t nedges = 0;
+  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return;
+  std::vector<CUgraphNode> from(nedges), to(nedges);
+  std::vector<CUgraphEdgeData> data(nedges);
+  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), data.data(), &nedges) != CUDA_SUCCESS) return;
+
+  std::unordered_map<CUgraphNode, uint32_t> index;
+  std::vector<overlap::Node> model;
+  model.reserve(count);
+  bool any_scan = false;
+  for (CUgraphNode n : nodes) {
+    index.emplace(n, static_cast<uint32_t>(model.size()));
+    model.push_back(overlap_node(n, cs));
+    any_scan |= model.back().kind == overlap::NodeKind::scan;
+  }
+  if (!any_scan) return;
+  std::vector<overlap::Edge> edges;
+  std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData> edge_data;
+  for (size_t e = 0; e < nedges; ++e) {
+    const auto f = index.find(from[e]), t = index.find(to[e]);
+    if (f == index.end() || t == index.end()) continue;
+    edges.push_back({f->second, t->second});
+    edge_data[{f->second, t->second}] = data[e];
+  }
+
+  uint32_t moved_scans = 0, failed = 0;
+  for (const overlap::ScanPlan& p : overlap::plan(model, edges)) {
+    CUgraphNode scan = nodes[p.scan], parent = nodes[p.parent];
+    // Adds first: until the scan's own edges go, the extra edges only repeat an order that
+    // already holds. The moved edge keeps its data (e.g. a programmatic edge goes back to the
+    // app's kernel it was captured after).
+    bool ok = true;
+    for (uint32_t c : p.moved) {
+      const CUgraphEdgeData d = edge_data[{p.scan, c}];
+      ok = ok && cuGraphAddDependencies(g, &parent, &nodes[c], &d, 1) == CUDA_SUCCESS;
+    }
+    for (uint32_t t : p.ordered) ok = ok && cuGraphAddDependencies(g, &scan, &nodes[t], nullptr, 1) == CUDA_SUCCESS;
+    if (!ok) {
+      ++failed;
+      continue;
+    }
+    for (const auto* list : {&p.moved, &p.dropped})
+      for (uint32_t c : *list) {
+        CUgraphEdgeData d = edge_data[{p.scan, c}];
+        if (cuGraphRemoveDependencies(g, &scan, &nodes[c], &d, 1) != CUDA_SUCCESS) ++failed;
+      }
+    ++moved_scans;
+    std::lock_guard lock(graph_mu_);
+    detached_.insert(scan);
+  }
+  overlapped_scans_.fetch_add(moved_scans, std::memory_order_relaxed);
+  if (log_->debug_enabled())
+    log_->debug(fmt::format("graph: {} of its scan nodes run beside the app's kernels ({} edge changes failed)",
+                            moved_scans, failed));
+  if (failed)
+    warn_once(warned_overlap_, "graph_overlap",
+              fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
+                          "(slower replays, same findings)",
+                          failed));
+}
+
+// A moved scan was ordered before the later writers of the buffers it read at instantiation.
+// New kernel-node parameters that point it at memory outside those buffers cannot reorder an
+// instantiated graph: say so once (the scan may then see a later kernel's values).
+void Engine::warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs) {
+  {
+    std::lock_guard lock(graph_mu_);
+    if (!detached_.count(scan)) return;
+  }
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !p.kernelParams || !p.kernelParams[0]) return;
+  nanscope_scan_task before{};
+  std::memcpy(&before, p.kernelParams[0], cs.task_bytes(p.func));
+  const auto old_reads = scan_reads(before);
+  for (const overlap::Range& r : scan_reads(next)) {
+    bool covered = false;
+    for (const overlap::Range& o : old_reads) covered |= r.lo >= o.lo && r.hi <= o.hi;
+    if (covered) continue;
+    warn_once(warned_overlap_stale_, "graph_overlap_stale",
+              "a kernel node of an instantiated graph now writes a buffer its scan node was not ordered for; "
+              "that scan runs beside later kernels and may see their values (NANSCOPE_GRAPH_OVERLAP=0 keeps "
+              "scans in line)");
+    return;
+  }
+}
+
+}  // namespace nanscope
