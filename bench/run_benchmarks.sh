@@ -37,6 +37,17 @@ echo
 echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
 export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
 side_by_side "$bin/nanscope_graph_bench"
+echo "== the same under nanscope with scans kept in line (NANSCOPE_GRAPH_OVERLAP=0) vs beside (default), twice"
+for i in 1 2; do
+  ginline=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_GRAPH_OVERLAP=0 "$bin/nanscope_graph_bench")
+  gbeside=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
+  plain=$("$bin/nanscope_graph_bench")
+  echo "$plain"
+  echo "$ginline"
+  echo "$gbeside"
+  compare "$plain" "$ginline"
+  compare "$plain" "$gbeside"
+done
 echo
 echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"
 for i in 1 2; do
@@ -52,11 +63,13 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   python3 "$here/torch_reference.py"
   echo
   echo "== torch_decode.py graph replay (NaN in the padding rows every replay): no nanscope, the"
-  echo "   Python helper watching one output (NANSCOPE_TYPED=0), and the same plus typed outputs"
+  echo "   Python helper watching one output (NANSCOPE_TYPED=0), the same with NANSCOPE_GRAPH_OVERLAP=0,"
+  echo "   and the helper's watch plus typed outputs"
   root=$(cd "$here/.." && pwd)
   for i in 1 2; do
     PYTHONPATH="$root/python" NANSCOPE_LIBRARY="$lib" python3 "$root/examples/torch_decode.py" off --bench 2000 2>&1 | grep us_per_replay
     PYTHONPATH="$root/python" NANSCOPE_LIBRARY="$lib" NANSCOPE_CONSOLE=0 NANSCOPE_TYPED=0 python3 "$root/examples/torch_decode.py" detect --one-watch --bench 2000 2>&1 | grep us_per_replay
+    PYTHONPATH="$root/python" NANSCOPE_LIBRARY="$lib" NANSCOPE_CONSOLE=0 NANSCOPE_TYPED=0 NANSCOPE_GRAPH_OVERLAP=0 python3 "$root/examples/torch_decode.py" detect --one-watch --bench 2000 2>&1 | grep us_per_replay
     PYTHONPATH="$root/python" NANSCOPE_LIBRARY="$lib" NANSCOPE_CONSOLE=0 python3 "$root/examples/torch_decode.py" detect --one-watch --bench 2000 2>&1 | grep us_per_replay
   done
   echo

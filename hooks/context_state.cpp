@@ -167,8 +167,9 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
   return true;
 }
 
-CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const {
-  ScanPolicy policy;
+CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes,
+                                                  bool beside) const {
+  ScanPolicy policy = beside ? beside_policy() : ScanPolicy{};
   bool zero_only = false;  // zero_padding tasks run their own entry point
   for (uint32_t b = 0; b < task.buffer_count; ++b)
     zero_only |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].zero_only;

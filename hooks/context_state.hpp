@@ -46,7 +46,9 @@ class ContextState {
   // dedicated one). Returns false when the captured-scan pool is exhausted.
   bool prepare_task(nanscope_scan_task& task, bool captured, CUdeviceptr accum = 0);
   // Kernel-node parameters running the scan of `task`; `slot` must outlive their use.
-  CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes) const;
+  // `beside`: a node off the graph's critical path (fewer blocks, see beside_policy()).
+  CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes,
+                                      bool beside = false) const;
   bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_; }
   // Bytes of the task a scan entry point takes: the plain scan reads only the head.
   size_t task_bytes(CUfunction f) const {

@@ -633,8 +633,13 @@ void Engine::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUD
   task.graph_node = sn.graph_node;
   cs->prepare_task(task, true, sn.accum);
   warn_if_overlap_stale(sn.node, task, *cs);
+  bool beside;
+  {
+    std::lock_guard lock(graph_mu_);
+    beside = detached_.count(sn.node) != 0;
+  }
   void* slot[1];
-  const CUDA_KERNEL_NODE_PARAMS sp = cs->node_params(task, slot, max_bytes);
+  const CUDA_KERNEL_NODE_PARAMS sp = cs->node_params(task, slot, max_bytes, beside);
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
   if (r != CUDA_SUCCESS)
     warn_once(warned_graph_, "graph_update",

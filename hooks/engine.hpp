@@ -164,6 +164,7 @@ class Engine {
   void overlap_scans(CUgraph graph, ContextState& cs);
   overlap::Node overlap_node(CUgraphNode node, ContextState& cs);
   std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
+  void use_beside_grid(CUgraphNode scan, ContextState& cs);
   void warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
   uint64_t graph_id_for(CUgraph graph);
 

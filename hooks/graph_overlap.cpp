@@ -1,6 +1,7 @@
 // Graph instantiation: takes read-only scan nodes off the critical path (src/scan_overlap.hpp
 // says which edges and why). Builds the planner's model from the driver's graph, then moves
 // the edges one scan at a time.
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -156,8 +157,11 @@ void Engine::overlap_scans(CUgraph g, ContextState& cs) {
         if (cuGraphRemoveDependencies(g, &scan, &nodes[c], &d, 1) != CUDA_SUCCESS) ++failed;
       }
     ++moved_scans;
-    std::lock_guard lock(graph_mu_);
-    detached_.insert(scan);
+    {
+      std::lock_guard lock(graph_mu_);
+      detached_.insert(scan);
+    }
+    use_beside_grid(scan, cs);
   }
   overlapped_scans_.fetch_add(moved_scans, std::memory_order_relaxed);
   if (log_->debug_enabled())
@@ -168,6 +172,20 @@ void Engine::overlap_scans(CUgraph g, ContextState& cs) {
               fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
                           "(slower replays, same findings)",
                           failed));
+}
+
+// Off the critical path, a scan takes fewer blocks (beside_policy()).
+void Engine::use_beside_grid(CUgraphNode scan, ContextState& cs) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !p.kernelParams || !p.kernelParams[0]) return;
+  nanscope_scan_task task{};
+  std::memcpy(&task, p.kernelParams[0], cs.task_bytes(p.func));
+  uint64_t max_bytes = 0;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
+    max_bytes = std::max<uint64_t>(max_bytes, task.buffers[b].elements * dtype_size(static_cast<DType>(task.buffers[b].dtype)));
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, slot, max_bytes, /*beside=*/true);
+  if (sp.func == p.func && sp.gridDimX != p.gridDimX) cuGraphKernelNodeSetParams(scan, &sp);  // else it stays as it was
 }
 
 // A moved scan was ordered before the later writers of the buffers it read at instantiation.

@@ -14,6 +14,17 @@ struct ScanPolicy {
   uint64_t bytes_per_block_step = 256 * 4 * 16;  // threads x unroll x 16-byte loads
 };
 
+// A graph scan node that runs beside the app's next kernels (hooks/graph_overlap.cpp) is off the
+// critical path, so its latency matters less than how much of the GPU it takes from the app:
+// the replay cost of such a node grows with its block count (H200: an empty 128-block scan node
+// beside a 50-kernel chain added 1.1 us a node, a 1-block one nothing). A quarter of the blocks
+// still keeps the scans as fast as a chain of 2 MiB kernels (BENCHMARKS.md, run S3-4).
+inline ScanPolicy beside_policy() {
+  ScanPolicy p;
+  p.bytes_per_block_step *= 4;
+  return p;
+}
+
 inline unsigned scan_grid(const ScanPolicy& p, uint64_t max_bytes, int sm_count) {
   const uint64_t needed = (max_bytes + p.bytes_per_block_step - 1) / p.bytes_per_block_step;
   return static_cast<unsigned>(
