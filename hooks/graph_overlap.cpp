@@ -185,7 +185,7 @@ void Engine::use_beside_grid(CUgraphNode scan, ContextState& cs) {
     max_bytes = std::max<uint64_t>(max_bytes, task.buffers[b].elements * dtype_size(static_cast<DType>(task.buffers[b].dtype)));
   void* slot[1];
   const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, slot, max_bytes, /*beside=*/true);
-  if (sp.func == p.func && sp.gridDimX != p.gridDimX) cuGraphKernelNodeSetParams(scan, &sp);  // else it stays as it was
+  if (sp.func == p.func && sp.gridDimX != p.gridDimX) cuGraphKernelNodeSetParams(scan, &sp);  // on failure it stays as it was
 }
 
 // A moved scan was ordered before the later writers of the buffers it read at instantiation.

@@ -18,7 +18,8 @@ struct ScanPolicy {
 // critical path, so its latency matters less than how much of the GPU it takes from the app:
 // the replay cost of such a node grows with its block count (H200: an empty 128-block scan node
 // beside a 50-kernel chain added 1.1 us a node, a 1-block one nothing). A quarter of the blocks
-// still keeps the scans as fast as a chain of 2 MiB kernels (BENCHMARKS.md, run S3-4).
+// still keeps the scans as fast as a chain of 2 MiB kernels. A plain-scan variant with 16 loads in
+// flight per thread and 2-16 blocks was slower (BENCHMARKS.md, runs S3-3 and S3-5).
 inline ScanPolicy beside_policy() {
   ScanPolicy p;
   p.bytes_per_block_step *= 4;
