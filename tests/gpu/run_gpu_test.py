@@ -673,6 +673,68 @@ def test_graph_overlap():
           f"before the in-place overwrite), findings and results identical to overlap off and to the plain run")
 
 
+def dump_nonfinite(values, dtype):
+    """Element-wise non-finite mask of a dump (bf16 is stored as raw uint16 words)."""
+    import numpy as np
+    if dtype == "bf16":
+        return (values & 0x7F80) == 0x7F80
+    return ~np.isfinite(values)
+
+
+def test_torch_examples():
+    """The three PyTorch examples under the Python helper: padding NaN in attn_out on every replay
+    with padding, the leak into real rows downstream, the fix, and a dump that matches the tensor."""
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    import numpy as np
+    root = os.path.dirname(os.path.dirname(HERE))
+    env = {"PYTHONPATH": os.path.join(root, "python")}
+    summary = []
+    # The first watched buffer that gets the NaN: the Triton variant also watches its softmax
+    # output (`probs`), whose fix leaves attn_out clean.
+    for script, extra, source in (("torch_decode.py", [], "attn_out"), ("torch_decode_triton.py", [], "probs"),
+                                  ("torch_decode_compile.py", ["--split"], "attn_out")):
+        for action in ("detect", "fix"):
+            dump_dir = tempfile.mkdtemp()
+            log = tempfile.mktemp(suffix=".jsonl")
+            p = run([BIN, "--log", log, "--no-aggregate", "--dump-dir", dump_dir, "--",
+                     sys.executable, os.path.join(root, "examples", script), action, *extra], env=env)
+            events = findings(read_log(log))
+            label = f"{script} {action}"
+            attn = [e for e in events if e.get("watch") == source]
+            if not attn or any(e["region"] != "padding" or e["counts_real"] != 0 for e in attn):
+                fail(f"{label}: {source} must be found in padding rows only: {[(e['region'], e['rows']) for e in attn]}")
+            # REAL_ROWS = (5, 3, 8): the padding rows of the first two replays, none in the third.
+            seen = {tuple(map(tuple, e["rows"]["padding"])) for e in attn}
+            if not {((5, 7),), ((3, 7),)} <= seen:
+                fail(f"{label}: {source} padding rows {sorted(seen)}, want rows 5-7 and 3-7 among them")
+            leaks = [e for e in events if (e.get("counts_real") or 0) > 0]
+            if action == "detect":
+                if "all_logits_finite=0" not in p.stdout:
+                    fail(f"{label}: the NaN should reach the logits:\n{p.stdout}")
+                if not any(e.get("watch") in ("q_fp8", "logits") for e in leaks):
+                    fail(f"{label}: no real-row finding downstream (the leak): {[(e.get('watch'), e['region']) for e in events]}")
+                first = attn[0]
+                words = np.load(first["dump"])
+                side = json.load(open(first["dump"] + ".json"))
+                rows = words if words.ndim == 2 else words.reshape(8, -1)  # B = 8 rows
+                pad = {r for a, b in first["rows"]["padding"] for r in range(a, b + 1)}
+                bad_rows = {r for r in range(rows.shape[0]) if dump_nonfinite(rows[r], side["dtype"]).any()}
+                if side["dtype"] != first["buffer"]["dtype"] or bad_rows != pad:
+                    fail(f"{label}: the {source} dump does not match the tensor: dtype {side['dtype']}/{words.dtype}, "
+                         f"non-finite rows {sorted(bad_rows)} vs padding rows {sorted(pad)}")
+            else:
+                if "all_logits_finite=1" not in p.stdout or "close_to_reference=0" in p.stdout:
+                    fail(f"{label}: the fix should make the logits finite and close to the reference:\n{p.stdout}")
+                if leaks:
+                    fail(f"{label}: real-row findings with the fix on: {[(e.get('watch'), e['region']) for e in leaks]}")
+                if any(e.get("action") != "zeroed" for e in attn):
+                    fail(f"{label}: {source} findings should say action zeroed: {[e.get('action') for e in attn]}")
+            summary.append(f"{script} {action}: {len(attn)} {source}, {len(leaks)} real-row")
+    print("ok: " + "; ".join(summary))
+
+
 def main():
     name = sys.argv[1]
     if not has_gpu():
