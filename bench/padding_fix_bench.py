@@ -55,11 +55,11 @@ def main():
     ours = {}
     if len(sys.argv) > 1:
         for line in open(sys.argv[1]):
-            m = re.match(r"zero_padding B=(\d+) pad=(\d+) us=([\d.]+)", line)
+            m = re.match(r"zero_padding B=(\d+) pad=(\d+) us=([\d.]+)(?:.* nan_rows_us=([\d.]+))?", line)
             if m:
-                ours[int(m.group(1))] = float(m.group(3))
+                ours[int(m.group(1))] = (float(m.group(3)), float(m.group(4)) if m.group(4) else None)
     print(f"{'B':>5} {'pad':>4} {'nan_to_num_':>12} {'out[sl==0]=0':>13} {'mask assign':>12} {'triton rows':>12} "
-          f"{'nanscope':>9} {'vs triton':>9}   (us per op, CUDA graph of {NODES})")
+          f"{'nanscope':>9} {'vs triton':>9} {'NaN rows':>9} {'vs triton':>9}   (us per op, CUDA graph of {NODES})")
     for B in (1, 8, 32, 64, 128, 256, 512, 1024):
         pad = (B + 1) // 2 if B <= 16 else 16
         out = torch.randn(B, 128, 512, device="cuda", dtype=torch.bfloat16)
@@ -70,10 +70,11 @@ def main():
         t_idx = graph_us(lambda: out.__setitem__(seq == 0, 0))
         t_mask = graph_us(lambda: out.masked_fill_(mask, 0))
         t_tri = graph_us(lambda: zero_rows_kernel[(B,)](out, seq, ROW_ELEMS=ROW, BLOCK=4096))
-        ns = ours.get(B)
+        ns, ns_nan = ours.get(B, (None, None))
         ratio = f"{ns / t_tri:9.2f}" if ns else f"{'-':>9}"
         ns_s = f"{ns:9.2f}" if ns else f"{'-':>9}"
-        print(f"{B:>5} {pad:>4} {t_nan:>12.2f} {t_idx:>13.2f} {t_mask:>12.2f} {t_tri:>12.2f} {ns_s} {ratio}")
+        nan_s = f"{ns_nan:9.2f} {ns_nan / t_tri:9.2f}" if ns_nan is not None else ""
+        print(f"{B:>5} {pad:>4} {t_nan:>12.2f} {t_idx:>13.2f} {t_mask:>12.2f} {t_tri:>12.2f} {ns_s} {ratio} {nan_s}")
 
 
 if __name__ == "__main__":

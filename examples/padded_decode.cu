@@ -7,7 +7,7 @@
 // The output buffers are watched through the C API with seq_lens as the padding spec.
 //
 //   padded_decode [detect|fix|zero|abort] [eager|graph] [softmax|unwritten]
-// (zero = action zero_padding: zero padding rows without reading real rows)
+// (zero = action zero_padding: zero padding rows, read nothing, report nothing)
 //
 // Graph mode captures the step once and replays it with 5, 3 and 8 real rows of 8.
 #include <cuda_bf16.h>

@@ -39,6 +39,7 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_zero_fn_, module_, "nanscope_scan_rows_zero"));
+  NANSCOPE_TRY(cuModuleGetFunction(&zero_rows_fn_, module_, "nanscope_zero_rows"));
   // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
   const ScanPolicy policy;
   int fit = 0;
@@ -169,6 +170,17 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
 
 CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes,
                                                   bool beside) const {
+  if (zero_rows_task(task)) {
+    slot[0] = &task;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = zero_rows_fn_;
+    p.gridDimX = zero_rows_grid(ScanPolicy{}, task, sm_count_);
+    p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = ScanPolicy{}.threads;
+    p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = slot;
+    return p;
+  }
   ScanPolicy policy = beside ? beside_policy() : ScanPolicy{};
   bool zero_only = false;  // zero_padding tasks run their own entry point
   for (uint32_t b = 0; b < task.buffer_count; ++b)

@@ -49,7 +49,9 @@ class ContextState {
   // `beside`: a node off the graph's critical path (fewer blocks, see beside_policy()).
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes,
                                       bool beside = false) const;
-  bool owns(CUfunction f) const { return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_; }
+  bool owns(CUfunction f) const {
+    return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_ || f == zero_rows_fn_;
+  }
   // Bytes of the task a scan entry point takes: the plain scan reads only the head.
   size_t task_bytes(CUfunction f) const {
     return f == scan_fn_ ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task);
@@ -84,6 +86,7 @@ class ContextState {
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
   CUfunction scan_zero_fn_ = nullptr;  // row-aware, for zero_padding tasks
+  CUfunction zero_rows_fn_ = nullptr;  // zero_padding tasks (zero_rows_task): zero, read nothing
   unsigned plain_blocks_per_sm_ = 4, rows_blocks_per_sm_ = 4, zero_blocks_per_sm_ = 4;  // ScanPolicy, capped by occupancy
   std::mutex bitmap_mu_;
   std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)

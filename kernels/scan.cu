@@ -272,9 +272,8 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
   const uint64_t chunks_per_row = row_vecs ? (row_vecs + chunk_vecs - 1) / chunk_vecs : 1;
   const uint64_t items = rows->rows * chunks_per_row;
 
-  // One chunk of one row: scan it, and zero it when the row is padding.
-  auto process = [&](uint64_t item, bool pad) {
-    const uint64_t r = item / chunks_per_row, ch = item - r * chunks_per_row;
+  // Chunk `ch` of row `r`: scan it, and zero it when the row is padding.
+  auto process = [&](uint64_t r, uint64_t ch, bool pad) {
     const uint64_t row_start = r * rows->row_stride;
     uint4* vrow = reinterpret_cast<uint4*>(base + row_start * eb);
     const uint64_t v0 = ch * chunk_vecs;
@@ -315,14 +314,23 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
         while (bits) {
           const int lane = __ffs(bits) - 1;
           bits &= bits - 1;
-          process(first + uint64_t(w * 32 + lane) * gridDim.x, true);
+          const uint64_t item = first + uint64_t(w * 32 + lane) * gridDim.x, r = item / chunks_per_row;
+          process(r, item - r * chunks_per_row, true);
         }
       }
       __syncthreads();
     }
   } else {
-    for (uint64_t item = blockIdx.x; item < items; item += gridDim.x)
-      process(item, kFix && row_is_padding(*rows, item / chunks_per_row));
+    // Items are visited gridDim.x apart: step (row, chunk) by the same amount instead of
+    // dividing every item (a 64-bit division costs more than the chunk's status check).
+    const uint64_t step_r = gridDim.x / chunks_per_row, step_c = gridDim.x - step_r * chunks_per_row;
+    uint64_t r = blockIdx.x / chunks_per_row, ch = blockIdx.x - r * chunks_per_row;
+    for (uint64_t item = blockIdx.x; item < items; item += gridDim.x) {
+      process(r, ch, kFix && row_is_padding(*rows, r));
+      r += step_r;
+      ch += step_c;
+      if (ch >= chunks_per_row) ch -= chunks_per_row, ++r;
+    }
   }
 }
 
@@ -474,7 +482,9 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
     const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
     bool unchanged = false, quiet = false;
     if constexpr (kRows) {
-      if (row_aware) {
+      // zero_padding zeroes what it finds, so no later scan sees it again: it keeps no
+      // previous state to compare with (the zero-rows kernel has none).
+      if (row_aware && !t.row_specs[b].zero_only) {
         const unsigned long long* st = t.row_specs[b].last_state;
         const unsigned long long s0 = __ldcg(st), s1 = __ldcg(st + 1), s2 = __ldcg(st + 2), s3 = __ldcg(st + 3),
                                  s4 = __ldcg(st + 4), s5 = __ldcg(st + 5);
@@ -546,7 +556,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
     }
     if (c.nan + c.pos_inf + c.neg_inf == 0) set_state(t, b, NS_STATE_CLEAN, 0);
     if constexpr (kRows) {
-      if (row_aware) {
+      if (row_aware && !t.row_specs[b].zero_only) {
         // Remember what this scan saw, so the next one can tell an unchanged buffer (a launch
         // that only read it) from one written again. A clean scan stores the empty state.
         unsigned long long* st = t.row_specs[b].last_state;
@@ -661,13 +671,139 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   }
   if constexpr (kRows) {
     for (uint32_t b = 0; b < t.buffer_count && !wrote; ++b) {
-      if (!((t.row_aware_mask >> b) & 1u)) continue;
+      if (!((t.row_aware_mask >> b) & 1u) || t.row_specs[b].zero_only) continue;
       unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
       st[0] = st[1] = st[2] = st[4] = st[5] = 0;
       st[3] = ~0ull;
     }
   }
   acc->executions = replay + 1;
+}
+
+
+// ---- zero_padding: the seed's fix as one lean kernel (nanscope_zero_rows).
+// It zeroes the padding rows and reads nothing else: no real row, and not the padding rows
+// either, so what they held is not reported (the `fix` action scans, reports and zeroes). Each
+// block marks the padding rows itself in a shared bitmap (one batch of row-status loads in
+// flight, one barrier), then takes its share of the (padding row, chunk) items. No counters and
+// no ticket: a node costs an empty kernel, one round trip and the stores.
+constexpr int kZeroRowsPerThread = 4;                          // row statuses a thread loads per batch
+constexpr int kZeroBatchRows = kThreads * kZeroRowsPerThread;  // rows marked per batch
+constexpr int kZeroBatchWords = kZeroBatchRows / 32;
+
+// Which of this thread's rows batch + k * kThreads + threadIdx.x are padding. The source switch
+// sits outside the unrolled loads so all of them are in flight together.
+__device__ __forceinline__ void padding_batch(const nanscope_row_spec& s, uint64_t batch, bool (&pad)[kZeroRowsPerThread]) {
+  const uint64_t r0 = batch + threadIdx.x;
+  auto row = [&](int k) { return r0 + uint64_t(k) * kThreads; };
+  switch (s.source) {
+    case NS_PAD_SEQ_LENS:
+      if (s.index_i64) {
+        const int64_t* v = reinterpret_cast<const int64_t*>(s.source_ptr);
+#pragma unroll
+        for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && v[row(k)] == s.pad_value;
+      } else {
+        const int32_t* v = reinterpret_cast<const int32_t*>(s.source_ptr);
+#pragma unroll
+        for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && v[row(k)] == s.pad_value;
+      }
+      break;
+    case NS_PAD_MASK: {
+      const unsigned char* m = reinterpret_cast<const unsigned char*>(s.source_ptr);
+#pragma unroll
+      for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && m[row(k)] != 0;
+      break;
+    }
+    case NS_PAD_COUNT_DEVICE:
+    case NS_PAD_COUNT_HOST: {
+      int64_t n = static_cast<int64_t>(s.host_count);
+      if (s.source == NS_PAD_COUNT_DEVICE)
+        n = s.index_i64 ? *reinterpret_cast<const int64_t*>(s.source_ptr) : *reinterpret_cast<const int32_t*>(s.source_ptr);
+#pragma unroll
+      for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && (n < 0 || row(k) >= static_cast<uint64_t>(n));
+      break;
+    }
+    default:
+#pragma unroll
+      for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = false;
+  }
+}
+
+// The padding rows of one batch as every warp holds them: lane l has word l of the batch's
+// bitmap (rows batch + 32l ..) and the count of rows through it, so finding the idx-th padding
+// row is a ballot and two shuffles, not a walk over shared memory.
+static_assert(kZeroBatchWords == 32, "one bitmap word per lane");
+struct MarkedRows {
+  unsigned bits;   // this lane's word
+  uint32_t upto;   // padding rows in words 0..lane
+  uint32_t total;  // padding rows in the batch
+};
+
+// Marks the padding rows of [batch, batch + kZeroBatchRows) in `bits`, in row order so every
+// block numbers them alike.
+__device__ __forceinline__ MarkedRows mark_padding_rows(const nanscope_row_spec& s, uint64_t batch, unsigned* bits) {
+  bool pad[kZeroRowsPerThread];
+  padding_batch(s, batch, pad);
+#pragma unroll
+  for (int k = 0; k < kZeroRowsPerThread; ++k) {
+    const unsigned ballot = __ballot_sync(0xffffffffu, pad[k]);
+    if ((threadIdx.x & 31) == 0) bits[k * (kThreads / 32) + threadIdx.x / 32] = ballot;
+  }
+  __syncthreads();
+  const unsigned lane = threadIdx.x & 31;
+  MarkedRows m;
+  m.bits = bits[lane];
+  m.upto = __popc(m.bits);
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t v = __shfl_up_sync(0xffffffffu, m.upto, o);
+    if (lane >= (unsigned)o) m.upto += v;
+  }
+  m.total = __shfl_sync(0xffffffffu, m.upto, 31);
+  return m;
+}
+
+// Batch offset of the idx-th padding row (idx < m.total; the same idx in every lane).
+__device__ __forceinline__ uint32_t nth_marked_row(const MarkedRows& m, uint32_t idx) {
+  const uint32_t w = __popc(__ballot_sync(0xffffffffu, m.upto <= idx));  // words wholly before it
+  const uint32_t before = __shfl_sync(0xffffffffu, m.upto, w ? w - 1 : 0);
+  const unsigned word = __shfl_sync(0xffffffffu, m.bits, w);
+  return w * 32 + __fns(word, 0, static_cast<int>(idx - (w ? before : 0)) + 1);
+}
+
+// Zeroes the padding rows of one buffer of `eb`-byte elements. A row is cut into chunks of
+// kThreads x kUnroll 16-byte vectors; its last chunk also takes the elements before its first
+// 16-byte boundary and after its last whole vector, so any row alignment works.
+template <uint32_t eb>
+__device__ void zero_padding_rows(uint64_t ptr, const nanscope_row_spec& s, unsigned* bits) {
+  constexpr uint32_t per_vec = 16 / eb;
+  unsigned char* base = reinterpret_cast<unsigned char*>(ptr);
+  const uint64_t chunk_vecs = uint64_t{kThreads} * kUnroll;
+  const uint64_t max_vecs = s.row_elements / per_vec;
+  const uint64_t chunks = max_vecs ? (max_vecs + chunk_vecs - 1) / chunk_vecs : 1;
+  for (uint64_t batch = 0; batch < s.rows; batch += kZeroBatchRows) {
+    const MarkedRows marked = mark_padding_rows(s, batch, bits);
+    const uint64_t items = uint64_t{marked.total} * chunks;
+    for (uint64_t item = blockIdx.x; item < items; item += gridDim.x) {
+      const uint64_t idx = item / chunks, ch = item - idx * chunks;
+      unsigned char* row = base + (batch + nth_marked_row(marked, static_cast<uint32_t>(idx))) * s.row_stride * eb;
+      uint64_t head = ((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) / eb;
+      head = head < s.row_elements ? head : s.row_elements;
+      const uint64_t vecs = (s.row_elements - head) / per_vec;
+      uint4* vrow = reinterpret_cast<uint4*>(row + head * eb);
+      const uint64_t v0 = ch * chunk_vecs, v1 = v0 + chunk_vecs < vecs ? v0 + chunk_vecs : vecs;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint64_t i = v0 + threadIdx.x + u * kThreads;
+        if (i < v1) vrow[i] = make_uint4(0, 0, 0, 0);
+      }
+      if (ch == chunks - 1) {
+        for (uint64_t j = threadIdx.x; j < head; j += kThreads) store_zero(row, eb, j);
+        for (uint64_t j = head + vecs * per_vec + threadIdx.x; j < s.row_elements; j += kThreads) store_zero(row, eb, j);
+      }
+    }
+    if (batch + kZeroBatchRows < s.rows) __syncthreads();  // the bitmap is rewritten for the next batch
+  }
 }
 
 }  // namespace
@@ -686,4 +822,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(con
 // gets the registers it wants.
 extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_rows_zero(const nanscope_scan_task t) {
   scan_main<true>(t);
+}
+
+// zero_padding tasks (every buffer zero_padding; src/scan_launch.hpp: zero_rows_task): zero
+// the padding rows, nothing read. The buffers leave with their real rows unscanned, so their
+// origin state says unknown.
+extern "C" __global__ void __launch_bounds__(kThreads) nanscope_zero_rows(const nanscope_scan_task t) {
+  __shared__ unsigned s_bits[kZeroBatchWords];
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    if (b) __syncthreads();  // the previous buffer's blocks are done with the bitmap
+    const nanscope_row_spec s = t.row_specs[b];  // every thread reads it: no barrier before the loads
+    const uint64_t ptr = t.buffers[b].ptr;
+    switch (element_bytes(t.buffers[b].dtype)) {
+      case 8: zero_padding_rows<8>(ptr, s, s_bits); break;
+      case 4: zero_padding_rows<4>(ptr, s, s_bits); break;
+      case 2: zero_padding_rows<2>(ptr, s, s_bits); break;
+      default: zero_padding_rows<1>(ptr, s, s_bits); break;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) set_state(t, b, NS_STATE_UNKNOWN, 0);
+  }
 }

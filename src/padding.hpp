@@ -22,8 +22,8 @@ const char* padding_source_name(PaddingSource);
 
 enum class IndexType : uint8_t { i32, i64 };
 
-// zero_padding: zero the padding rows without reading real rows (the seed's fix, cheapest);
-// padding rows are still scanned first, so the log says what was zeroed.
+// zero_padding: zero the padding rows and read nothing (the seed's fix, cheapest; nothing is
+// reported). fix: scan everything, report, then zero the padding rows.
 enum class Action : uint8_t { detect, fix, abort, zero_padding };
 const char* action_name(Action);
 

@@ -51,4 +51,31 @@ inline unsigned scan_grid_for_task(const ScanPolicy& p, const nanscope_scan_task
   return std::max(scan_grid(p, max_bytes, sm_count), static_cast<unsigned>(std::min(items, cap)));
 }
 
+// Tasks whose every buffer is zero_padding run the zero-rows kernel (nanscope_zero_rows): padding
+// rows are zeroed and nothing is read. A launch with other outputs to scan runs the general row
+// kernel, which also reads the padding rows it zeroes.
+inline bool zero_rows_task(const nanscope_scan_task& t) {
+  if (t.buffer_count == 0 || t.buffer_count > NANSCOPE_SCAN_MAX_BUFFERS) return false;
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    const nanscope_row_spec& s = t.row_specs[b];
+    if (!((t.row_aware_mask >> b) & 1u) || !s.zero_only || !s.fix || s.source == NS_PAD_NONE) return false;
+  }
+  return true;
+}
+
+// Its grid: one block per (row, chunk) item of the largest buffer, at most one per SM (the
+// padding rows are few; more blocks would mostly find nothing to do).
+inline unsigned zero_rows_grid(const ScanPolicy& p, const nanscope_scan_task& t, int sm_count) {
+  uint64_t items = 1;
+  for (uint32_t b = 0; b < t.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const uint64_t esize = t.buffers[b].dtype == NS_F64 ? 8 : t.buffers[b].dtype == NS_F32 ? 4
+                         : t.buffers[b].dtype <= NS_BF16 ? 2 : 1;
+    const uint64_t row_vecs = t.row_specs[b].row_elements * esize / 16;
+    const uint64_t chunk_vecs = p.bytes_per_block_step / 16;
+    const uint64_t chunks = row_vecs ? (row_vecs + chunk_vecs - 1) / chunk_vecs : 1;
+    items = std::max(items, t.row_specs[b].rows * chunks);
+  }
+  return static_cast<unsigned>(std::min<uint64_t>(items, static_cast<unsigned>(sm_count)));
+}
+
 }  // namespace nanscope

@@ -486,7 +486,7 @@ def watch(tensor, name=None, seq_lens=None, num_real=None, mask=None, action="de
         every scan: rows >= num_real are padding) or mask (CUDA bool/uint8, one per row, non-zero =
         padding).
     action: "detect", "fix" (zero padding rows after the writing kernel), "zero_padding" (zero
-        them without reading real rows), "abort" (SIGABRT at a non-finite value in a real row) or
+        them and read nothing: the cheapest, reports nothing), "abort" (SIGABRT at a non-finite value in a real row) or
         "default" (NANSCOPE_MODE).
 
     Returns a Watch (a context manager). It stays active, keeping the tensor and source alive,
