@@ -284,8 +284,8 @@ int main(int argc, char** argv) {
     // ---- 4. zero_padding (the seed's fix) inside a graph: 100 nodes, [B,128,512] bf16. Graphs
     // run the zero-rows kernel; the general row kernel (eager zero_padding) is shown beside it.
     // Clean data, then NaN in every padding row (the seed's bug: a record every replay).
-    CUfunction zero_rows;
-    CU(cuModuleGetFunction(&zero_rows, mod, "nanscope_zero_rows"));
+    CUfunction zero_rows;  // one bf16 buffer, int32 seq_lens: the entry the tool picks (zero_rows_entry)
+    CU(cuModuleGetFunction(&zero_rows, mod, "nanscope_zero_rows_seq32"));
     std::printf("\n%-34s %10s\n", "zero_padding in a graph, bf16", "us/node");
     for (uint64_t B : {1, 8, 32, 64, 128, 256, 512, 1024}) {
       const uint64_t pad = B <= 16 ? (B + 1) / 2 : 16;
@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
       CK(cudaMemcpy(d_seq, sl.data(), B * sizeof(int), cudaMemcpyHostToDevice));
       auto zero_graph = [&](bool lean, bool nan_rows) {
         std::vector<nanscope_scan_task> tasks(nodes);
+        std::vector<nanscope_zero_task> zero_tasks(nodes);  // the zero-rows kernel's parameter
         CK(cudaMemset(ch.accum, 0, (nodes + 1) * sizeof(nanscope_scan_accum)));
         ch.host->read_index = 1ull << 60;  // nobody drains here: let records wrap around the ring
         const float ms = graph_replay_ms(s, [&] {
@@ -306,8 +307,10 @@ int main(int argc, char** argv) {
                                      1.0 / row_elems, 1u, 1u, state};
             const unsigned g = lean ? nanscope::zero_rows_grid(pol, tasks[i], prop.multiProcessorCount)
                                     : nanscope::scan_grid_for_task(zero_pol, tasks[i], B * row_elems * 2, prop.multiProcessorCount);
-            void* params[] = {&tasks[i]};
-            CU(cuLaunchKernel(lean ? zero_rows : scan_zero, g, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr));
+            zero_tasks[i] = nanscope::zero_task_of(tasks[i]);
+            void* params[] = {lean ? static_cast<void*>(&zero_tasks[i]) : static_cast<void*>(&tasks[i])};
+            CU(cuLaunchKernel(lean ? zero_rows : scan_zero, g, 1, 1, lean ? nanscope::kZeroRowsThreads : pol.threads, 1, 1, 0,
+                              (CUstream)s, params, nullptr));
           }
         });
         ch.host->read_index = 0;

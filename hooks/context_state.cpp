@@ -39,7 +39,8 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_zero_fn_, module_, "nanscope_scan_rows_zero"));
-  NANSCOPE_TRY(cuModuleGetFunction(&zero_rows_fn_, module_, "nanscope_zero_rows"));
+  for (size_t i = 0; i < std::size(kZeroRowsEntries); ++i)
+    NANSCOPE_TRY(cuModuleGetFunction(&zero_rows_fns_[i], module_, kZeroRowsEntries[i]));
   // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
   const ScanPolicy policy;
   int fit = 0;
@@ -168,15 +169,17 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
   return true;
 }
 
-CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes,
+CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, ScanArgs& args, uint64_t max_bytes,
                                                   bool beside) const {
+  void** slot = args.slot;
   if (zero_rows_task(task)) {
-    slot[0] = &task;
+    args.zero = zero_task_of(task);
+    slot[0] = &args.zero;
     CUDA_KERNEL_NODE_PARAMS p{};
-    p.func = zero_rows_fn_;
+    p.func = zero_rows_fns_[zero_rows_entry(task)];
     p.gridDimX = zero_rows_grid(ScanPolicy{}, task, sm_count_);
     p.gridDimY = p.gridDimZ = 1;
-    p.blockDimX = ScanPolicy{}.threads;
+    p.blockDimX = kZeroRowsThreads;
     p.blockDimY = p.blockDimZ = 1;
     p.kernelParams = slot;
     return p;
@@ -197,10 +200,23 @@ CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, void
   return p;
 }
 
+bool ContextState::read_task(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_task& out) const {
+  if (!p.kernelParams || !p.kernelParams[0]) return false;
+  out = nanscope_scan_task{};
+  if (zero_rows(p.func)) {
+    nanscope_zero_task z;
+    std::memcpy(&z, p.kernelParams[0], sizeof z);
+    out = scan_task_of(z);
+  } else {  // the plain scan takes only the head
+    std::memcpy(&out, p.kernelParams[0], p.func == scan_fn_ ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task));
+  }
+  return true;
+}
+
 CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes) {
   if (!prepare_task(task, captured)) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* slot[1];
-  const CUDA_KERNEL_NODE_PARAMS p = node_params(task, slot, max_bytes);
+  ScanArgs args;
+  const CUDA_KERNEL_NODE_PARAMS p = node_params(task, args, max_bytes);
   return cuLaunchKernel(p.func, p.gridDimX, 1, 1, p.blockDimX, 1, 1, 0, stream, p.kernelParams, nullptr);
 }
 

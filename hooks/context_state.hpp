@@ -3,7 +3,9 @@
 #pragma once
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +15,7 @@
 #include "buffer_slots.hpp"
 #include "channel.hpp"
 #include "scan_abi.h"
+#include "scan_launch.hpp"
 
 namespace nanscope {
 
@@ -45,17 +48,20 @@ class ContextState {
   // For graph nodes: fills the task's channel pointers and accumulator (`accum` 0 takes a new
   // dedicated one). Returns false when the captured-scan pool is exhausted.
   bool prepare_task(nanscope_scan_task& task, bool captured, CUdeviceptr accum = 0);
-  // Kernel-node parameters running the scan of `task`; `slot` must outlive their use.
+  // Where a scan node's kernel parameter lives until the launch or node call that uses it.
+  struct ScanArgs {
+    void* slot[1] = {nullptr};
+    nanscope_zero_task zero{};  // the zero-rows kernel's own, smaller parameter
+  };
+  // Kernel-node parameters running the scan of `task`; `task` and `args` must outlive their use.
   // `beside`: a node off the graph's critical path (fewer blocks, see beside_policy()).
-  CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, void** slot, uint64_t max_bytes,
+  CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, ScanArgs& args, uint64_t max_bytes,
                                       bool beside = false) const;
   bool owns(CUfunction f) const {
-    return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_ || f == zero_rows_fn_;
+    return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_ || zero_rows(f);
   }
-  // Bytes of the task a scan entry point takes: the plain scan reads only the head.
-  size_t task_bytes(CUfunction f) const {
-    return f == scan_fn_ ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task);
-  }
+  // The task of one of our scan nodes, read back from its parameters (false if it has none).
+  bool read_task(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_task& out) const;
 
   // Copies device memory to the host through the private stream (never an app stream), from
   // any thread. Returns an empty string or the driver's error.
@@ -86,7 +92,10 @@ class ContextState {
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
   CUfunction scan_zero_fn_ = nullptr;  // row-aware, for zero_padding tasks
-  CUfunction zero_rows_fn_ = nullptr;  // zero_padding tasks (zero_rows_task): zero, read nothing
+  CUfunction zero_rows_fns_[std::size(kZeroRowsEntries)] = {};  // zero_padding tasks: zero, read nothing
+  bool zero_rows(CUfunction f) const {
+    return f && std::find(std::begin(zero_rows_fns_), std::end(zero_rows_fns_), f) != std::end(zero_rows_fns_);
+  }
   unsigned plain_blocks_per_sm_ = 4, rows_blocks_per_sm_ = 4, zero_blocks_per_sm_ = 4;  // ScanPolicy, capped by occupancy
   std::mutex bitmap_mu_;
   std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)

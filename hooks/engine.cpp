@@ -584,8 +584,8 @@ void Engine::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, in
       report_scan_failure(CUDA_ERROR_OUT_OF_MEMORY, true);
       continue;
     }
-    void* slot[1];
-    const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, slot, max_bytes);
+    ContextState::ScanArgs args;
+    const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes);
     CUgraphNode scan = nullptr;
     const CUresult r = cuGraphAddKernelNode(&scan, g, &node, 1, &sp);
     if (r != CUDA_SUCCESS) {
@@ -638,8 +638,8 @@ void Engine::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUD
     std::lock_guard lock(graph_mu_);
     beside = detached_.count(sn.node) != 0;
   }
-  void* slot[1];
-  const CUDA_KERNEL_NODE_PARAMS sp = cs->node_params(task, slot, max_bytes, beside);
+  ContextState::ScanArgs args;
+  const CUDA_KERNEL_NODE_PARAMS sp = cs->node_params(task, args, max_bytes, beside);
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
   if (r != CUDA_SUCCESS)
     warn_once(warned_graph_, "graph_update",

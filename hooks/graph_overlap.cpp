@@ -65,14 +65,12 @@ overlap::Node Engine::overlap_node(CUgraphNode node, ContextState& cs) {
   CUDA_KERNEL_NODE_PARAMS p{};
   if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
   if (p.func && cs.owns(p.func)) {
-    if (!p.kernelParams || !p.kernelParams[0]) return m;
-    nanscope_scan_task task{};
-    std::memcpy(&task, p.kernelParams[0], cs.task_bytes(p.func));
+    nanscope_scan_task task;
+    if (!cs.read_task(p, task)) return m;
     m.reads = scan_reads(task);
     bool fixes = false;
     for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
-      fixes |= cs.task_bytes(p.func) == sizeof(nanscope_scan_task) && ((task.row_aware_mask >> b) & 1u) &&
-               task.row_specs[b].fix;
+      fixes |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].fix;
     bool moved;
     {
       std::lock_guard lock(graph_mu_);
@@ -177,14 +175,13 @@ void Engine::overlap_scans(CUgraph g, ContextState& cs) {
 // Off the critical path, a scan takes fewer blocks (beside_policy()).
 void Engine::use_beside_grid(CUgraphNode scan, ContextState& cs) {
   CUDA_KERNEL_NODE_PARAMS p{};
-  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !p.kernelParams || !p.kernelParams[0]) return;
-  nanscope_scan_task task{};
-  std::memcpy(&task, p.kernelParams[0], cs.task_bytes(p.func));
+  nanscope_scan_task task;
+  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, task)) return;
   uint64_t max_bytes = 0;
   for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
     max_bytes = std::max<uint64_t>(max_bytes, task.buffers[b].elements * dtype_size(static_cast<DType>(task.buffers[b].dtype)));
-  void* slot[1];
-  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, slot, max_bytes, /*beside=*/true);
+  ContextState::ScanArgs args;
+  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes, /*beside=*/true);
   if (sp.func == p.func && sp.gridDimX != p.gridDimX) cuGraphKernelNodeSetParams(scan, &sp);  // on failure it stays as it was
 }
 
@@ -197,9 +194,8 @@ void Engine::warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& n
     if (!detached_.count(scan)) return;
   }
   CUDA_KERNEL_NODE_PARAMS p{};
-  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !p.kernelParams || !p.kernelParams[0]) return;
-  nanscope_scan_task before{};
-  std::memcpy(&before, p.kernelParams[0], cs.task_bytes(p.func));
+  nanscope_scan_task before;
+  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, before)) return;
   const auto old_reads = scan_reads(before);
   for (const overlap::Range& r : scan_reads(next)) {
     bool covered = false;

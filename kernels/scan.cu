@@ -687,45 +687,43 @@ __device__ __forceinline__ void scan_main(const Task& t) {
 // block marks the padding rows itself in a shared bitmap (one batch of row-status loads in
 // flight, one barrier), then takes its share of the (padding row, chunk) items. No counters and
 // no ticket: a node costs an empty kernel, one round trip and the stores.
-constexpr int kZeroRowsPerThread = 4;                          // row statuses a thread loads per batch
-constexpr int kZeroBatchRows = kThreads * kZeroRowsPerThread;  // rows marked per batch
+#ifndef NANSCOPE_ZERO_THREADS
+#define NANSCOPE_ZERO_THREADS 128  // must match kZeroRowsThreads on the host (src/scan_launch.hpp); 128 measured
+                                   // best of 64-512 (run S5-14), by 0.05 us
+#endif
+constexpr int kZeroThreads = NANSCOPE_ZERO_THREADS;
+constexpr int kZeroUnroll = 1024 / kZeroThreads;               // a chunk is 1024 16-byte vectors
+constexpr int kZeroRowsPerThread = 1024 / kZeroThreads;        // row statuses a thread loads per batch
+constexpr int kZeroBatchRows = kZeroThreads * kZeroRowsPerThread;  // rows marked per batch
 constexpr int kZeroBatchWords = kZeroBatchRows / 32;
 
-// Which of this thread's rows batch + k * kThreads + threadIdx.x are padding. The source switch
-// sits outside the unrolled loads so all of them are in flight together.
-__device__ __forceinline__ void padding_batch(const nanscope_row_spec& s, uint64_t batch, bool (&pad)[kZeroRowsPerThread]) {
+// How a zero-rows kernel reads padding: one entry point per kind, so a node runs no source switch.
+enum ZeroSource { kZeroSeqLens32 = 0, kZeroSeqLens64 = 1, kZeroMask = 2, kZeroCount = 3 };
+
+// Which of this thread's rows batch + k * kZeroThreads + threadIdx.x are padding. The loads are
+// unconditional (indices clamped to the last row) so all of them are in flight together.
+template <int kSource>
+__device__ __forceinline__ void padding_batch(const nanscope_zero_buffer& s, uint64_t batch, bool (&pad)[kZeroRowsPerThread]) {
   const uint64_t r0 = batch + threadIdx.x;
-  auto row = [&](int k) { return r0 + uint64_t(k) * kThreads; };
-  switch (s.source) {
-    case NS_PAD_SEQ_LENS:
-      if (s.index_i64) {
-        const int64_t* v = reinterpret_cast<const int64_t*>(s.source_ptr);
+  auto row = [&](int k) { return r0 + uint64_t(k) * kZeroThreads; };
+  auto at = [&](int k) { return row(k) < s.rows ? row(k) : s.rows - 1; };
+  if constexpr (kSource == kZeroCount) {
+    int64_t n = static_cast<int64_t>(s.host_count);
+    if (s.source == NS_PAD_COUNT_DEVICE)
+      n = s.index_i64 ? *reinterpret_cast<const int64_t*>(s.source_ptr) : *reinterpret_cast<const int32_t*>(s.source_ptr);
 #pragma unroll
-        for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && v[row(k)] == s.pad_value;
-      } else {
-        const int32_t* v = reinterpret_cast<const int32_t*>(s.source_ptr);
+    for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && (n < 0 || row(k) >= static_cast<uint64_t>(n));
+  } else {
+    int64_t x[kZeroRowsPerThread];
 #pragma unroll
-        for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && v[row(k)] == s.pad_value;
-      }
-      break;
-    case NS_PAD_MASK: {
-      const unsigned char* m = reinterpret_cast<const unsigned char*>(s.source_ptr);
-#pragma unroll
-      for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && m[row(k)] != 0;
-      break;
+    for (int k = 0; k < kZeroRowsPerThread; ++k) {
+      if constexpr (kSource == kZeroSeqLens32) x[k] = reinterpret_cast<const int32_t*>(s.source_ptr)[at(k)];
+      else if constexpr (kSource == kZeroSeqLens64) x[k] = reinterpret_cast<const int64_t*>(s.source_ptr)[at(k)];
+      else x[k] = reinterpret_cast<const unsigned char*>(s.source_ptr)[at(k)];
     }
-    case NS_PAD_COUNT_DEVICE:
-    case NS_PAD_COUNT_HOST: {
-      int64_t n = static_cast<int64_t>(s.host_count);
-      if (s.source == NS_PAD_COUNT_DEVICE)
-        n = s.index_i64 ? *reinterpret_cast<const int64_t*>(s.source_ptr) : *reinterpret_cast<const int32_t*>(s.source_ptr);
 #pragma unroll
-      for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = row(k) < s.rows && (n < 0 || row(k) >= static_cast<uint64_t>(n));
-      break;
-    }
-    default:
-#pragma unroll
-      for (int k = 0; k < kZeroRowsPerThread; ++k) pad[k] = false;
+    for (int k = 0; k < kZeroRowsPerThread; ++k)
+      pad[k] = row(k) < s.rows && (kSource == kZeroMask ? x[k] != 0 : x[k] == s.pad_value);
   }
 }
 
@@ -741,13 +739,14 @@ struct MarkedRows {
 
 // Marks the padding rows of [batch, batch + kZeroBatchRows) in `bits`, in row order so every
 // block numbers them alike.
-__device__ __forceinline__ MarkedRows mark_padding_rows(const nanscope_row_spec& s, uint64_t batch, unsigned* bits) {
+template <int kSource>
+__device__ __forceinline__ MarkedRows mark_padding_rows(const nanscope_zero_buffer& s, uint64_t batch, unsigned* bits) {
   bool pad[kZeroRowsPerThread];
-  padding_batch(s, batch, pad);
+  padding_batch<kSource>(s, batch, pad);
 #pragma unroll
   for (int k = 0; k < kZeroRowsPerThread; ++k) {
     const unsigned ballot = __ballot_sync(0xffffffffu, pad[k]);
-    if ((threadIdx.x & 31) == 0) bits[k * (kThreads / 32) + threadIdx.x / 32] = ballot;
+    if ((threadIdx.x & 31) == 0) bits[k * (kZeroThreads / 32) + threadIdx.x / 32] = ballot;
   }
   __syncthreads();
   const unsigned lane = threadIdx.x & 31;
@@ -771,38 +770,44 @@ __device__ __forceinline__ uint32_t nth_marked_row(const MarkedRows& m, uint32_t
   return w * 32 + __fns(word, 0, static_cast<int>(idx - (w ? before : 0)) + 1);
 }
 
-// Zeroes the padding rows of one buffer of `eb`-byte elements. A row is cut into chunks of
-// kThreads x kUnroll 16-byte vectors; its last chunk also takes the elements before its first
-// 16-byte boundary and after its last whole vector, so any row alignment works.
-template <uint32_t eb>
-__device__ void zero_padding_rows(uint64_t ptr, const nanscope_row_spec& s, unsigned* bits) {
-  constexpr uint32_t per_vec = 16 / eb;
-  unsigned char* base = reinterpret_cast<unsigned char*>(ptr);
-  const uint64_t chunk_vecs = uint64_t{kThreads} * kUnroll;
-  const uint64_t max_vecs = s.row_elements / per_vec;
-  const uint64_t chunks = max_vecs ? (max_vecs + chunk_vecs - 1) / chunk_vecs : 1;
-  for (uint64_t batch = 0; batch < s.rows; batch += kZeroBatchRows) {
-    const MarkedRows marked = mark_padding_rows(s, batch, bits);
-    const uint64_t items = uint64_t{marked.total} * chunks;
-    for (uint64_t item = blockIdx.x; item < items; item += gridDim.x) {
-      const uint64_t idx = item / chunks, ch = item - idx * chunks;
-      unsigned char* row = base + (batch + nth_marked_row(marked, static_cast<uint32_t>(idx))) * s.row_stride * eb;
-      uint64_t head = ((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) / eb;
-      head = head < s.row_elements ? head : s.row_elements;
-      const uint64_t vecs = (s.row_elements - head) / per_vec;
-      uint4* vrow = reinterpret_cast<uint4*>(row + head * eb);
-      const uint64_t v0 = ch * chunk_vecs, v1 = v0 + chunk_vecs < vecs ? v0 + chunk_vecs : vecs;
+// Zeroes the padding rows of one buffer. Zeroing needs no element type, only bytes, so there is
+// one code path for every dtype (a smaller kernel: each dtype instantiation cost about 0.1 us a
+// node). A row is cut into chunks of kZeroThreads x kZeroUnroll 16-byte vectors; its last chunk also
+// zeroes the bytes before its first 16-byte boundary and after its last whole vector, so any
+// row alignment works.
+template <int kSource>
+__device__ void zero_padding_rows(const nanscope_zero_buffer& s, unsigned* bits) {
+  const uint32_t eb = element_bytes(s.dtype);
+  unsigned char* base = reinterpret_cast<unsigned char*>(s.ptr);
+  const uint64_t row_bytes = s.row_elements * eb, stride_bytes = s.row_stride * eb;
+  const uint32_t chunk_vecs = kZeroThreads * kZeroUnroll;
+  const uint64_t max_vecs = row_bytes / 16;
+  const uint32_t chunks = max_vecs ? static_cast<uint32_t>((max_vecs + chunk_vecs - 1) / chunk_vecs) : 1;
+  for (uint64_t batch = 0;;) {
+    const MarkedRows marked = mark_padding_rows<kSource>(s, batch, bits);
+    const uint32_t items = marked.total * chunks;  // at most kZeroBatchRows rows of a batch
+    for (uint32_t item = blockIdx.x; item < items; item += gridDim.x) {
+      const uint32_t idx = chunks == 1 ? item : item / chunks, ch = item - idx * chunks;
+      unsigned char* row = base + (batch + nth_marked_row(marked, idx)) * stride_bytes;
+      uint64_t head = (16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15;
+      head = head < row_bytes ? head : row_bytes;
+      const uint64_t vecs = (row_bytes - head) / 16;
+      uint4* vrow = reinterpret_cast<uint4*>(row + head);
+      const uint64_t v0 = uint64_t{ch} * chunk_vecs, v1 = v0 + chunk_vecs < vecs ? v0 + chunk_vecs : vecs;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const uint64_t i = v0 + threadIdx.x + u * kThreads;
+      for (int u = 0; u < kZeroUnroll; ++u) {
+        const uint64_t i = v0 + threadIdx.x + u * kZeroThreads;
         if (i < v1) vrow[i] = make_uint4(0, 0, 0, 0);
       }
       if (ch == chunks - 1) {
-        for (uint64_t j = threadIdx.x; j < head; j += kThreads) store_zero(row, eb, j);
-        for (uint64_t j = head + vecs * per_vec + threadIdx.x; j < s.row_elements; j += kThreads) store_zero(row, eb, j);
+        const uint64_t tail = head + vecs * 16;
+        if (threadIdx.x < head) row[threadIdx.x] = 0;
+        if (tail + threadIdx.x < row_bytes) row[tail + threadIdx.x] = 0;  // fewer than 16 bytes
       }
     }
-    if (batch + kZeroBatchRows < s.rows) __syncthreads();  // the bitmap is rewritten for the next batch
+    batch += kZeroBatchRows;
+    if (batch >= s.rows) break;
+    __syncthreads();  // the bitmap is rewritten for the next batch
   }
 }
 
@@ -827,18 +832,48 @@ extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_rows_zero(c
 // zero_padding tasks (every buffer zero_padding; src/scan_launch.hpp: zero_rows_task): zero
 // the padding rows, nothing read. The buffers leave with their real rows unscanned, so their
 // origin state says unknown.
-extern "C" __global__ void __launch_bounds__(kThreads) nanscope_zero_rows(const nanscope_scan_task t) {
+// Its real rows were not read: the buffer's origin state is unknown from here on.
+__device__ __forceinline__ void forget_state(const nanscope_zero_task& t, const nanscope_zero_buffer& s) {
+  if (blockIdx.x == 0 && threadIdx.x == 0 && t.buffer_state && s.out_state != NANSCOPE_ORIGIN_NONE)
+    t.buffer_state[NS_SLOT_OF(s.out_state)] = NS_STATE_UNKNOWN | (unsigned long long)NS_GEN_OF(s.out_state) << 8;
+}
+
+template <int kSource>
+__device__ __forceinline__ void zero_one_buffer(const nanscope_zero_task& t) {
+  __shared__ unsigned s_bits[kZeroBatchWords];
+  zero_padding_rows<kSource>(t.buffers[0], s_bits);
+  forget_state(t, t.buffers[0]);
+}
+
+// One buffer with a given padding source: the common case, and the leanest code path (every
+// branch a node skips still costs it instruction fetches: about 0.1 us for a source switch).
+extern "C" __global__ void __launch_bounds__(kZeroThreads) nanscope_zero_rows_seq32(const nanscope_zero_task t) {
+  zero_one_buffer<kZeroSeqLens32>(t);
+}
+extern "C" __global__ void __launch_bounds__(kZeroThreads) nanscope_zero_rows_seq64(const nanscope_zero_task t) {
+  zero_one_buffer<kZeroSeqLens64>(t);
+}
+extern "C" __global__ void __launch_bounds__(kZeroThreads) nanscope_zero_rows_mask(const nanscope_zero_task t) {
+  zero_one_buffer<kZeroMask>(t);
+}
+extern "C" __global__ void __launch_bounds__(kZeroThreads) nanscope_zero_rows_count(const nanscope_zero_task t) {
+  zero_one_buffer<kZeroCount>(t);
+}
+
+// Several zero_padding buffers written by one launch, each with its own source.
+extern "C" __global__ void __launch_bounds__(kZeroThreads) nanscope_zero_rows(const nanscope_zero_task t) {
   __shared__ unsigned s_bits[kZeroBatchWords];
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     if (b) __syncthreads();  // the previous buffer's blocks are done with the bitmap
-    const nanscope_row_spec s = t.row_specs[b];  // every thread reads it: no barrier before the loads
-    const uint64_t ptr = t.buffers[b].ptr;
-    switch (element_bytes(t.buffers[b].dtype)) {
-      case 8: zero_padding_rows<8>(ptr, s, s_bits); break;
-      case 4: zero_padding_rows<4>(ptr, s, s_bits); break;
-      case 2: zero_padding_rows<2>(ptr, s, s_bits); break;
-      default: zero_padding_rows<1>(ptr, s, s_bits); break;
+    const nanscope_zero_buffer& s = t.buffers[b];
+    switch (s.source) {
+      case NS_PAD_SEQ_LENS:
+        if (s.index_i64) zero_padding_rows<kZeroSeqLens64>(s, s_bits);
+        else zero_padding_rows<kZeroSeqLens32>(s, s_bits);
+        break;
+      case NS_PAD_MASK: zero_padding_rows<kZeroMask>(s, s_bits); break;
+      default: zero_padding_rows<kZeroCount>(s, s_bits); break;
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) set_state(t, b, NS_STATE_UNKNOWN, 0);
+    forget_state(t, s);
   }
 }

@@ -184,7 +184,32 @@ typedef struct nanscope_scan_task {
   nanscope_row_spec row_specs[NANSCOPE_SCAN_MAX_BUFFERS];
 } nanscope_scan_task;
 
+// The zero-rows kernel's parameter (zero_padding tasks, src/scan_launch.hpp: zero_task_of): only
+// what it needs, so a node reads a few parameter words (a whole task cost about 0.2 us a node).
+typedef struct nanscope_zero_buffer {
+  uint64_t ptr;
+  uint64_t elements;        // the scanned extent, as in nanscope_scan_buffer
+  uint64_t rows;
+  uint64_t row_elements;
+  uint64_t row_stride;
+  uint64_t source_ptr;      // as in nanscope_row_spec
+  int64_t pad_value;
+  uint64_t host_count;
+  uint32_t source;          // nanscope_padding_source
+  uint32_t index_i64;
+  uint32_t dtype;           // nanscope_scan_dtype
+  uint32_t out_state;       // origin slot ref of the buffer (NANSCOPE_ORIGIN_NONE: untracked)
+} nanscope_zero_buffer;
+
+typedef struct nanscope_zero_task {
+  uint32_t buffer_count;
+  uint32_t reserved;
+  unsigned long long* buffer_state;  // device: origin state words; null = no origin tracking
+  nanscope_zero_buffer buffers[NANSCOPE_SCAN_MAX_BUFFERS];
+} nanscope_zero_task;
+
 #ifdef __cplusplus
+static_assert(sizeof(nanscope_zero_buffer) == 80, "zero buffer layout");
 static_assert(sizeof(nanscope_record) == 304, "record layout");
 static_assert(sizeof(nanscope_record) % 16 == 0, "records are posted in 16-byte stores");
 static_assert(sizeof(nanscope_row_spec) == 104, "row spec layout");

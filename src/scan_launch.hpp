@@ -78,4 +78,49 @@ inline unsigned zero_rows_grid(const ScanPolicy& p, const nanscope_scan_task& t,
   return static_cast<unsigned>(std::min<uint64_t>(items, static_cast<unsigned>(sm_count)));
 }
 
+inline constexpr unsigned kZeroRowsThreads = 128;  // NANSCOPE_ZERO_THREADS in kernels/scan.cu
+
+// Entry points of the zero-rows kernel: one buffer runs the entry of its padding source (no
+// source switch in the node), several buffers the general one.
+inline constexpr const char* kZeroRowsEntries[] = {"nanscope_zero_rows", "nanscope_zero_rows_seq32",
+                                                   "nanscope_zero_rows_seq64", "nanscope_zero_rows_mask",
+                                                   "nanscope_zero_rows_count"};
+inline unsigned zero_rows_entry(const nanscope_scan_task& t) {
+  if (t.buffer_count != 1) return 0;
+  const nanscope_row_spec& s = t.row_specs[0];
+  if (s.source == NS_PAD_SEQ_LENS) return s.index_i64 ? 2 : 1;
+  return s.source == NS_PAD_MASK ? 3 : 4;
+}
+
+// The zero-rows kernel's parameter for a zero_rows_task, and back (graph passes read scan nodes).
+inline nanscope_zero_task zero_task_of(const nanscope_scan_task& t) {
+  nanscope_zero_task z{};
+  z.buffer_count = t.buffer_count;
+  z.buffer_state = t.buffer_state;
+  for (uint32_t b = 0; b < t.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_row_spec& s = t.row_specs[b];
+    z.buffers[b] = {t.buffers[b].ptr, t.buffers[b].elements, s.rows, s.row_elements, s.row_stride, s.source_ptr,
+                    s.pad_value, s.host_count, s.source, s.index_i64, t.buffers[b].dtype,
+                    t.buffer_state ? t.out_state[b] : NANSCOPE_ORIGIN_NONE};
+  }
+  return z;
+}
+
+inline nanscope_scan_task scan_task_of(const nanscope_zero_task& z) {
+  nanscope_scan_task t{};
+  t.buffer_count = z.buffer_count;
+  t.buffer_state = z.buffer_state;
+  for (uint32_t b = 0; b < z.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_zero_buffer& zb = z.buffers[b];
+    t.buffers[b] = {zb.ptr, zb.elements, zb.dtype, 0};
+    t.row_aware_mask |= 1u << b;
+    nanscope_row_spec& s = t.row_specs[b];
+    s.rows = zb.rows, s.row_elements = zb.row_elements, s.row_stride = zb.row_stride;
+    s.source_ptr = zb.source_ptr, s.pad_value = zb.pad_value, s.host_count = zb.host_count;
+    s.source = zb.source, s.index_i64 = zb.index_i64, s.fix = 1, s.zero_only = 1;
+    t.out_state[b] = zb.out_state;
+  }
+  return t;
+}
+
 }  // namespace nanscope

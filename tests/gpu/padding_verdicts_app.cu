@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,10 @@
 
 __global__ void touch(void* p, int n) {  // untyped: only the watch makes it scanned
   if (n < 0) static_cast<char*>(p)[0] = 0;
+}
+
+__global__ void touch2(void* p, void* q, int n) {  // two watched buffers in one launch
+  if (n < 0) static_cast<char*>(p)[0] = static_cast<char*>(q)[0] = 0;
 }
 
 namespace {
@@ -180,6 +185,53 @@ int zero_padding_graph_cases(std::mt19937& rng) {
       cudaFree(d);
       if (d_src) cudaFree(d_src);
     }
+  }
+
+  // Two zero_padding watches written by one launch (the general zero-rows entry): f32 rows with
+  // int32 seq_lens, and bf16 rows with a mask, each zeroed by its own source.
+  {
+    const uint64_t rows = 12, len_a = 333, len_b = 2049;
+    std::vector<float> ha(rows * len_a, NAN);
+    std::vector<uint16_t> hb(rows * len_b, 0x7fc0);  // bf16 NaN everywhere
+    std::vector<int32_t> seq(rows);
+    std::vector<uint8_t> mask(rows);
+    for (uint64_t r = 0; r < rows; ++r) seq[r] = r % 3 ? 5 : 0, mask[r] = r % 4 == 1;
+    float* da = nullptr;
+    uint16_t* db = nullptr;
+    int32_t* dseq = nullptr;
+    uint8_t* dmask = nullptr;
+    cudaMalloc(&da, ha.size() * 4);
+    cudaMalloc(&db, hb.size() * 2);
+    cudaMalloc(&dseq, rows * 4);
+    cudaMalloc(&dmask, rows);
+    cudaMemcpy(da, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dseq, seq.data(), rows * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dmask, mask.data(), rows, cudaMemcpyHostToDevice);
+    nanscope_watch_t wa = watch_rows("zpair_a", da, kTypes[1], rows, len_a, len_a, NANSCOPE_ACTION_ZERO_PADDING,
+                                     make_spec(0, rows, dseq, 0));
+    nanscope_watch_t wb = watch_rows("zpair_b", db, kTypes[3], rows, len_b, len_b, NANSCOPE_ACTION_ZERO_PADDING,
+                                     make_spec(4, rows, dmask, 0));
+    cudaGraph_t g;
+    cudaGraphExec_t ge = nullptr;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    touch2<<<1, 1, 0, s>>>(da, db, 1);
+    cudaStreamEndCapture(s, &g);
+    cudaGraphInstantiate(&ge, g, 0);
+    cudaGraphLaunch(ge, s);
+    cudaMemcpyAsync(ha.data(), da, ha.size() * 4, cudaMemcpyDeviceToHost, s);
+    cudaMemcpyAsync(hb.data(), db, hb.size() * 2, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    int pair_ok = wa && wb;
+    for (uint64_t i = 0; i < ha.size(); ++i) pair_ok &= (seq[i / len_a] == 0) == (ha[i] == 0.0f) && (ha[i] == 0.0f || std::isnan(ha[i]));
+    for (uint64_t i = 0; i < hb.size(); ++i) pair_ok &= hb[i] == (mask[i / len_b] ? 0 : 0x7fc0);
+    std::printf("{\"zpair\":1,\"ok\":%d}\n", pair_ok);
+    failures += !pair_ok;
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    nanscope_unwatch(wa);
+    nanscope_unwatch(wb);
+    cudaFree(da), cudaFree(db), cudaFree(dseq), cudaFree(dmask);
   }
   cudaStreamDestroy(s);
   return failures;

@@ -135,12 +135,15 @@ def test_padding_verdicts():
     zeroed_bad = sum(1 for e in zcases if e["bad_padding"] > 0)
     if zeroed_bad < 40:
         fail(f"only {zeroed_bad} zero_padding runs had non-finite values in padding rows: the test lost its teeth")
-    reported = [e for e in findings(events) if str(e.get("watch", "")).startswith("zcase")]
+    pair = [e for e in expected if "zpair" in e]
+    if pair != [{"zpair": 1, "ok": 1}]:
+        fail(f"two zero_padding watches of one launch: {pair}")
+    reported = [e for e in findings(events) if str(e.get("watch", "")).startswith(("zcase", "zpair"))]
     if reported:
         fail(f"zero_padding reads nothing, yet reported {reported[:2]}")
     print(f"ok: {len(cases)} verdict cases exact against the host reference; {len(zcases)} zero_padding runs "
           f"({zeroed_bad} with non-finite padding values) left padding rows zero, real rows and gaps bit-identical, "
-          f"nothing reported; graph verdicts follow seq_lens per replay")
+          f"nothing reported (one launch with two such watches too); graph verdicts follow seq_lens per replay")
 
 
 def test_padded_decode():

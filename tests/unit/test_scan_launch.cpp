@@ -54,3 +54,69 @@ TEST(ScanLaunch, ZeroRowsGridIsOneBlockPerItemUpToOnePerSm) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ScanLaunch, ZeroTaskCarriesWhatTheKernelAndGraphPassesNeed) {
+  auto t = zero_task(16, 1500, NS_F16);
+  t.row_specs[0].row_stride = 1503;
+  t.row_specs[0].source_ptr = 0xabc0;
+  t.row_specs[0].pad_value = -1;
+  t.row_specs[0].index_i64 = 1;
+  t.row_specs[0].host_count = 7;
+  unsigned long long states = 0;
+  t.buffer_state = &states;
+  t.out_state[0] = 5 | 3u << 16;
+  const nanscope_zero_task z = nanscope::zero_task_of(t);
+  ASSERT_EQ(z.buffer_count, 1u);
+  EXPECT_EQ(z.buffer_state, &states);
+  const nanscope_zero_buffer& b = z.buffers[0];
+  EXPECT_EQ(b.ptr, t.buffers[0].ptr);
+  EXPECT_EQ(b.elements, t.buffers[0].elements);
+  EXPECT_EQ(b.rows, 16u);
+  EXPECT_EQ(b.row_elements, 1500u);
+  EXPECT_EQ(b.row_stride, 1503u);
+  EXPECT_EQ(b.source_ptr, 0xabc0u);
+  EXPECT_EQ(b.pad_value, -1);
+  EXPECT_EQ(b.index_i64, 1u);
+  EXPECT_EQ(b.host_count, 7u);
+  EXPECT_EQ(b.source, static_cast<uint32_t>(NS_PAD_SEQ_LENS));
+  EXPECT_EQ(b.dtype, static_cast<uint32_t>(NS_F16));
+  EXPECT_EQ(b.out_state, t.out_state[0]);
+
+  // Read back (graph passes): the buffer, its row spec, and that it is a zero_padding fix.
+  const nanscope_scan_task back = nanscope::scan_task_of(z);
+  EXPECT_TRUE(nanscope::zero_rows_task(back));
+  EXPECT_EQ(back.buffers[0].ptr, t.buffers[0].ptr);
+  EXPECT_EQ(back.buffers[0].elements, t.buffers[0].elements);
+  EXPECT_EQ(back.buffers[0].dtype, t.buffers[0].dtype);
+  EXPECT_EQ(back.row_specs[0].row_stride, 1503u);
+  EXPECT_EQ(back.out_state[0], t.out_state[0]);
+
+  t.buffer_state = nullptr;  // origin off: the kernel must not touch a state word
+  EXPECT_EQ(nanscope::zero_task_of(t).buffers[0].out_state, NANSCOPE_ORIGIN_NONE);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ScanLaunch, ZeroRowsEntryFollowsThePaddingSource) {
+  auto t = zero_task(8, 64, NS_BF16);
+  EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows_seq32");
+  t.row_specs[0].index_i64 = 1;
+  EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows_seq64");
+  t.row_specs[0].source = NS_PAD_MASK;
+  EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows_mask");
+  t.row_specs[0].source = NS_PAD_COUNT_DEVICE;
+  EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows_count");
+  t.row_specs[0].source = NS_PAD_COUNT_HOST;
+  EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows_count");
+  t.buffers[1] = t.buffers[0];
+  t.row_specs[1] = t.row_specs[0];
+  t.buffer_count = 2;
+  t.row_aware_mask = 3;
+  EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows");
+}
+
+}  // namespace
