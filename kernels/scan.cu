@@ -273,7 +273,9 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
   const uint64_t items = rows->rows * chunks_per_row;
 
   // Chunk `ch` of row `r`: scan it, and zero it when the row is padding.
-  auto process = [&](uint64_t r, uint64_t ch, bool pad) {
+  // `known_padding`: the caller already knows the row is padding; otherwise (fix) its status is
+  // looked up after the chunk's loads are issued, so the two round trips overlap.
+  auto process = [&](uint64_t r, uint64_t ch, bool known_padding) {
     const uint64_t row_start = r * rows->row_stride;
     uint4* vrow = reinterpret_cast<uint4*>(base + row_start * eb);
     const uint64_t v0 = ch * chunk_vecs;
@@ -284,6 +286,7 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
       const uint64_t i = v0 + threadIdx.x + u * kThreads;
       x[u] = i < v1 ? __ldcs(vrow + i) : make_uint4(0, 0, 0, 0);
     }
+    const bool pad = known_padding || (kFix && row_is_padding(*rows, r));
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const uint64_t i = v0 + threadIdx.x + u * kThreads;
@@ -326,7 +329,7 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
     const uint64_t step_r = gridDim.x / chunks_per_row, step_c = gridDim.x - step_r * chunks_per_row;
     uint64_t r = blockIdx.x / chunks_per_row, ch = blockIdx.x - r * chunks_per_row;
     for (uint64_t item = blockIdx.x; item < items; item += gridDim.x) {
-      process(r, ch, kFix && row_is_padding(*rows, r));
+      process(r, ch, false);
       r += step_r;
       ch += step_c;
       if (ch >= chunks_per_row) ch -= chunks_per_row, ++r;
