@@ -185,7 +185,7 @@ CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, Scan
     return p;
   }
   ScanPolicy policy = beside ? beside_policy() : ScanPolicy{};
-  bool zero_only = false;  // zero_padding tasks run their own entry point
+  bool zero_only = false;  // zero_padding mixed with other outputs: the general row kernel built for it
   for (uint32_t b = 0; b < task.buffer_count; ++b)
     zero_only |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].zero_only;
   policy.blocks_per_sm = zero_only ? zero_blocks_per_sm_ : task.row_aware_mask ? rows_blocks_per_sm_ : plain_blocks_per_sm_;

@@ -91,7 +91,7 @@ class ContextState {
   CUmodule module_ = nullptr;
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
-  CUfunction scan_zero_fn_ = nullptr;  // row-aware, for zero_padding tasks
+  CUfunction scan_zero_fn_ = nullptr;  // row-aware, for launches mixing zero_padding with other outputs
   CUfunction zero_rows_fns_[std::size(kZeroRowsEntries)] = {};  // zero_padding tasks: zero, read nothing
   bool zero_rows(CUfunction f) const {
     return f && std::find(std::begin(zero_rows_fns_), std::end(zero_rows_fns_), f) != std::end(zero_rows_fns_);

@@ -825,9 +825,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(con
   scan_main<true>(t);
 }
 
-// The same row-aware scan for zero_padding tasks (read and zero padding rows only): its sparse
-// row walk suffers from spilled registers more than it gains from a third block per SM, so it
-// gets the registers it wants.
+// The same row-aware scan for launches that mix zero_padding watches with other outputs to scan
+// (it reads and zeroes the padding rows of the zero_padding buffers, and reports them; launches
+// with only zero_padding buffers run nanscope_zero_rows*): its sparse row walk suffers from
+// spilled registers more than it gains from a third block per SM, so it gets the registers it wants.
 extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_rows_zero(const nanscope_scan_task t) {
   scan_main<true>(t);
 }
