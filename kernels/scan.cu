@@ -786,6 +786,7 @@ __device__ void zero_padding_rows(const nanscope_zero_buffer& s, unsigned* bits)
   const uint32_t chunk_vecs = kZeroThreads * kZeroUnroll;
   const uint64_t max_vecs = row_bytes / 16;
   const uint32_t chunks = max_vecs ? static_cast<uint32_t>((max_vecs + chunk_vecs - 1) / chunk_vecs) : 1;
+  if (s.rows == 0) return;  // (the host never sends one) the status loads index row rows - 1
   for (uint64_t batch = 0;;) {
     const MarkedRows marked = mark_padding_rows<kSource>(s, batch, bits);
     const uint32_t items = marked.total * chunks;  // at most kZeroBatchRows rows of a batch

@@ -58,7 +58,7 @@ inline bool zero_rows_task(const nanscope_scan_task& t) {
   if (t.buffer_count == 0 || t.buffer_count > NANSCOPE_SCAN_MAX_BUFFERS) return false;
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     const nanscope_row_spec& s = t.row_specs[b];
-    if (!((t.row_aware_mask >> b) & 1u) || !s.zero_only || !s.fix || s.source == NS_PAD_NONE) return false;
+    if (!((t.row_aware_mask >> b) & 1u) || !s.zero_only || !s.fix || s.source == NS_PAD_NONE || s.rows == 0) return false;
   }
   return true;
 }

@@ -37,6 +37,7 @@ TEST(ScanLaunch, ZeroRowsTaskIsEveryBufferZeroPadding) {
   EXPECT_TRUE(nanscope::zero_rows_task(two));
   nanscope_scan_task none{};
   EXPECT_FALSE(nanscope::zero_rows_task(none));
+  EXPECT_FALSE(nanscope::zero_rows_task(zero_task(0, 64, NS_F32)));  // no rows: the kernel reads row rows - 1
   auto no_source = zero_task(8, 64, NS_F32);
   no_source.row_specs[0].source = NS_PAD_NONE;
   EXPECT_FALSE(nanscope::zero_rows_task(no_source));
