@@ -683,7 +683,6 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   acc->executions = replay + 1;
 }
 
-
 // ---- zero_padding: the seed's fix as one lean kernel (nanscope_zero_rows).
 // It zeroes the padding rows and reads nothing else: no real row, and not the padding rows
 // either, so what they held is not reported (the `fix` action scans, reports and zeroes). Each
@@ -691,8 +690,9 @@ __device__ __forceinline__ void scan_main(const Task& t) {
 // flight, one barrier), then takes its share of the (padding row, chunk) items. No counters and
 // no ticket: a node costs an empty kernel, one round trip and the stores.
 #ifndef NANSCOPE_ZERO_THREADS
-#define NANSCOPE_ZERO_THREADS 128  // must match kZeroRowsThreads on the host (src/scan_launch.hpp); 128 measured
-                                   // best of 64-512 (run S5-14), by 0.05 us
+// Must match kZeroRowsThreads on the host (src/scan_launch.hpp); 128 measured best of 64-512 by
+// about 0.05 us a node (run S5-14).
+#define NANSCOPE_ZERO_THREADS 128
 #endif
 constexpr int kZeroThreads = NANSCOPE_ZERO_THREADS;
 constexpr int kZeroUnroll = 1024 / kZeroThreads;               // a chunk is 1024 16-byte vectors
@@ -834,10 +834,9 @@ extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_rows_zero(c
   scan_main<true>(t);
 }
 
-// zero_padding tasks (every buffer zero_padding; src/scan_launch.hpp: zero_rows_task): zero
-// the padding rows, nothing read. The buffers leave with their real rows unscanned, so their
-// origin state says unknown.
-// Its real rows were not read: the buffer's origin state is unknown from here on.
+// zero_padding tasks (every buffer zero_padding; src/scan_launch.hpp: zero_rows_task) zero the
+// padding rows and read nothing. A buffer leaves with its real rows unscanned, so its origin
+// state is unknown from here on.
 __device__ __forceinline__ void forget_state(const nanscope_zero_task& t, const nanscope_zero_buffer& s) {
   if (blockIdx.x == 0 && threadIdx.x == 0 && t.buffer_state && s.out_state != NANSCOPE_ORIGIN_NONE)
     t.buffer_state[NS_SLOT_OF(s.out_state)] = NS_STATE_UNKNOWN | (unsigned long long)NS_GEN_OF(s.out_state) << 8;

@@ -32,6 +32,11 @@ inline unsigned scan_grid(const ScanPolicy& p, uint64_t max_bytes, int sm_count)
       std::clamp<uint64_t>(needed, 1, uint64_t{p.blocks_per_sm} * static_cast<unsigned>(sm_count)));
 }
 
+// Bytes of one element of a nanscope_scan_dtype (element_bytes in kernels/scan.cu).
+inline uint64_t scan_dtype_bytes(uint32_t dtype) {
+  return dtype == NS_F64 ? 8 : dtype == NS_F32 ? 4 : dtype <= NS_BF16 ? 2 : 1;
+}
+
 // Blocks for a task: enough for its bytes, and for row-chunked fixes at least one block per
 // (row, chunk) item, so a batch of short rows is read in parallel rather than by one block
 // walking the rows one round trip at a time.
@@ -41,9 +46,7 @@ inline unsigned scan_grid_for_task(const ScanPolicy& p, const nanscope_scan_task
   for (uint32_t b = 0; b < t.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
     const nanscope_row_spec& spec = t.row_specs[b];
     if (!((t.row_aware_mask >> b) & 1u) || !spec.chunked || !spec.fix || spec.source == NS_PAD_NONE) continue;
-    const uint64_t esize = t.buffers[b].dtype == NS_F64 ? 8 : t.buffers[b].dtype == NS_F32 ? 4
-                         : t.buffers[b].dtype <= NS_BF16 ? 2 : 1;
-    const uint64_t row_bytes = t.row_specs[b].row_elements * esize;
+    const uint64_t row_bytes = t.row_specs[b].row_elements * scan_dtype_bytes(t.buffers[b].dtype);
     const uint64_t chunks = row_bytes ? (row_bytes + p.bytes_per_block_step - 1) / p.bytes_per_block_step : 1;
     items = std::max(items, t.row_specs[b].rows * chunks);
   }
@@ -68,9 +71,7 @@ inline bool zero_rows_task(const nanscope_scan_task& t) {
 inline unsigned zero_rows_grid(const ScanPolicy& p, const nanscope_scan_task& t, int sm_count) {
   uint64_t items = 1;
   for (uint32_t b = 0; b < t.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
-    const uint64_t esize = t.buffers[b].dtype == NS_F64 ? 8 : t.buffers[b].dtype == NS_F32 ? 4
-                         : t.buffers[b].dtype <= NS_BF16 ? 2 : 1;
-    const uint64_t row_vecs = t.row_specs[b].row_elements * esize / 16;
+    const uint64_t row_vecs = t.row_specs[b].row_elements * scan_dtype_bytes(t.buffers[b].dtype) / 16;
     const uint64_t chunk_vecs = p.bytes_per_block_step / 16;
     const uint64_t chunks = row_vecs ? (row_vecs + chunk_vecs - 1) / chunk_vecs : 1;
     items = std::max(items, t.row_specs[b].rows * chunks);
