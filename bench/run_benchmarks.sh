@@ -37,16 +37,20 @@ echo
 echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
 export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
 side_by_side "$bin/nanscope_graph_bench"
-echo "== the same under nanscope with scans kept in line (NANSCOPE_GRAPH_OVERLAP=0) vs beside (default), twice"
-for i in 1 2; do
+echo "== the same under nanscope with scans kept in line (NANSCOPE_GRAPH_OVERLAP=0), beside one node per"
+echo "   kernel (NANSCOPE_GRAPH_MERGE=0) and beside merged (default), three times"
+for i in 1 2 3; do
   ginline=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_GRAPH_OVERLAP=0 "$bin/nanscope_graph_bench")
-  gbeside=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
+  gbeside=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_GRAPH_MERGE=0 "$bin/nanscope_graph_bench")
+  gmerged=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
   plain=$("$bin/nanscope_graph_bench")
   echo "$plain"
   echo "$ginline"
   echo "$gbeside"
-  compare "$plain" "$ginline"
-  compare "$plain" "$gbeside"
+  echo "$gmerged"
+  echo "in line:"; compare "$plain" "$ginline"
+  echo "beside, one node per kernel:"; compare "$plain" "$gbeside"
+  echo "beside, merged:"; compare "$plain" "$gmerged"
 done
 echo
 echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"

@@ -39,6 +39,7 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_zero_fn_, module_, "nanscope_scan_rows_zero"));
+  NANSCOPE_TRY(cuModuleGetFunction(&scan_grouped_fn_, module_, "nanscope_scan_grouped"));
   for (size_t i = 0; i < std::size(kZeroRowsEntries); ++i)
     NANSCOPE_TRY(cuModuleGetFunction(&zero_rows_fns_[i], module_, kZeroRowsEntries[i]));
   // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
@@ -207,10 +208,31 @@ bool ContextState::read_task(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_tas
     nanscope_zero_task z;
     std::memcpy(&z, p.kernelParams[0], sizeof z);
     out = scan_task_of(z);
-  } else {  // the plain scan takes only the head
-    std::memcpy(&out, p.kernelParams[0], p.func == scan_fn_ ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task));
+  } else {  // the plain scan takes only the head, and a group starts with one
+    const bool head = p.func == scan_fn_ || p.func == scan_grouped_fn_;
+    std::memcpy(&out, p.kernelParams[0], head ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task));
   }
   return true;
+}
+
+bool ContextState::read_group(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_group& out) const {
+  if (p.func != scan_grouped_fn_ || !p.kernelParams || !p.kernelParams[0]) return false;
+  std::memcpy(&out, p.kernelParams[0], sizeof out);
+  return true;
+}
+
+CUDA_KERNEL_NODE_PARAMS ContextState::group_node_params(nanscope_scan_group& g, void** slot) const {
+  ScanPolicy policy = beside_policy();
+  policy.blocks_per_sm = plain_blocks_per_sm_;
+  slot[0] = &g;
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = scan_grouped_fn_;
+  p.gridDimX = scan_grid(policy, group_max_bytes(g), sm_count_);
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = policy.threads;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = slot;
+  return p;
 }
 
 CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes) {

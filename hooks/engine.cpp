@@ -38,13 +38,13 @@ std::string program_name() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
+}  // namespace
+
 std::string error_name(CUresult r) {
   const char* s = nullptr;
   cuGetErrorName(r, &s);
   return s ? s : fmt::format("CUresult {}", static_cast<int>(r));
 }
-
-}  // namespace
 
 Engine::Engine(Config cfg, nanscope_attach_t attach)
     : cfg_(std::move(cfg)),
@@ -633,6 +633,10 @@ void Engine::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUD
   task.graph_node = sn.graph_node;
   cs->prepare_task(task, true, sn.accum);
   warn_if_overlap_stale(sn.node, task, *cs);
+  if (sn.group_launch != ScanNode::kAlone) {
+    update_group_member(exec, sn, task, *cs);
+    return;
+  }
   bool beside;
   {
     std::lock_guard lock(graph_mu_);
@@ -669,6 +673,8 @@ void Engine::on_graph_destroy(CUgraph graph) {
 void Engine::on_graph_exec_destroy(CUgraphExec exec) {
   std::lock_guard lock(graph_mu_);
   exec_graph_ids_.erase(exec);
+  for (auto it = group_tasks_.lower_bound({exec, nullptr}); it != group_tasks_.end() && it->first.first == exec;)
+    it = group_tasks_.erase(it);
 }
 
 void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {
@@ -1135,6 +1141,7 @@ void Engine::write_summary(SummaryContexts contexts) {
   s["kernels_not_inspected"] = kernels_.not_inspected_count();
   s["scans_dropped"] = dropped_.load();
   s["graph_scans_overlapped"] = overlapped_scans_.load();  // scan nodes moved off a graph's critical path
+  s["graph_scans_merged"] = merged_scans_.load();          // scan nodes folded into merged ones
   s["overflow"] = overflow;         // findings the device dropped: channel full
   s["corrupt_records"] = corrupt;   // records that failed validation on the host
   s["rescans_unchanged"] = unchanged;  // watched buffers found as the last scan left them

@@ -147,6 +147,8 @@ class Engine {
     CUdeviceptr accum = 0;
     uint64_t graph_id = 0;
     uint32_t graph_node = 0;
+    static constexpr uint32_t kAlone = ~0u;
+    uint32_t group_launch = kAlone;  // its launch in a merged scan node (graph_overlap.cpp), or kAlone
   };
   std::mutex graph_mu_;
   std::unordered_map<uint64_t, uint32_t> graph_nodes_;        // graph id -> scans in it so far
@@ -160,6 +162,13 @@ class Engine {
   // Scan nodes off the critical path (hooks/graph_overlap.cpp).
   std::unordered_set<CUgraphNode> detached_;  // scan nodes already moved
   std::atomic<uint64_t> overlapped_scans_{0};
+  // Merged scan nodes: scans beside the app's kernels that may run together become one node.
+  std::atomic<uint64_t> merged_scans_{0};  // scan nodes folded into merged ones
+  std::atomic<bool> warned_merge_{false}, warned_group_update_{false};
+  // A merged node's task as last set on an exec (an exec's parameters cannot be read back).
+  std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> group_tasks_;
+  void merge_scans(CUgraph graph, ContextState& cs);
+  void update_group_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task, ContextState& cs);
   std::atomic<bool> warned_overlap_{false}, warned_overlap_stale_{false};
   void overlap_scans(CUgraph graph, ContextState& cs);
   overlap::Node overlap_node(CUgraphNode node, ContextState& cs);
@@ -199,6 +208,8 @@ class Engine {
 
   friend void CUPTIAPI cupti_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*);
 };
+
+std::string error_name(CUresult r);  // the driver's name for `r`, for messages
 
 void CUPTIAPI cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const void* data);

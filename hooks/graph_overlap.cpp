@@ -162,6 +162,7 @@ void Engine::overlap_scans(CUgraph g, ContextState& cs) {
     use_beside_grid(scan, cs);
   }
   overlapped_scans_.fetch_add(moved_scans, std::memory_order_relaxed);
+  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
   if (log_->debug_enabled())
     log_->debug(fmt::format("graph: {} of its scan nodes run beside the app's kernels ({} edge changes failed)",
                             moved_scans, failed));
@@ -170,6 +171,151 @@ void Engine::overlap_scans(CUgraph g, ContextState& cs) {
               fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
                           "(slower replays, same findings)",
                           failed));
+}
+
+// Scans beside the app's kernels cost a launch each on every replay, even when they find little
+// to read: the ones that may run together become one node (src/scan_overlap.hpp: group()). The
+// merged node waits for all its members' parents and runs before all their children; it
+// publishes the members in order, so the NaN origin sees the same sequence of states.
+void Engine::merge_scans(CUgraph g, ContextState& cs) {
+  size_t count = 0;
+  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count < 2) return;
+  std::vector<CUgraphNode> nodes(count);
+  if (cuGraphGetNodes(g, nodes.data(), &count) != CUDA_SUCCESS) return;
+  std::unordered_map<CUgraphNode, uint32_t> index;
+  std::vector<uint32_t> weight(count, 0);
+  std::vector<nanscope_scan_task> tasks(count);
+  uint32_t mergeable = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    index.emplace(nodes[i], i);
+    CUgraphNodeType type;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
+        cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS || !cs.plain_scan(p.func) ||
+        !cs.read_task(p, tasks[i]))
+      continue;
+    const uint32_t buffers = tasks[i].buffer_count;
+    if (buffers == 0 || buffers > NANSCOPE_SCAN_MAX_BUFFERS) continue;
+    weight[i] = buffers;
+    ++mergeable;
+  }
+  if (mergeable < 2) return;
+  size_t nedges = 0;
+  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return;
+  std::vector<CUgraphNode> from(nedges), to(nedges);
+  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), nullptr, &nedges) != CUDA_SUCCESS) return;
+  std::vector<overlap::Edge> edges;
+  std::vector<std::vector<uint32_t>> parents(count), children(count);
+  for (size_t e = 0; e < nedges; ++e) {
+    const auto f = index.find(from[e]), t = index.find(to[e]);
+    if (f == index.end() || t == index.end()) continue;
+    edges.push_back({f->second, t->second});
+    parents[t->second].push_back(f->second);
+    children[f->second].push_back(t->second);
+  }
+  const auto groups = overlap::group(static_cast<uint32_t>(count), edges, weight);
+  if (groups.empty()) return;
+
+  // Which kernel node each member follows, so later parameter updates reach the merged node.
+  std::unordered_map<CUgraphNode, CUgraphNode> kernel_of;
+  {
+    std::lock_guard lock(graph_mu_);
+    for (const auto& [kernel, sn] : scan_after_) kernel_of[sn.node] = kernel;
+  }
+  uint64_t folded = 0, failed = 0;
+  std::vector<uint32_t> in_group(count, 0);
+  std::vector<CUgraphNode> now = nodes;  // a member merged earlier is its merged node now
+  uint32_t group_id = 0;
+  for (const auto& members : groups) {
+    ++group_id;
+    nanscope_scan_group task{};
+    bool ok = true;
+    for (uint32_t m : members) {
+      ok = ok && append_launch(task, tasks[m]);
+      in_group[m] = group_id;
+    }
+    if (!ok) continue;
+    std::vector<CUgraphNode> deps, outs;
+    for (uint32_t m : members) {
+      for (uint32_t p : parents[m])
+        if (in_group[p] != group_id && std::find(deps.begin(), deps.end(), now[p]) == deps.end()) deps.push_back(now[p]);
+      for (uint32_t c : children[m])
+        if (in_group[c] != group_id && std::find(outs.begin(), outs.end(), now[c]) == outs.end()) outs.push_back(now[c]);
+    }
+    void* slot[1];
+    const CUDA_KERNEL_NODE_PARAMS params = cs.group_node_params(task, slot);
+    CUgraphNode merged = nullptr;
+    if (cuGraphAddKernelNode(&merged, g, deps.data(), deps.size(), &params) != CUDA_SUCCESS) {
+      ++failed;
+      continue;
+    }
+    for (CUgraphNode c : outs) ok = ok && cuGraphAddDependencies(g, &merged, &c, nullptr, 1) == CUDA_SUCCESS;
+    if (!ok) {  // the members stay as they were
+      cuGraphDestroyNode(merged);
+      ++failed;
+      continue;
+    }
+    // From here the merged node repeats every member's order, so a member that cannot go only
+    // scans twice.
+    for (uint32_t m : members) {
+      failed += cuGraphDestroyNode(nodes[m]) != CUDA_SUCCESS;
+      now[m] = merged;
+    }
+    folded += members.size();
+    std::lock_guard lock(graph_mu_);
+    scan_nodes_[merged] = true;
+    detached_.insert(merged);
+    for (uint32_t l = 0; l < members.size(); ++l) {
+      const CUgraphNode member = nodes[members[l]];
+      scan_nodes_.erase(member);
+      detached_.erase(member);
+      const auto k = kernel_of.find(member);
+      if (k == kernel_of.end()) continue;
+      auto sn = scan_after_.find(k->second);
+      if (sn == scan_after_.end()) continue;
+      sn->second.node = merged;
+      sn->second.group_launch = l;
+    }
+  }
+  merged_scans_.fetch_add(folded, std::memory_order_relaxed);
+  if (log_->debug_enabled())
+    log_->debug(fmt::format("graph: {} scan nodes merged into {} ({} failures)", folded, groups.size(), failed));
+  if (failed)
+    warn_once(warned_merge_, "graph_merge",
+              fmt::format("{} graph scan node merge(s) failed; those scans keep their own nodes (same findings)", failed));
+}
+
+// A kernel node whose scan was merged has new parameters: its part of the merged node follows.
+void Engine::update_group_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task,
+                                 ContextState& cs) {
+  nanscope_scan_group group{};
+  bool known = false;
+  {
+    std::lock_guard lock(graph_mu_);
+    auto it = group_tasks_.find({exec, sn.node});
+    if (it != group_tasks_.end()) group = it->second, known = true;
+  }
+  CUDA_KERNEL_NODE_PARAMS current{};
+  if (!known && (cuGraphKernelNodeGetParams(sn.node, &current) != CUDA_SUCCESS || !cs.read_group(current, group)))
+    return;
+  if (!replace_launch(group, sn.group_launch, task))
+    warn_once(warned_group_update_, "graph_update",
+              "a kernel node of a merged scan now has more outputs than its scan had: the extra ones are not "
+              "scanned (NANSCOPE_GRAPH_MERGE=0 keeps one scan node per kernel)");
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS p = cs.group_node_params(group, slot);
+  const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &p) : cuGraphKernelNodeSetParams(sn.node, &p);
+  if (r != CUDA_SUCCESS) {
+    warn_once(warned_graph_, "graph_update",
+              fmt::format("a merged scan node could not follow a kernel node's new parameters ({}); it keeps "
+                          "scanning the old buffers",
+                          error_name(r)));
+    return;
+  }
+  if (exec) {
+    std::lock_guard lock(graph_mu_);
+    group_tasks_[{exec, sn.node}] = group;
+  }
 }
 
 // Off the critical path, a scan takes fewer blocks (beside_policy()).

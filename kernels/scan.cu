@@ -2,6 +2,8 @@
 // below. Built into a fatbin and embedded in libnanscope.so; the host loads it with
 // cuModuleLoadData and launches `nanscope_scan` with cuLaunchKernel (never the runtime API).
 #include <stdint.h>
+
+#include <type_traits>
 #include "scan_abi.h"
 
 namespace {
@@ -441,18 +443,35 @@ struct InputStates {
   bool unknown;
 };
 
+// A plain task is one launch; a group (nanscope_scan_group) holds several, one per member scan.
 template <typename Task>
-__device__ InputStates read_inputs(const Task& t) {
+constexpr bool kIsGroup = std::is_same<Task, nanscope_scan_group>::value;
+
+template <typename Task>
+__device__ __forceinline__ uint32_t input_count(const Task& t, uint32_t launch) {
+  if constexpr (kIsGroup<Task>) return t.launches[launch].in_count;
+  else return t.in_count;
+}
+
+template <typename Task>
+__device__ __forceinline__ uint32_t input_ref(const Task& t, uint32_t launch, uint32_t i) {
+  if constexpr (kIsGroup<Task>) return t.launches[launch].in_state[i];
+  else return t.in_state[i];
+}
+
+template <typename Task>
+__device__ InputStates read_inputs(const Task& t, uint32_t launch) {
   InputStates in{};
   if (!t.buffer_state) return in;
-  const uint32_t n = t.in_count < NANSCOPE_ORIGIN_MAX_INPUTS ? t.in_count : NANSCOPE_ORIGIN_MAX_INPUTS;
+  const uint32_t count = input_count(t, launch);
+  const uint32_t n = count < NANSCOPE_ORIGIN_MAX_INPUTS ? count : NANSCOPE_ORIGIN_MAX_INPUTS;
   unsigned long long w[NANSCOPE_ORIGIN_MAX_INPUTS];
 #pragma unroll
   for (uint32_t i = 0; i < NANSCOPE_ORIGIN_MAX_INPUTS; ++i)  // all loads in flight at once
-    w[i] = i < n ? __ldcg(&t.buffer_state[NS_SLOT_OF(t.in_state[i])]) : 0;
+    w[i] = i < n ? __ldcg(&t.buffer_state[NS_SLOT_OF(input_ref(t, launch, i))]) : 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t status = (uint32_t)(w[i] & 0xffu);
-    if (((w[i] >> 8) & 0xffffu) != NS_GEN_OF(t.in_state[i]) || status == NS_STATE_UNKNOWN) {
+    if (((w[i] >> 8) & 0xffffu) != NS_GEN_OF(input_ref(t, launch, i)) || status == NS_STATE_UNKNOWN) {
       in.unknown = true;  // a reused slot's old word, or never scanned
       continue;
     }
@@ -467,6 +486,28 @@ __device__ InputStates read_inputs(const Task& t) {
   return in;
 }
 
+template <typename Task>
+__device__ __forceinline__ uint32_t launch_origin_flags(const Task& t, uint32_t launch) {
+  if constexpr (kIsGroup<Task>) return t.launches[launch].origin_flags;
+  else return t.origin_flags;
+}
+
+// The launch fields of a record for buffers[b] (`launch`: its launch in a group).
+template <typename Task>
+__device__ __forceinline__ void set_launch_fields(const Task& t, uint32_t launch, nanscope_record& r) {
+  if constexpr (kIsGroup<Task>) {
+    r.launch_id = t.launches[launch].launch_id;
+    r.correlation_id = t.launches[launch].correlation_id;
+    r.kernel_id = t.launches[launch].kernel_id;
+    r.graph_node = t.launches[launch].graph_node;
+  } else {
+    r.launch_id = t.launch_id;
+    r.correlation_id = t.correlation_id;
+    r.kernel_id = t.kernel_id;
+    r.graph_node = t.graph_node;
+  }
+}
+
 // Records what a scan left in buffers[b]: clean, or non-finite since finding `seq`.
 template <typename Task>
 __device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t status, unsigned long long seq) {
@@ -479,8 +520,13 @@ __device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t st
 // totals (read from the accumulator, or straight from shared memory for a one-block scan).
 template <bool kRows, typename Task>
 __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay) {
-  const InputStates in = read_inputs(t);
+  uint32_t launch = 0;
+  InputStates in = read_inputs(t, 0);
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    if constexpr (kIsGroup<Task>) {
+      // A group's next launch: its inputs as the launches before it in this node left them.
+      if (t.launch_of[b] != launch) launch = t.launch_of[b], in = read_inputs(t, launch);
+    }
     const nanscope_scan_counts c = tot[b];
     const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
     bool unchanged = false, quiet = false;
@@ -517,8 +563,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
         }
       } else {
         alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
-        r.launch_id = t.launch_id;
-        r.correlation_id = t.correlation_id;
+        set_launch_fields(t, launch, r);
         r.stream = t.stream;
         r.ptr = t.buffers[b].ptr;
         r.elements = t.buffers[b].elements;
@@ -528,9 +573,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
         r.first_index = ~c.first_inv;
         r.last_index = c.last;
         r.graph_id = t.graph_id;
-        r.kernel_id = t.kernel_id;
         r.replay = replay;
-        r.graph_node = t.graph_node;
         r.arg = (uint16_t)t.buffers[b].arg;
         r.dtype = (uint8_t)t.buffers[b].dtype;
         r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
@@ -538,7 +581,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
         if (t.buffer_state) {
           for (uint32_t j = 0; j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) r.parents[j] = j < in.parent_count ? in.parents[j] : 0;
           r.parent_count = in.parent_count;
-          r.origin_flags = t.origin_flags | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
+          r.origin_flags = launch_origin_flags(t, launch) | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
         }
         bool fixed_clean = false;  // the fix zeroed every non-finite value: the lineage closes
         if constexpr (kRows) {
@@ -818,6 +861,11 @@ __device__ void zero_padding_rows(const nanscope_zero_buffer& s, unsigned* bits)
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task_head t) {
+  scan_main<false>(t);
+}
+
+// Read-only scans of several launches merged into one graph node (hooks/graph_overlap.cpp).
+extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_grouped(const nanscope_scan_group t) {
   scan_main<false>(t);
 }
 

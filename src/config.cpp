@@ -117,6 +117,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_ORIGIN", c.origin);
   p.boolean("NANSCOPE_AGGREGATE", c.aggregate);
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
+  p.boolean("NANSCOPE_GRAPH_MERGE", c.graph_merge);
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
   if (auto v = p.raw("NANSCOPE_DUMP_DIR")) c.dump_dir = *v;
   p.integer<uint32_t>("NANSCOPE_DUMP_MAX", c.dump_max, 0, 1u << 20);
@@ -136,12 +137,12 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} rules={}",
+      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} rules={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
-      graph_overlap ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
+      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
 }
 
 }  // namespace nanscope

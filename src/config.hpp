@@ -28,6 +28,8 @@ struct Config {
                                     // (off: only watches and rules are scanned)
   bool graph_overlap = true;        // NANSCOPE_GRAPH_OVERLAP: scan nodes of instantiated graphs run beside
                                     // the app's next kernels instead of before them (docs/graphs.md)
+  bool graph_merge = true;          // NANSCOPE_GRAPH_MERGE: scan nodes beside the app's kernels that may run
+                                    // together become one node (docs/graphs.md)
   bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events
   std::string rules_path;           // NANSCOPE_RULES
   std::string dump_dir;             // NANSCOPE_DUMP_DIR: tensor dumps (.npy + .json sidecar)

@@ -184,6 +184,29 @@ typedef struct nanscope_scan_task {
   nanscope_row_spec row_specs[NANSCOPE_SCAN_MAX_BUFFERS];
 } nanscope_scan_task;
 
+// Scans of several launches in one graph node (hooks/graph_overlap.cpp merges the read-only scan
+// nodes that may run together): the head's buffers belong to up to NANSCOPE_SCAN_MAX_BUFFERS
+// launches, each with its own attribution and origin inputs. The head's own launch fields are
+// unused. Launches are published in order, so a later launch sees the state words an earlier
+// one left (the NaN origin of a chain inside one node).
+typedef struct nanscope_launch_meta {
+  uint64_t launch_id;
+  uint64_t correlation_id;
+  uint32_t kernel_id;
+  uint32_t graph_node;
+  uint32_t in_state[NANSCOPE_ORIGIN_MAX_INPUTS];  // slot refs of the launch's tracked inputs
+  uint32_t in_count;
+  uint32_t origin_flags;
+} nanscope_launch_meta;
+
+typedef struct nanscope_scan_group {
+  NANSCOPE_SCAN_TASK_HEAD
+  uint8_t launch_of[NANSCOPE_SCAN_MAX_BUFFERS];  // buffers[b] was written by launches[launch_of[b]]
+  uint32_t launch_count;
+  uint32_t reserved_;
+  nanscope_launch_meta launches[NANSCOPE_SCAN_MAX_BUFFERS];
+} nanscope_scan_group;
+
 // The zero-rows kernel's parameter (zero_padding tasks, src/scan_launch.hpp: zero_task_of): only
 // what it needs, so a node reads a few parameter words (a whole task cost about 0.2 us a node).
 typedef struct nanscope_zero_buffer {
@@ -216,6 +239,9 @@ static_assert(sizeof(nanscope_row_spec) == 104, "row spec layout");
 static_assert(offsetof(nanscope_scan_task, row_specs) == sizeof(nanscope_scan_task_head),
               "the plain kernel reads the head of a full task");
 static_assert(sizeof(nanscope_scan_buffer) == 24, "buffer layout");
+static_assert(sizeof(nanscope_launch_meta) == 64, "launch meta layout");
+static_assert(offsetof(nanscope_scan_group, buffers) == 0 && sizeof(nanscope_scan_group) % 8 == 0,
+              "a group starts with a plain task's head");
 static_assert(sizeof(nanscope_channel_host) % 16 == 0, "records start 16-byte aligned");
 #endif
 #endif

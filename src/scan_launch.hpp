@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "scan_abi.h"
 
@@ -122,6 +123,95 @@ inline nanscope_scan_task scan_task_of(const nanscope_zero_task& z) {
     t.out_state[b] = zb.out_state;
   }
   return t;
+}
+
+// ---- Graph scan nodes merged into one (hooks/graph_overlap.cpp, nanscope_scan_grouped).
+
+// Appends the plain scan task `t` to `g` as its next launch; the first one also gives the group its
+// accumulator and channel. False, with `g` unchanged, when `t` has no buffers or does not fit.
+inline bool append_launch(nanscope_scan_group& g, const nanscope_scan_task& t) {
+  if (t.buffer_count == 0 || t.buffer_count > NANSCOPE_SCAN_MAX_BUFFERS ||
+      g.buffer_count + t.buffer_count > NANSCOPE_SCAN_MAX_BUFFERS || g.launch_count >= NANSCOPE_SCAN_MAX_BUFFERS)
+    return false;
+  if (g.launch_count == 0) {
+    std::memcpy(static_cast<void*>(&g), &t, sizeof(nanscope_scan_task_head));  // the head: channel, accumulator, graph, stream
+    g.buffer_count = 0;
+  }
+  const uint32_t l = g.launch_count++;
+  nanscope_launch_meta& m = g.launches[l];
+  m = nanscope_launch_meta{};
+  m.launch_id = t.launch_id;
+  m.correlation_id = t.correlation_id;
+  m.kernel_id = t.kernel_id;
+  m.graph_node = t.graph_node;
+  m.in_count = std::min<uint32_t>(t.in_count, NANSCOPE_ORIGIN_MAX_INPUTS);
+  std::copy(t.in_state, t.in_state + m.in_count, m.in_state);
+  m.origin_flags = t.origin_flags;
+  for (uint32_t b = 0; b < t.buffer_count; ++b, ++g.buffer_count) {
+    g.buffers[g.buffer_count] = t.buffers[b];
+    g.out_state[g.buffer_count] = t.out_state[b];
+    g.launch_of[g.buffer_count] = static_cast<uint8_t>(l);
+  }
+  return true;
+}
+
+// Launch `l` of a group as the plain task it came from (its buffers and attribution).
+inline nanscope_scan_task launch_task(const nanscope_scan_group& g, uint32_t l) {
+  nanscope_scan_task t{};
+  std::memcpy(static_cast<void*>(&t), &g, sizeof(nanscope_scan_task_head));
+  t.buffer_count = 0;
+  if (l >= g.launch_count || l >= NANSCOPE_SCAN_MAX_BUFFERS) return t;
+  const nanscope_launch_meta& m = g.launches[l];
+  t.launch_id = m.launch_id;
+  t.correlation_id = m.correlation_id;
+  t.kernel_id = m.kernel_id;
+  t.graph_node = m.graph_node;
+  t.in_count = m.in_count;
+  std::copy(m.in_state, m.in_state + NANSCOPE_ORIGIN_MAX_INPUTS, t.in_state);
+  t.origin_flags = m.origin_flags;
+  for (uint32_t b = 0; b < g.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    if (g.launch_of[b] != l) continue;
+    t.buffers[t.buffer_count] = g.buffers[b];
+    t.out_state[t.buffer_count++] = g.out_state[b];
+  }
+  return t;
+}
+
+// A kernel node's new parameters: launch `l` takes `t`'s buffers and attribution, in the buffer
+// places it had (a merged node's layout is fixed). Places left over scan nothing. Returns false when
+// `t` has more buffers than places: the first ones are taken, the rest are not scanned.
+inline bool replace_launch(nanscope_scan_group& g, uint32_t l, const nanscope_scan_task& t) {
+  if (l >= g.launch_count || l >= NANSCOPE_SCAN_MAX_BUFFERS) return false;
+  nanscope_launch_meta& m = g.launches[l];
+  m.launch_id = t.launch_id;
+  m.correlation_id = t.correlation_id;
+  m.kernel_id = t.kernel_id;
+  m.graph_node = t.graph_node;
+  m.in_count = std::min<uint32_t>(t.in_count, NANSCOPE_ORIGIN_MAX_INPUTS);
+  std::fill(m.in_state, m.in_state + NANSCOPE_ORIGIN_MAX_INPUTS, 0u);
+  std::copy(t.in_state, t.in_state + m.in_count, m.in_state);
+  m.origin_flags = t.origin_flags;
+  uint32_t taken = 0;
+  for (uint32_t b = 0; b < g.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    if (g.launch_of[b] != l) continue;
+    if (taken < t.buffer_count && taken < NANSCOPE_SCAN_MAX_BUFFERS) {
+      g.buffers[b] = t.buffers[taken];
+      g.out_state[b] = t.out_state[taken];
+    } else {
+      g.buffers[b] = nanscope_scan_buffer{g.buffers[b].ptr, 0, g.buffers[b].dtype, g.buffers[b].arg};
+      g.out_state[b] = NANSCOPE_ORIGIN_NONE;
+    }
+    ++taken;
+  }
+  return t.buffer_count <= taken;
+}
+
+// Bytes of the largest buffer of a group (its grid, as scan_grid takes it).
+inline uint64_t group_max_bytes(const nanscope_scan_group& g) {
+  uint64_t most = 0;
+  for (uint32_t b = 0; b < g.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
+    most = std::max(most, g.buffers[b].elements * scan_dtype_bytes(g.buffers[b].dtype));
+  return most;
 }
 
 }  // namespace nanscope

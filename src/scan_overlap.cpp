@@ -104,4 +104,63 @@ std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edg
   return plans;
 }
 
+std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& edges, const std::vector<uint32_t>& weight,
+                                         const GroupLimits& limits) {
+  std::vector<std::vector<uint32_t>> children(n), parents(n);
+  std::vector<uint32_t> pending(n, 0);
+  for (const Edge& e : edges) {
+    if (e.from >= n || e.to >= n || e.from == e.to) continue;
+    children[e.from].push_back(e.to);
+    parents[e.to].push_back(e.from);
+    ++pending[e.to];
+  }
+  // Kahn's order: every member joins after the members it may depend on.
+  std::vector<uint32_t> order;
+  order.reserve(n);
+  for (uint32_t v = 0; v < n; ++v)
+    if (pending[v] == 0) order.push_back(v);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (uint32_t c : children[order[i]])
+      if (--pending[c] == 0) order.push_back(c);
+  if (order.size() != n) return {};  // not a DAG: leave it alone
+
+  std::vector<std::vector<uint32_t>> groups;
+  // Marks of the current group, told apart by its number: members, and the nodes reached from
+  // the members' children (a member's parent among them would close a cycle).
+  std::vector<uint32_t> member(n, 0), reached(n, 0);
+  std::vector<uint32_t> current;
+  uint32_t id = 1, total = 0, visits = 0;
+  bool closed = false;  // the reach search hit its limit: nothing more may join
+  auto close = [&] {
+    if (current.size() >= 2) groups.push_back(current);
+    current.clear();
+    total = visits = 0;
+    closed = false;
+    ++id;
+  };
+  std::vector<uint32_t> stack;
+  for (uint32_t v : order) {
+    const uint32_t w = v < weight.size() ? weight[v] : 0;
+    if (w == 0 || w > limits.max_weight) continue;
+    bool fits = !closed && total + w <= limits.max_weight;
+    for (uint32_t p : parents[v]) fits = fits && !(member[p] != id && reached[p] == id);
+    if (!current.empty() && !fits) close();
+    member[v] = id;
+    current.push_back(v);
+    total += w;
+    for (uint32_t c : children[v])
+      if (member[c] != id && reached[c] != id) reached[c] = id, stack.push_back(c);
+    while (!stack.empty() && !closed) {
+      const uint32_t x = stack.back();
+      stack.pop_back();
+      closed = ++visits > limits.max_visits;
+      for (uint32_t c : children[x])
+        if (reached[c] != id) reached[c] = id, stack.push_back(c);
+    }
+    stack.clear();
+  }
+  close();
+  return groups;
+}
+
 }  // namespace nanscope::overlap

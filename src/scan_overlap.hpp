@@ -56,4 +56,18 @@ struct Limits {
 // Plans every detachable scan: a `scan` node with exactly one parent that is not a scan.
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits = {});
 
+// Scan nodes that may become one node (one launch instead of several: hooks/graph_overlap.cpp).
+// `weight[i]` is node i's buffer count when it is a read-only scan that may be merged, else 0.
+// A merged node waits for every member's parents and runs before every member's children, so a
+// group never holds two scans joined by a path through another node (that node would then have
+// to run both before and after the merged scan). Groups hold at least two members, listed in a
+// topological order (a merged node publishes them in that order: NaN origin), and weigh at most
+// `max_weight`. A search that visits more than `max_visits` nodes closes its group.
+struct GroupLimits {
+  uint32_t max_weight = 8;  // NANSCOPE_SCAN_MAX_BUFFERS
+  uint32_t max_visits = 4096;
+};
+std::vector<std::vector<uint32_t>> group(uint32_t node_count, const std::vector<Edge>& edges,
+                                         const std::vector<uint32_t>& weight, const GroupLimits& limits = {});
+
 }  // namespace nanscope::overlap

@@ -86,6 +86,8 @@ int run_launcher(int argc, char** argv) {
   app.add_flag("--no-typed", no_typed, "scan only watches and rules, not the typed outputs found in kernel signatures [NANSCOPE_TYPED=0]");
   bool no_graph_overlap = false;
   app.add_flag("--no-graph-overlap", no_graph_overlap, "keep each graph scan node between its kernel and the kernel's dependents [NANSCOPE_GRAPH_OVERLAP=0]");
+  bool no_graph_merge = false;
+  app.add_flag("--no-graph-merge", no_graph_merge, "keep one graph scan node per kernel; by default scans beside the app's kernels that may run together become one node [NANSCOPE_GRAPH_MERGE=0]");
   bool no_aggregate = false;
   app.add_flag("--no-aggregate", no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
@@ -132,6 +134,7 @@ int run_launcher(int argc, char** argv) {
   set("NANSCOPE_DUMP_DIR", dump_dir);
   if (no_typed) env.emplace_back("NANSCOPE_TYPED", "0");
   if (no_graph_overlap) env.emplace_back("NANSCOPE_GRAPH_OVERLAP", "0");
+  if (no_graph_merge) env.emplace_back("NANSCOPE_GRAPH_MERGE", "0");
   if (no_aggregate) env.emplace_back("NANSCOPE_AGGREGATE", "0");
   if (quiet) env.emplace_back("NANSCOPE_CONSOLE", "0");
 

@@ -6,9 +6,10 @@ bin=${1:?nanscope binary}
 fail() { echo "FAIL: $*"; exit 1; }
 
 env_out=$("$bin" --print-env --mode fix --log run-%p.jsonl --rules r.json --dump-dir d --kernel-filter softmax \
-  --no-aggregate --no-typed -q -- true) || fail "--print-env exited $?"
+  --no-aggregate --no-typed --no-graph-merge -q -- true) || fail "--print-env exited $?"
 for want in "CUDA_INJECTION64_PATH=" "NANSCOPE_MODE=fix" "NANSCOPE_LOG=run-%p.jsonl" "NANSCOPE_RULES=r.json" \
-            "NANSCOPE_DUMP_DIR=d" "NANSCOPE_KERNEL_FILTER=softmax" "NANSCOPE_AGGREGATE=0" "NANSCOPE_TYPED=0" "NANSCOPE_CONSOLE=0"; do
+            "NANSCOPE_DUMP_DIR=d" "NANSCOPE_KERNEL_FILTER=softmax" "NANSCOPE_AGGREGATE=0" "NANSCOPE_TYPED=0" "NANSCOPE_CONSOLE=0" \
+            "NANSCOPE_GRAPH_MERGE=0"; do
   grep -q "^$want" <<<"$env_out" || fail "missing $want in: $env_out"
 done
 grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name libnanscope.so"

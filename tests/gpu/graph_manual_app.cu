@@ -1,5 +1,6 @@
 // Graphs built by hand (runtime graph API): a 3-kernel chain, a kernel node whose parameters
-// are changed on the exec to point at another output, and a child graph. In each, NaN appears
+// are changed on the exec to point at another output (its scan merged with the next kernel's,
+// so the merged node must follow), and a child graph. In each, NaN appears
 // only in replay 3 of 10. Prints the buffers so run_gpu_test.py can check attribution.
 #include <cuda_runtime.h>
 
@@ -77,19 +78,22 @@ int main() {
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(g));
   }
-  // 2. The exec's node is pointed at another output before replay 3.
+  // 2. The exec's first node is pointed at another output before replay 3. The second node
+  // reads the old output (finite, as the chain left it) into b.
   {
     cudaGraph_t g;
     CHECK(cudaGraphCreate(&g, 0));
     void* a0[] = {&a, &flag, &n};
-    cudaKernelNodeParams p0 = kernel_params((void*)maybe_nan, a0);
-    cudaGraphNode_t n0;
+    void* a1[] = {&b, &a, &n};
+    cudaKernelNodeParams p0 = kernel_params((void*)maybe_nan, a0), p1 = kernel_params((void*)scale, a1);
+    cudaGraphNode_t n0, n1;
     CHECK(cudaGraphAddKernelNode(&n0, g, nullptr, 0, &p0));
+    CHECK(cudaGraphAddKernelNode(&n1, g, &n0, 1, &p1));
     cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, g, 0));
-    void* a1[] = {&other, &flag, &n};
-    cudaKernelNodeParams p1 = kernel_params((void*)maybe_nan, a1);
-    CHECK(cudaGraphExecKernelNodeSetParams(exec, n0, &p1));
+    void* a2[] = {&other, &flag, &n};
+    cudaKernelNodeParams p2 = kernel_params((void*)maybe_nan, a2);
+    CHECK(cudaGraphExecKernelNodeSetParams(exec, n0, &p2));
     std::printf("graph_manual_app: update old=%p new=%p\n", (void*)a, (void*)other);
     if (replay(exec, s, flag, "update")) return 1;
     CHECK(cudaGraphExecDestroy(exec));

@@ -84,10 +84,15 @@ int main() {
   CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &e));
   std::vector<cudaGraphNode_t> from(e), to(e);
   CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), nullptr, &e));
-  // A scan node is named after its one app-kernel parent.
+  // A scan node is named after its app-kernel parents (several when scans were merged).
+  std::map<cudaGraphNode_t, std::set<std::string>> followed;
   for (size_t i = 0; i < e; ++i)
-    if (role[to[i]].empty() && !role[from[i]].empty() && role[from[i]].rfind("scan(", 0) != 0)
-      role[to[i]] = "scan(" + role[from[i]] + ")";
+    if (role[to[i]].empty() && !role[from[i]].empty()) followed[to[i]].insert(role[from[i]]);
+  for (auto& [node, kernels] : followed) {
+    std::string name;
+    for (const std::string& k : kernels) name += (name.empty() ? "" : "+") + k;
+    role[node] = "scan(" + name + ")";
+  }
   std::set<std::string> edges;
   for (size_t i = 0; i < e; ++i) edges.insert(role[from[i]] + "->" + role[to[i]]);
   std::printf("graph_overlap: nodes=%zu edges=%zu\n", n, e);

@@ -245,7 +245,12 @@ def test_graph_manual():
         fail(f"child graph: {child}")
     if any(e["counts"]["nan"] != (1 << 14) // 4 for e in got):
         fail(f"counts: {[e['counts'] for e in got]}")
-    print(f"ok: graphs built by hand: chain nodes 0,1,2, exec parameter update and child graph, all at replay 3")
+    # The chain's three scans and the update graph's two each became one merged node.
+    merged = [e for e in events if e["event"] == "summary"][0]["graph_scans_merged"]
+    if merged != 5:
+        fail(f"graph_scans_merged = {merged}, expected 5 (chain 3 + update 2)")
+    print(f"ok: graphs built by hand: chain nodes 0,1,2 (one merged scan node), exec parameter update of a "
+          f"merged scan's kernel, and child graph, all at replay 3")
 
 
 def test_torch_graph_replays():
@@ -391,10 +396,11 @@ def test_graph_capture():
         want = [("maybe_nan", 0, 3, 1 << 15), ("scale", 1, 3, 1 << 15)]
         if kinds != want:
             fail(f"graph {gid}: expected {want}, got {kinds}")
-    # Stream capture records the scans as kernel nodes after each kernel: 2 kernels + 2 scans.
-    if p.stdout.count("nodes=4") != 3:
-        fail(f"expected each captured graph to hold 2 kernels and 2 scans: {p.stdout}")
-    print(f"ok: NaN reported at replay 3 only, right node, in {len(graphs)} graphs")
+    # Stream capture records a scan node after each kernel; at instantiation the two scans, beside
+    # the chain, merge into one: 2 kernels + 1 scan.
+    if p.stdout.count("nodes=3") != 3:
+        fail(f"expected each captured graph to hold 2 kernels and 1 merged scan: {p.stdout}")
+    print(f"ok: NaN reported at replay 3 only, right node (from one merged scan node), in {len(graphs)} graphs")
 
 
 # The origin chain of origin_chain_app: key, kernel name, watch name.
@@ -663,7 +669,14 @@ def test_graph_overlap():
     app = os.path.join(BIN_DIR, "graph_overlap_app")
     chain = {"make_nan->scan(make_nan)", "read_into->scan(read_into)", "overwrite->scan(overwrite)",
              "consume->scan(consume)"}
+    app_chain = {"make_nan->read_into", "read_into->overwrite", "overwrite->consume"}
     want = {
+        # Merged (the default): make_nan's and read_into's scans run as one node, still before the
+        # in-place overwrite; overwrite's and consume's as another, after the first.
+        "merge": app_chain | {"make_nan->scan(make_nan+read_into)", "read_into->scan(make_nan+read_into)",
+                              "scan(make_nan+read_into)->overwrite",
+                              "scan(make_nan+read_into)->scan(consume+overwrite)",
+                              "overwrite->scan(consume+overwrite)", "consume->scan(consume+overwrite)"},
         "on": chain | {"make_nan->read_into", "read_into->overwrite", "overwrite->consume",
                        # make_nan's scan before the in-place overwrite of its buffer, and each scan
                        # before the next (they read the state words the one before writes)
@@ -673,14 +686,17 @@ def test_graph_overlap():
     }
     plain = run([app]).stdout
     results = {}
-    for mode, env in (("on", {}), ("off", {"NANSCOPE_GRAPH_OVERLAP": "0"})):
+    modes = (("merge", {}), ("on", {"NANSCOPE_GRAPH_MERGE": "0"}), ("off", {"NANSCOPE_GRAPH_OVERLAP": "0"}))
+    for mode, env in modes:
         p, events = under_nanscope([app], ["--no-aggregate"], env=env)
         edges = {l.split(" ", 1)[1] for l in p.stdout.splitlines() if l.startswith("edge ")}
         if edges != want[mode]:
             fail(f"overlap {mode}: edges\n{sorted(edges)}\nexpected\n{sorted(want[mode])}")
         summary = [e for e in events if e["event"] == "summary"][0]
-        if summary["graph_scans_overlapped"] != (3 if mode == "on" else 0):
+        if summary["graph_scans_overlapped"] != (0 if mode == "off" else 3):
             fail(f"overlap {mode}: graph_scans_overlapped = {summary['graph_scans_overlapped']}")
+        if summary["graph_scans_merged"] != (4 if mode == "merge" else 0):
+            fail(f"overlap {mode}: graph_scans_merged = {summary['graph_scans_merged']}")
         got = sorted((e["kernel"].split("(")[0], e["replay"], e["counts"]["nan"], e["first_index"])
                      for e in findings(events))
         # make_nan's two NaN (one at index 5) are seen by its scan before overwrite clears them.
@@ -691,7 +707,8 @@ def test_graph_overlap():
             fail(f"overlap {mode}: results differ from the plain run")
         results[mode] = len(edges)
     print(f"ok: with overlap the scans run beside the chain ({results['on']} edges, make_nan's scan ordered "
-          f"before the in-place overwrite), findings and results identical to overlap off and to the plain run")
+          f"before the in-place overwrite); merged, two scan nodes ({results['merge']} edges) keep that order; "
+          f"findings and results identical to overlap off and to the plain run")
 
 
 def dump_nonfinite(values, dtype):

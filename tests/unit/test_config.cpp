@@ -24,6 +24,8 @@ TEST(Config, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(r.config.mode, Mode::detect);
   EXPECT_TRUE(r.config.log_path.empty());
   EXPECT_EQ(r.config.channel_records, 4096u);
+  EXPECT_TRUE(r.config.graph_overlap);
+  EXPECT_TRUE(r.config.graph_merge);
 }
 
 TEST(Config, ReadsEveryVariable) {
@@ -39,7 +41,8 @@ TEST(Config, ReadsEveryVariable) {
                   {"NANSCOPE_POLL_US", "200"},
                   {"NANSCOPE_MAX_SCAN_BYTES", "1048576"},
                   {"NANSCOPE_TYPED", "0"},
-                  {"NANSCOPE_AGGREGATE", "off"}},
+                  {"NANSCOPE_AGGREGATE", "off"},
+                  {"NANSCOPE_GRAPH_MERGE", "0"}},
                  77);
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const Config& c = r.config;
@@ -55,6 +58,8 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(c.max_scan_bytes, 1048576u);
   EXPECT_FALSE(c.typed);
   EXPECT_FALSE(c.aggregate);
+  EXPECT_FALSE(c.graph_merge);
+  EXPECT_TRUE(c.graph_overlap);
 }
 
 TEST(Config, PidExpandsEverywhereInThePath) {

@@ -2,6 +2,9 @@
 // kernel, and its grid (a block per (padding row, chunk) item, at most one per SM).
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
 #include "scan_launch.hpp"
 
 namespace {
@@ -118,6 +121,79 @@ TEST(ScanLaunch, ZeroRowsEntryFollowsThePaddingSource) {
   t.buffer_count = 2;
   t.row_aware_mask = 3;
   EXPECT_STREQ(nanscope::kZeroRowsEntries[nanscope::zero_rows_entry(t)], "nanscope_zero_rows");
+}
+
+// ---- merged scan nodes (nanscope_scan_group)
+
+nanscope_scan_task plain_task(uint64_t launch, uint32_t buffers, uint64_t base) {
+  nanscope_scan_task t{};
+  t.launch_id = launch;
+  t.correlation_id = launch * 10;
+  t.kernel_id = static_cast<uint32_t>(launch + 100);
+  t.graph_node = static_cast<uint32_t>(launch);
+  t.graph_id = 7;
+  t.accum = reinterpret_cast<nanscope_scan_accum*>(base + 0xa000);
+  t.channel_capacity = 4096;
+  for (uint32_t b = 0; b < buffers; ++b) {
+    t.buffers[b] = {base + 0x1000 * b, 256 * (b + 1), NS_F32, b};
+    t.out_state[b] = static_cast<uint32_t>(launch * 16 + b);
+  }
+  t.buffer_count = buffers;
+  t.in_count = 2;
+  t.in_state[0] = 11, t.in_state[1] = static_cast<uint32_t>(launch);
+  t.origin_flags = NS_ORIGIN_READS_UNTRACKED;
+  return t;
+}
+
+TEST(ScanGroup, LaunchesAppendInOrderAndReadBackAsTheirTasks) {
+  nanscope_scan_group g{};
+  const auto a = plain_task(1, 2, 0x100000), b = plain_task(2, 1, 0x200000);
+  ASSERT_TRUE(nanscope::append_launch(g, a));
+  ASSERT_TRUE(nanscope::append_launch(g, b));
+  EXPECT_EQ(g.launch_count, 2u);
+  EXPECT_EQ(g.buffer_count, 3u);
+  EXPECT_EQ(g.accum, a.accum) << "the first member's accumulator";
+  EXPECT_EQ(g.graph_id, 7u);
+  EXPECT_EQ((std::vector<int>{g.launch_of[0], g.launch_of[1], g.launch_of[2]}), (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(g.launches[1].kernel_id, 102u);
+  EXPECT_EQ(g.launches[1].in_state[1], 2u);
+  const auto back = nanscope::launch_task(g, 1);
+  EXPECT_EQ(back.buffer_count, 1u);
+  EXPECT_EQ(back.buffers[0].ptr, b.buffers[0].ptr);
+  EXPECT_EQ(back.out_state[0], b.out_state[0]);
+  EXPECT_EQ(back.launch_id, 2u);
+  EXPECT_EQ(back.correlation_id, 20u);
+  EXPECT_EQ(back.graph_node, 2u);
+  EXPECT_EQ(back.origin_flags, NS_ORIGIN_READS_UNTRACKED);
+  EXPECT_EQ(nanscope::group_max_bytes(g), 512u * 4);
+}
+
+TEST(ScanGroup, AppendRefusesWhatDoesNotFit) {
+  nanscope_scan_group g{};
+  ASSERT_TRUE(nanscope::append_launch(g, plain_task(1, 5, 0x100000)));
+  const auto before = g;
+  EXPECT_FALSE(nanscope::append_launch(g, plain_task(2, 4, 0x200000)));  // 9 buffers
+  EXPECT_FALSE(nanscope::append_launch(g, plain_task(3, 0, 0x300000)));  // nothing to scan
+  EXPECT_EQ(0, std::memcmp(&before, &g, sizeof g)) << "a refused launch leaves the group unchanged";
+  EXPECT_TRUE(nanscope::append_launch(g, plain_task(4, 3, 0x400000)));
+}
+
+TEST(ScanGroup, ReplaceKeepsTheLaunchPlacesAndEmptiesTheRest) {
+  nanscope_scan_group g{};
+  ASSERT_TRUE(nanscope::append_launch(g, plain_task(1, 2, 0x100000)));
+  ASSERT_TRUE(nanscope::append_launch(g, plain_task(2, 2, 0x200000)));
+  auto fewer = plain_task(9, 1, 0x900000);
+  fewer.graph_node = 1;
+  EXPECT_TRUE(nanscope::replace_launch(g, 0, fewer));
+  EXPECT_EQ(g.buffers[0].ptr, 0x900000u);
+  EXPECT_EQ(g.buffers[1].elements, 0u) << "a place left over scans nothing";
+  EXPECT_EQ(g.out_state[1], NANSCOPE_ORIGIN_NONE);
+  EXPECT_EQ(g.buffers[2].ptr, 0x200000u) << "the other launch is untouched";
+  EXPECT_EQ(g.launches[0].launch_id, 9u);
+  EXPECT_FALSE(nanscope::replace_launch(g, 1, plain_task(3, 3, 0x300000))) << "three buffers in two places";
+  EXPECT_EQ(g.buffers[2].ptr, 0x300000u);
+  EXPECT_EQ(g.buffers[3].ptr, 0x301000u);
+  EXPECT_FALSE(nanscope::replace_launch(g, 2, plain_task(3, 1, 0x300000))) << "no such launch";
 }
 
 }  // namespace

@@ -234,4 +234,118 @@ TEST(ScanOverlap, RandomGraphsKeepEveryOrderingThatMatters) {
   EXPECT_GT(detached, 2000u);  // the graphs do give it scans to move
 }
 
+// ---- group(): scan nodes merged into one.
+
+// The graph with each group contracted into its first member.
+EdgeSet contracted(const EdgeSet& g, const std::vector<std::vector<uint32_t>>& groups, std::vector<uint32_t>& rep) {
+  for (uint32_t i = 0; i < rep.size(); ++i) rep[i] = i;
+  for (const auto& grp : groups)
+    for (uint32_t m : grp) rep[m] = grp.front();
+  EdgeSet out;
+  for (auto [a, b] : g)
+    if (rep[a] != rep[b]) out.emplace(rep[a], rep[b]);
+  return out;
+}
+
+std::vector<Edge> edge_list(const EdgeSet& g) {
+  std::vector<Edge> edges;
+  for (auto [a, b] : g) edges.push_back({a, b});
+  return edges;
+}
+
+// The chain after overlap: K_i -> K_i+1, K_i -> S_i, S_i -> S_i+1 (K_i is node 2i, S_i node 2i+1).
+EdgeSet scans_beside_chain(uint32_t kernels) {
+  EdgeSet g;
+  for (uint32_t i = 0; i < kernels; ++i) {
+    g.emplace(2 * i, 2 * i + 1);
+    if (i + 1 < kernels) g.emplace(2 * i, 2 * i + 2), g.emplace(2 * i + 1, 2 * i + 3);
+  }
+  return g;
+}
+
+TEST(ScanGroups, ScansBesideAChainMergeEightAtATime) {
+  const uint32_t kernels = 50;
+  std::vector<uint32_t> weight(2 * kernels, 0);
+  for (uint32_t i = 0; i < kernels; ++i) weight[2 * i + 1] = 1;
+  const auto groups = group(2 * kernels, edge_list(scans_beside_chain(kernels)), weight);
+  ASSERT_EQ(groups.size(), 7u);  // 6 x 8 + 2
+  for (uint32_t g = 0; g < groups.size(); ++g) {
+    std::vector<uint32_t> want;
+    for (uint32_t i = 8 * g; i < std::min(kernels, 8 * g + 8); ++i) want.push_back(2 * i + 1);
+    EXPECT_EQ(groups[g], want) << "group " << g << " holds consecutive scans in chain order";
+  }
+}
+
+TEST(ScanGroups, AScanOrderedBeforeALaterWriterEndsTheGroupBeforeThatWriter) {
+  // S0 must run before K2 (K2 rewrites S0's buffer), so S2, which follows K2, cannot join S0.
+  EdgeSet g = scans_beside_chain(4);
+  g.emplace(1, 4);
+  std::vector<uint32_t> weight{0, 1, 0, 1, 0, 1, 0, 1};
+  const auto groups = group(8, edge_list(g), weight);
+  EXPECT_EQ(groups, (std::vector<std::vector<uint32_t>>{{1, 3}, {5, 7}}));
+}
+
+TEST(ScanGroups, BuffersBeyondTheLimitStartANewGroupAndSingletonsStay) {
+  std::vector<uint32_t> weight{0, 3, 0, 3, 0, 3, 0, 9};
+  const auto groups = group(8, edge_list(scans_beside_chain(4)), weight);
+  EXPECT_EQ(groups, (std::vector<std::vector<uint32_t>>{{1, 3}}));  // 5 alone; 7 never fits
+}
+
+TEST(ScanGroups, AScanInLineCannotMerge) {
+  // K0 -> S0 -> K1 -> S1: S1 follows K1, which waits for S0.
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {2, 3}};
+  EXPECT_TRUE(group(4, edges, {0, 1, 0, 1}).empty());
+}
+
+TEST(ScanGroups, AReachSearchOverItsLimitClosesTheGroup) {
+  GroupLimits limits;
+  limits.max_visits = 3;
+  std::vector<uint32_t> weight(20, 0);
+  for (uint32_t i = 0; i < 10; ++i) weight[2 * i + 1] = 1;
+  EdgeSet g = scans_beside_chain(10);
+  for (uint32_t i = 0; i < 10; ++i)  // each scan ordered before the kernel after next
+    if (2 * i + 4 < 20) g.emplace(2 * i + 1, 2 * i + 4);
+  for (const auto& grp : group(20, edge_list(g), weight, limits)) EXPECT_LE(grp.size(), 2u);
+}
+
+TEST(ScanGroups, RandomGraphsStayAcyclicAndKeepEveryOrder) {
+  std::mt19937 rng(11);
+  size_t merged = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const auto n = static_cast<uint32_t>(3 + rng() % 24);
+    EdgeSet g;
+    for (uint32_t j = 0; j < n; ++j)
+      for (uint32_t i = j + 1; i < n; ++i)
+        if (rng() % 5 == 0) g.emplace(j, i);
+    std::vector<uint32_t> weight(n);
+    for (uint32_t v = 0; v < n; ++v) weight[v] = rng() % 2 ? 1 + rng() % 4 : 0;
+    GroupLimits limits;
+    limits.max_visits = 1 + rng() % 30;
+    const auto groups = group(n, edge_list(g), weight, limits);
+    std::vector<uint32_t> rep(n);
+    const EdgeSet after = contracted(g, groups, rep);
+    const auto r0 = closure(n, g), r1 = closure(n, after);
+    std::vector<uint32_t> seen(n, 0);
+    for (const auto& grp : groups) {
+      ASSERT_GE(grp.size(), 2u);
+      uint32_t total = 0;
+      for (uint32_t i = 0; i < grp.size(); ++i) {
+        ASSERT_GT(weight[grp[i]], 0u);
+        ASSERT_EQ(seen[grp[i]]++, 0u) << "a node in two groups";
+        total += weight[grp[i]];
+        for (uint32_t j = i + 1; j < grp.size(); ++j) EXPECT_FALSE(r0[grp[j]][grp[i]]) << "members out of order";
+      }
+      EXPECT_LE(total, limits.max_weight);
+      merged += grp.size();
+    }
+    for (uint32_t a = 0; a < n; ++a) {
+      ASSERT_FALSE(r1[a][a]) << "round " << round << ": cycle through " << a;
+      for (uint32_t b = 0; b < n; ++b)
+        if (r0[a][b] && rep[a] != rep[b]) EXPECT_TRUE(r1[rep[a]][rep[b]]) << "order " << a << " -> " << b << " lost";
+    }
+    if (HasFailure()) FAIL() << "round " << round;
+  }
+  EXPECT_GT(merged, 3000u);  // the graphs do give it scans to merge
+}
+
 }  // namespace
