@@ -1,6 +1,8 @@
 // Host cost of a kernel launch, run once plainly and once under nanscope (the run script
 // does both and prints the difference). Times only the launch calls, in batches of 200
-// between synchronisations, and reports the median batch.
+// between synchronisations, and reports the median batch. `extra_launch_us` is what one more
+// launch (a kernel with nothing to scan) adds to each launch of `two_outputs`: in the plain run,
+// the floor of any tool that launches a scan after the kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,7 +50,12 @@ int main() {
   const char* mode = std::getenv("CUDA_INJECTION64_PATH") ? "nanscope" : "plain";
   const double none = median_us_per_launch([] { nothing_to_scan<<<1, 32>>>(1); });
   const double two = median_us_per_launch([&] { two_outputs<<<1, 32>>>(a, b, 1024); });
+  const double pair = median_us_per_launch([&] {
+    two_outputs<<<1, 32>>>(a, b, 1024);
+    nothing_to_scan<<<1, 32>>>(1);
+  });
   if (cudaDeviceSynchronize() != cudaSuccess) return 1;
-  std::printf("launch_bench %s nothing_to_scan_us=%.3f two_outputs_us=%.3f\n", mode, none, two);
+  std::printf("launch_bench %s nothing_to_scan_us=%.3f two_outputs_us=%.3f extra_launch_us=%.3f\n", mode, none, two,
+              pair - two);
   return 0;
 }
