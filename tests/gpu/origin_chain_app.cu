@@ -5,9 +5,11 @@
 //  D consume        reads the leaked tensor.
 // run_gpu_test.py (subtest origin_chain) checks origin / parents / root / leak in the log.
 //
-//   origin_chain_app eager|graph|fix|host
+//   origin_chain_app eager|graph|graph_typed|fix|host
 // eager: the chain once.  graph: the chain captured and replayed 8 times, padding only in replays
 // 2 and 5.  fix: like eager, attn_out has action fix (the padding rows are zeroed, nothing leaks).
+// graph_typed: like graph without watches: the typed outputs' plain scans, which nanscope merges
+// into one graph node that must still publish the chain in order.
 // host: a NaN copied from the host into a typed buffer, then read by consume.
 // Linked against libnanscope (C API).
 #include <cuda_runtime.h>
@@ -148,8 +150,9 @@ int run_host() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "eager" && mode != "graph" && mode != "fix" && mode != "host") {
-    std::fprintf(stderr, "usage: origin_chain_app eager|graph|fix|host\n");
+  const bool typed_only = mode == "graph_typed";
+  if (mode != "eager" && mode != "graph" && mode != "fix" && mode != "host" && !typed_only) {
+    std::fprintf(stderr, "usage: origin_chain_app eager|graph|graph_typed|fix|host\n");
     return 2;
   }
   int devices = 0;
@@ -181,8 +184,8 @@ int main(int argc, char** argv) {
   }
   nanscope_watch_t w[4] = {};
   const nanscope_action_t attn_action = mode == "fix" ? NANSCOPE_ACTION_FIX : NANSCOPE_ACTION_DETECT;
-  if (watch("attn_out", out_a, attn_action, spec, &w[0]) || watch("scaled", out_b, NANSCOPE_ACTION_DETECT, spec, &w[1]) ||
-      watch("q", q, NANSCOPE_ACTION_DETECT, spec, &w[2]) || watch("logits", logits, NANSCOPE_ACTION_DETECT, spec, &w[3]))
+  if (!typed_only && (watch("attn_out", out_a, attn_action, spec, &w[0]) || watch("scaled", out_b, NANSCOPE_ACTION_DETECT, spec, &w[1]) ||
+      watch("q", q, NANSCOPE_ACTION_DETECT, spec, &w[2]) || watch("logits", logits, NANSCOPE_ACTION_DETECT, spec, &w[3])))
     return 1;
   nanscope_padding_spec_destroy(spec);
 
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
     return cudaGetLastError();
   };
 
-  if (mode == "graph") {
+  if (mode == "graph" || typed_only) {
     CHECK(cudaMemcpy(seq, all_real.data(), kRows * sizeof(int), cudaMemcpyHostToDevice));
     cudaGraph_t g;
     cudaGraphExec_t exec;
@@ -230,7 +233,8 @@ int main(int argc, char** argv) {
   }
   CHECK(cudaDeviceSynchronize());
   nanscope_flush();
-  for (nanscope_watch_t h : w) nanscope_unwatch(h);
+  for (nanscope_watch_t h : w)
+    if (h) nanscope_unwatch(h);
   CHECK(cudaStreamDestroy(s));
   for (void* p : {(void*)out_a, (void*)out_b, (void*)q, (void*)logits, (void*)scores, (void*)seq}) CHECK(cudaFree(p));
   return 0;

@@ -541,6 +541,29 @@ def test_origin_chain():
         fail(f"graph: first summary root should be A of replay 2 ({first['A']['id']}) with first leak C "
              f"({first['C']['id']}): {o}")
 
+    # graph_typed: no watches, so the typed outputs' four plain scans merge into one graph node; it
+    # must publish them in chain order for the origin to link A -> B -> C -> D.
+    p, events = under_nanscope([app, "graph_typed"])
+    f, everything = findings(events), origin_events(events)
+    merged = [e for e in events if e["event"] == "summary"][0]["graph_scans_merged"]
+    if merged != 4:
+        fail(f"graph_typed: graph_scans_merged = {merged}, want the chain's 4 scans merged")
+    if [e for e in f if e.get("replay") not in (2, 5)]:
+        fail(f"graph_typed: events outside replays 2 and 5:{compact(everything)}")
+    typed = chain_events([e for e in f if e["replay"] == 2], "graph_typed replay 2", everything)
+    problems = []
+    for i, (key, kernel, _) in enumerate(ORIGIN_CHAIN):
+        e = typed[key]
+        want_origin = "introduced" if key == "A" else "propagated"
+        if e.get("origin") != want_origin or e.get("root") != [typed["A"]["id"]]:
+            problems.append(f"{key}: origin {e.get('origin')} root {e.get('root')}")
+        if key != "A" and e.get("parents") != [typed[ORIGIN_CHAIN[i - 1][0]]["id"]]:
+            problems.append(f"{key}: parents {e.get('parents')}")
+    if len({e["graph_node"] for e in typed.values()}) != 4:
+        problems.append(f"graph_node {[e['graph_node'] for e in typed.values()]}: want one per kernel")
+    if problems:
+        fail("graph_typed (merged scan node):\n  " + "\n  ".join(problems) + "\nevents:" + compact(everything))
+
     # fix: the padding rows of A are zeroed, so nothing reaches B, C, D.
     p, events = under_nanscope([app, "fix"])
     f = findings(events)
@@ -570,7 +593,8 @@ def test_origin_chain():
     if o["roots"][0].get("event") != h["id"] or o["roots"][0].get("origin") != "host":
         fail(f"host: summary root should be the copy ({h['id']}): {o}")
     print(f"ok: origin chain: introduced in attn_softmax, leak at amax_quant, root linked through consume "
-          f"(eager, graph replays 2 and 5 with {len(folded)} folded, fix stops it at the source, host copy as a root)")
+          f"(eager, graph replays 2 and 5 with {len(folded)} folded, the same chain from one merged scan node, "
+          f"fix stops it at the source, host copy as a root)")
 
 
 def torch_available():
