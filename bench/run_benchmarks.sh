@@ -33,6 +33,8 @@ scan_out=$(mktemp)
 echo
 echo "== host cost per launch (median of 60 batches of 200 launches)"
 side_by_side "$bin/nanscope_launch_bench"
+echo "   the floor: what one more launch costs with no tool attached"
+"$bin/nanscope_launch_floor"
 echo
 echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
 export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
