@@ -24,9 +24,12 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
       e.on_graph_instantiate(static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams)->hGraph);
       return;
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2:
-      e.on_graph_instantiate(static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams)->hGraph);
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
+      auto* p = static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams);
+      e.on_graph_exec_update(p->hGraphExec);
+      e.on_graph_instantiate(p->hGraph);
       return;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
       CUstream s = static_cast<const cuStreamEndCapture_params*>(cb.functionParams)->hStream;

@@ -670,11 +670,23 @@ void Engine::on_graph_destroy(CUgraph graph) {
   graph_ids_.erase(graph);
 }
 
+void Engine::forget_group_tasks(CUgraphExec exec) {
+  for (auto it = group_tasks_.lower_bound({exec, nullptr}); it != group_tasks_.end() && it->first.first == exec;)
+    it = group_tasks_.erase(it);
+}
+
+void Engine::on_graph_exec_update(CUgraphExec exec) {
+  if (!exec) return;
+  std::lock_guard lock(graph_mu_);
+  forget_group_tasks(exec);
+  updated_execs_.insert(exec);
+}
+
 void Engine::on_graph_exec_destroy(CUgraphExec exec) {
   std::lock_guard lock(graph_mu_);
   exec_graph_ids_.erase(exec);
-  for (auto it = group_tasks_.lower_bound({exec, nullptr}); it != group_tasks_.end() && it->first.first == exec;)
-    it = group_tasks_.erase(it);
+  forget_group_tasks(exec);
+  updated_execs_.erase(exec);
 }
 
 void Engine::on_mem_alloc(CUpti_CallbackId cbid, const void* params) {

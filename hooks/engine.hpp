@@ -63,6 +63,8 @@ class Engine {
   // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
   void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
   void on_graph_launch(CUgraphExec exec, CUstream stream);
+  // The exec takes another graph's parameters: what nanscope set on its merged scan nodes is gone.
+  void on_graph_exec_update(CUgraphExec exec);
   // Handles are reused after destruction: forget them.
   void on_graph_node_destroy(CUgraphNode node);
   void on_graph_destroy(CUgraph graph);
@@ -164,9 +166,11 @@ class Engine {
   std::atomic<uint64_t> overlapped_scans_{0};
   // Merged scan nodes: scans beside the app's kernels that may run together become one node.
   std::atomic<uint64_t> merged_scans_{0};  // scan nodes folded into merged ones
-  std::atomic<bool> warned_merge_{false}, warned_group_update_{false};
+  std::atomic<bool> warned_merge_{false}, warned_group_update_{false}, warned_group_after_update_{false};
   // A merged node's task as last set on an exec (an exec's parameters cannot be read back).
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> group_tasks_;
+  std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
+  void forget_group_tasks(CUgraphExec exec);  // callers hold graph_mu_
   void merge_scans(CUgraph graph, ContextState& cs);
   void update_group_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task, ContextState& cs);
   std::atomic<bool> warned_overlap_{false}, warned_overlap_stale_{false};

@@ -289,11 +289,20 @@ void Engine::merge_scans(CUgraph g, ContextState& cs) {
 void Engine::update_group_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task,
                                  ContextState& cs) {
   nanscope_scan_group group{};
-  bool known = false;
+  bool known = false, updated = false;
   {
     std::lock_guard lock(graph_mu_);
     auto it = group_tasks_.find({exec, sn.node});
     if (it != group_tasks_.end()) group = it->second, known = true;
+    updated = exec && updated_execs_.count(exec);
+  }
+  if (!known && updated) {
+    // The exec holds another graph's version of this node, which nanscope cannot read back: setting
+    // the node from this graph's version would undo the update for the other members.
+    warn_once(warned_group_after_update_, "graph_update",
+              "a merged scan node of an exec changed by cuGraphExecUpdate cannot follow a later kernel-node "
+              "parameter update; it keeps scanning what the update gave it (NANSCOPE_GRAPH_MERGE=0 avoids this)");
+    return;
   }
   CUDA_KERNEL_NODE_PARAMS current{};
   if (!known && (cuGraphKernelNodeGetParams(sn.node, &current) != CUDA_SUCCESS || !cs.read_group(current, group)))
