@@ -1,13 +1,14 @@
 // Layer test for kernels/scan.cu: the embedded scan kernel, launched the way the tool launches
 // it, must count NaN / +Inf / -Inf and the first and last bad index exactly, for every dtype,
 // odd sizes, unaligned starts, several buffers per launch, and repeated (graph-like) runs on
-// one accumulator. Exit 77 without a GPU.
+// one accumulator, and a merged graph node publishing several launches in order. Exit 77 without a GPU.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -156,6 +157,98 @@ int main() {
       }
     }
   }
+  // A merged graph node (nanscope_scan_grouped): three launches, published in order, each with its
+  // own attribution, and each reading the state words the launches before it left.
+  CUfunction grouped;
+  if (cuModuleGetFunction(&grouped, mod, "nanscope_scan_grouped") != CUDA_SUCCESS) {
+    std::printf("FAIL: cannot load nanscope_scan_grouped\n");
+    return 1;
+  }
+  unsigned long long* states = nullptr;
+  cudaMalloc(&states, 8 * sizeof(unsigned long long));
+  float* bufs = nullptr;  // X, Y, Z, W: 1024 floats each
+  cudaMalloc(&bufs, 4 * 1024 * sizeof(float));
+  for (unsigned grid : {1u, 6u}) {
+    std::vector<float> h(4 * 1024, 1.0f);
+    const float qnan = std::numeric_limits<float>::quiet_NaN();
+    h[7] = h[9] = qnan;  // X
+    h[2 * 1024 + 3] = qnan;  // Z (Y stays clean)
+    h[3 * 1024 + 0] = -std::numeric_limits<float>::infinity();  // W
+    cudaMemcpy(bufs, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemset(states, 0, 8 * sizeof(unsigned long long));
+    auto launch = [&](uint64_t id, uint32_t kernel, uint32_t node, std::initializer_list<uint32_t> outs,
+                      std::initializer_list<uint32_t> ins) {
+      nanscope_scan_task t{};
+      t.launch_id = id;
+      t.kernel_id = kernel;
+      t.graph_node = node;
+      t.graph_id = 77;
+      t.accum = acc;
+      t.channel_dev = ctrl;
+      t.channel_host = (nanscope_channel_host*)host_dev;
+      t.records = (nanscope_record*)((char*)host_dev + sizeof(nanscope_channel_host));
+      t.channel_capacity = cap;
+      t.buffer_state = states;
+      for (uint32_t o : outs) {
+        t.buffers[t.buffer_count] = {(uint64_t)(bufs + 1024 * o), 1024, NS_F32, 10 + o};
+        t.out_state[t.buffer_count++] = 1 + o;  // slot 1 + buffer index, generation 0
+      }
+      for (uint32_t i : ins) t.in_state[t.in_count++] = 1 + i;
+      return t;
+    };
+    nanscope_scan_group g{};
+    const bool built = nanscope::append_launch(g, launch(501, 20, 5, {0}, {})) &&
+                       nanscope::append_launch(g, launch(502, 21, 6, {1, 2}, {0})) &&
+                       nanscope::append_launch(g, launch(503, 22, 7, {3}, {2}));
+    if (!built) {
+      std::printf("FAIL: the group did not build\n");
+      return 1;
+    }
+    void* params[] = {&g};
+    cuLaunchKernel(grouped, grid, 1, 1, nanscope::ScanPolicy{}.threads, 1, 1, 0, nullptr, params, nullptr);
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+      std::printf("FAIL: grouped scan kernel error\n");
+      return 1;
+    }
+    struct Want { uint64_t launch; uint32_t kernel, node, arg; uint64_t nan, ninf, first; int parent; };
+    const Want want[] = {{501, 20, 5, 10, 2, 0, 7, -1}, {502, 21, 6, 12, 1, 0, 3, 0}, {503, 22, 7, 13, 0, 1, 0, 1}};
+    uint64_t seqs[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      volatile nanscope_record& r = records[consumed % cap];
+      char what[96];
+      std::snprintf(what, sizeof what, "grouped grid %u record %d", grid, k);
+      if (r.seq != consumed + 1) {
+        std::printf("FAIL %s: no record\n", what);
+        ++failures;
+        break;
+      }
+      seqs[k] = r.seq;
+      EXPECT_EQ_U64(r.launch_id, want[k].launch, what);
+      EXPECT_EQ_U64(r.kernel_id, want[k].kernel, what);
+      EXPECT_EQ_U64(r.graph_node, want[k].node, what);
+      EXPECT_EQ_U64(r.graph_id, 77, what);
+      EXPECT_EQ_U64(r.arg, want[k].arg, what);
+      EXPECT_EQ_U64(r.nan, want[k].nan, what);
+      EXPECT_EQ_U64(r.neg_inf, want[k].ninf, what);
+      EXPECT_EQ_U64(r.first_index, want[k].first, what);
+      EXPECT_EQ_U64(r.parent_count, want[k].parent < 0 ? 0 : 1, what);
+      EXPECT_EQ_U64(r.parents[0], want[k].parent < 0 ? 0 : seqs[want[k].parent], what);
+      EXPECT_EQ_U64((r.origin_flags & NS_ORIGIN_TRACKED) != 0, 1, what);
+      ++consumed;
+      host->read_index = consumed;
+    }
+    if (records[consumed % cap].seq == consumed + 1) {
+      std::printf("FAIL grouped grid %u: the clean buffer produced a record\n", grid);
+      ++failures;
+    }
+    unsigned long long w[5] = {};
+    cudaMemcpy(w, states, sizeof w, cudaMemcpyDeviceToHost);
+    EXPECT_EQ_U64(w[2], NS_STATE_CLEAN, "grouped: Y's state word is clean");
+    EXPECT_EQ_U64(w[4], NS_STATE_NONFINITE | (seqs[2] << 24), "grouped: W's state word names W's record");
+    ++cases;
+  }
+  cudaFree(states);
+  cudaFree(bufs);
   std::printf("%d cases, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }
