@@ -124,42 +124,53 @@ std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& ed
       if (--pending[c] == 0) order.push_back(c);
   if (order.size() != n) return {};  // not a DAG: leave it alone
 
+  std::vector<uint32_t> position(n);
+  for (uint32_t i = 0; i < n; ++i) position[order[i]] = i;
+
   std::vector<std::vector<uint32_t>> groups;
-  // Marks of the current group, told apart by its number: members, and the nodes reached from
-  // the members' children (a member's parent among them would close a cycle).
-  std::vector<uint32_t> member(n, 0), reached(n, 0);
   std::vector<uint32_t> current;
-  uint32_t id = 1, total = 0, visits = 0;
-  bool closed = false;  // the reach search hit its limit: nothing more may join
-  auto close = [&] {
-    if (current.size() >= 2) groups.push_back(current);
-    current.clear();
-    total = visits = 0;
-    closed = false;
-    ++id;
-  };
+  std::vector<uint32_t> member(n, 0), seen(n, 0);  // marks told apart by group id / search stamp
+  uint32_t id = 1, stamp = 0, total = 0, first = 0;  // first: order position of the group's first member
   std::vector<uint32_t> stack;
+  // Whether a parent of `v` outside the group is reached from a member through nodes outside the
+  // group. Searches upwards from v's parents; a node placed before the group's first member
+  // cannot be reached from it, so the search stays inside the stretch of the order the group
+  // spans. Too long a search counts as reached.
+  auto reached_from_group = [&](uint32_t v) {
+    ++stamp;
+    stack.clear();
+    uint32_t visits = 0;
+    auto visit = [&](uint32_t x) {
+      if (member[x] == id) return true;
+      if (position[x] > first && seen[x] != stamp) seen[x] = stamp, stack.push_back(x);
+      return false;
+    };
+    for (uint32_t p : parents[v])
+      if (member[p] != id) visit(p);
+    while (!stack.empty()) {
+      const uint32_t x = stack.back();
+      stack.pop_back();
+      if (++visits > limits.max_visits) return true;
+      for (uint32_t q : parents[x])
+        if (visit(q)) return true;
+    }
+    return false;
+  };
   for (uint32_t v : order) {
     const uint32_t w = v < weight.size() ? weight[v] : 0;
     if (w == 0 || w > limits.max_weight) continue;
-    bool fits = !closed && total + w <= limits.max_weight;
-    for (uint32_t p : parents[v]) fits = fits && !(member[p] != id && reached[p] == id);
-    if (!current.empty() && !fits) close();
+    if (!current.empty() && (total + w > limits.max_weight || reached_from_group(v))) {
+      if (current.size() >= 2) groups.push_back(current);
+      current.clear();
+      total = 0;
+      ++id;
+    }
+    if (current.empty()) first = position[v];
     member[v] = id;
     current.push_back(v);
     total += w;
-    for (uint32_t c : children[v])
-      if (member[c] != id && reached[c] != id) reached[c] = id, stack.push_back(c);
-    while (!stack.empty() && !closed) {
-      const uint32_t x = stack.back();
-      stack.pop_back();
-      closed = ++visits > limits.max_visits;
-      for (uint32_t c : children[x])
-        if (reached[c] != id) reached[c] = id, stack.push_back(c);
-    }
-    stack.clear();
   }
-  close();
+  if (current.size() >= 2) groups.push_back(current);
   return groups;
 }
 

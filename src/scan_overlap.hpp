@@ -62,7 +62,9 @@ std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edg
 // group never holds two scans joined by a path through another node (that node would then have
 // to run both before and after the merged scan). Groups hold at least two members, listed in a
 // topological order (a merged node publishes them in that order: NaN origin), and weigh at most
-// `max_weight`. A search that visits more than `max_visits` nodes closes its group.
+// `max_weight`. Each candidate's check searches upwards from its parents, only through the stretch
+// of the order that the group spans; a search that visits more than `max_visits` nodes closes the
+// group.
 struct GroupLimits {
   uint32_t max_weight = 8;  // NANSCOPE_SCAN_MAX_BUFFERS
   uint32_t max_visits = 4096;

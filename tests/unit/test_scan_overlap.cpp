@@ -297,15 +297,27 @@ TEST(ScanGroups, AScanInLineCannotMerge) {
   EXPECT_TRUE(group(4, edges, {0, 1, 0, 1}).empty());
 }
 
-TEST(ScanGroups, AReachSearchOverItsLimitClosesTheGroup) {
+TEST(ScanGroups, ASearchOverItsLimitClosesTheGroup) {
+  // K0 -> S0 and K0 -> A1 -> ... -> A10 -> S1, S0 -> S1: S1 may join S0, but proving it walks up
+  // the ten app nodes placed after S0.
+  EdgeSet g{{0, 1}, {0, 2}, {1, 12}, {11, 12}};
+  for (uint32_t a = 2; a < 11; ++a) g.emplace(a, a + 1);
+  std::vector<uint32_t> weight(13, 0);
+  weight[1] = weight[12] = 1;
+  EXPECT_EQ(group(13, edge_list(g), weight), (std::vector<std::vector<uint32_t>>{{1, 12}}));
   GroupLimits limits;
   limits.max_visits = 3;
-  std::vector<uint32_t> weight(20, 0);
-  for (uint32_t i = 0; i < 10; ++i) weight[2 * i + 1] = 1;
-  EdgeSet g = scans_beside_chain(10);
-  for (uint32_t i = 0; i < 10; ++i)  // each scan ordered before the kernel after next
-    if (2 * i + 4 < 20) g.emplace(2 * i + 1, 2 * i + 4);
-  for (const auto& grp : group(20, edge_list(g), weight, limits)) EXPECT_LE(grp.size(), 2u);
+  EXPECT_TRUE(group(13, edge_list(g), weight, limits).empty());
+}
+
+TEST(ScanGroups, ALongChainMergesAllTheWayDown) {
+  // 2,000 kernels with their scans beside: every group is full, however far down the chain.
+  const uint32_t kernels = 2000;
+  std::vector<uint32_t> weight(2 * kernels, 0);
+  for (uint32_t i = 0; i < kernels; ++i) weight[2 * i + 1] = 1;
+  const auto groups = group(2 * kernels, edge_list(scans_beside_chain(kernels)), weight);
+  ASSERT_EQ(groups.size(), kernels / 8);
+  for (const auto& grp : groups) EXPECT_EQ(grp.size(), 8u);
 }
 
 TEST(ScanGroups, RandomGraphsStayAcyclicAndKeepEveryOrder) {
