@@ -735,6 +735,39 @@ def test_graph_overlap():
           f"findings and results identical to overlap off and to the plain run")
 
 
+def test_graph_fork():
+    """A capture forked onto a second stream and joined: its three scans (two on parallel branches)
+    merge into one node that still attributes each NaN to its kernel, node and replay."""
+    app = os.path.join(BIN_DIR, "graph_fork_app")
+    plain = run([app]).stdout
+    seen = {}
+    for mode, env in (("merged", {}), ("one node per scan", {"NANSCOPE_GRAPH_MERGE": "0"})):
+        p, events = under_nanscope([app], ["--no-aggregate"], env=env)
+        if checksum_line(p.stdout, "graph_fork_app: nodes=").split()[-1] != checksum_line(plain, "graph_fork_app: nodes=").split()[-1]:
+            fail(f"{mode}: results differ from the plain run:\n{p.stdout}\n{plain}")
+        summary = [e for e in events if e["event"] == "summary"][0]
+        f = findings(events)
+        got = sorted((e["kernel"].split("(")[0], e["graph_node"], e["replay"], e["counts"]["nan"], e.get("origin"))
+                     for e in f)
+        want = sorted([("left", 0, 3, 2048, "introduced"), ("combine", 2, 3, 2048, "propagated"),
+                       ("right", 1, 6, 1024, "introduced"), ("combine", 2, 6, 1024, "propagated")])
+        if got != want:
+            fail(f"{mode}: findings {got}, want {want}")
+        by = {(e["kernel"].split("(")[0], e["replay"]): e for e in f}
+        for r, source in ((3, "left"), (6, "right")):
+            if by[("combine", r)].get("parents") != [by[(source, r)]["id"]]:
+                fail(f"{mode}: combine at replay {r} should name {source}'s event as its parent: {by[('combine', r)]}")
+        merged = summary["graph_scans_merged"]
+        if merged != (3 if mode == "merged" else 0):
+            fail(f"{mode}: graph_scans_merged = {merged}")
+        seen[mode] = checksum_line(p.stdout, "graph_fork_app: nodes=").split()[1]
+    if seen["merged"] != "nodes=4" or seen["one node per scan"] != "nodes=6":
+        fail(f"node counts after instantiation: {seen}, want 3 kernels + 1 merged scan, and 3 + 3")
+    print("ok: forked capture: left (replay 3) and right (replay 6) introduced, combine passed each on, "
+          "from one merged scan node over both branches (4 nodes) as from one node per scan (6); results "
+          "identical to the plain run")
+
+
 def dump_nonfinite(values, dtype):
     """Element-wise non-finite mask of a dump (bf16 is stored as raw uint16 words)."""
     import numpy as np
