@@ -6,13 +6,11 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <thread>
-#include <vector>
 
+#include "host_timing.hpp"
 #include "scan_abi.h"
 
 extern const unsigned char nanscope_kernels_fatbin[];
@@ -23,26 +21,6 @@ __global__ void two_outputs(float* a, float* b, int n) {
 __global__ void empty8(long long x) {
   if (x == -1) printf("x");
 }
-
-namespace {
-// Median host time per call over 60 batches of 200, synchronising between batches.
-template <typename F>
-double median_us(F&& call) {
-  constexpr int kBatch = 200, kBatches = 60;
-  for (int i = 0; i < 1000; ++i) call();
-  cudaDeviceSynchronize();
-  std::vector<double> per;
-  for (int b = 0; b < kBatches; ++b) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBatch; ++i) call();
-    const auto t1 = std::chrono::steady_clock::now();
-    cudaDeviceSynchronize();
-    per.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
-  }
-  std::sort(per.begin(), per.end());
-  return per[per.size() / 2];
-}
-}  // namespace
 
 int main() {
   int devices = 0;
@@ -89,11 +67,11 @@ int main() {
     }
   });
   for (int rep = 0; rep < 3; ++rep) {
-    const double runtime = median_us([&] { two_outputs<<<1, 32>>>(a, b, n); });
-    const double driver = median_us([&] { cuLaunchKernel((CUfunction)two, 1, 1, 1, 32, 1, 1, 0, s, two_args, nullptr); });
-    const double scan360 = median_us(launch_scan);
-    const double empty_8 = median_us([&] { cuLaunchKernel((CUfunction)empty, 1, 1, 1, 256, 1, 1, 0, s, empty_args, nullptr); });
-    const double pair = median_us([&] {
+    const double runtime = median_us_per_call([&] { two_outputs<<<1, 32>>>(a, b, n); });
+    const double driver = median_us_per_call([&] { cuLaunchKernel((CUfunction)two, 1, 1, 1, 32, 1, 1, 0, s, two_args, nullptr); });
+    const double scan360 = median_us_per_call(launch_scan);
+    const double empty_8 = median_us_per_call([&] { cuLaunchKernel((CUfunction)empty, 1, 1, 1, 256, 1, 1, 0, s, empty_args, nullptr); });
+    const double pair = median_us_per_call([&] {
       two_outputs<<<1, 32>>>(a, b, n);
       launch_scan();
     });
@@ -101,8 +79,8 @@ int main() {
     cuuint64_t id;
     const CUgraphNode* deps;
     size_t ndeps;
-    const double capture = median_us([&] { cuStreamGetCaptureInfo(s, &status, &id, nullptr, &deps, nullptr, &ndeps); });
-    const double handoff = median_us([&] {
+    const double capture = median_us_per_call([&] { cuStreamGetCaptureInfo(s, &status, &id, nullptr, &deps, nullptr, &ndeps); });
+    const double handoff = median_us_per_call([&] {
       const uint64_t p = posted.load(std::memory_order_relaxed);
       while (done.load(std::memory_order_acquire) != p) {
       }
