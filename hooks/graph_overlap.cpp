@@ -12,6 +12,38 @@
 
 namespace nanscope {
 
+namespace {
+
+// A graph's nodes and its edges between them, as node indices with the edges' data.
+struct GraphView {
+  std::vector<CUgraphNode> nodes;
+  std::vector<overlap::Edge> edges;
+  std::vector<CUgraphEdgeData> edge_data;  // of edges[i]
+};
+
+bool read_graph(CUgraph g, GraphView& v) {
+  size_t count = 0;
+  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS) return false;
+  v.nodes.resize(count);
+  if (count && cuGraphGetNodes(g, v.nodes.data(), &count) != CUDA_SUCCESS) return false;
+  size_t nedges = 0;
+  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return false;
+  std::vector<CUgraphNode> from(nedges), to(nedges);
+  std::vector<CUgraphEdgeData> data(nedges);
+  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), data.data(), &nedges) != CUDA_SUCCESS) return false;
+  std::unordered_map<CUgraphNode, uint32_t> index;
+  for (uint32_t i = 0; i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
+  for (size_t e = 0; e < nedges; ++e) {
+    const auto f = index.find(from[e]), t = index.find(to[e]);
+    if (f == index.end() || t == index.end()) continue;
+    v.edges.push_back({f->second, t->second});
+    v.edge_data.push_back(data[e]);
+  }
+  return true;
+}
+
+}  // namespace
+
 // What a scan node reads: from the alloc base of each buffer (a later kernel may write the
 // whole allocation through its base) to the buffer's end.
 std::vector<overlap::Range> Engine::scan_reads(const nanscope_scan_task& task) {
@@ -104,34 +136,20 @@ overlap::Node Engine::overlap_node(CUgraphNode node, ContextState& cs) {
 
 void Engine::overlap_scans(CUgraph g, ContextState& cs) {
   if (!cfg_.graph_overlap) return;
-  size_t count = 0;
-  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
-  std::vector<CUgraphNode> nodes(count);
-  if (cuGraphGetNodes(g, nodes.data(), &count) != CUDA_SUCCESS) return;
-  size_t nedges = 0;
-  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return;
-  std::vector<CUgraphNode> from(nedges), to(nedges);
-  std::vector<CUgraphEdgeData> data(nedges);
-  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), data.data(), &nedges) != CUDA_SUCCESS) return;
-
-  std::unordered_map<CUgraphNode, uint32_t> index;
+  GraphView view;
+  if (!read_graph(g, view) || view.nodes.empty()) return;
+  const std::vector<CUgraphNode>& nodes = view.nodes;
   std::vector<overlap::Node> model;
-  model.reserve(count);
+  model.reserve(nodes.size());
   bool any_scan = false;
   for (CUgraphNode n : nodes) {
-    index.emplace(n, static_cast<uint32_t>(model.size()));
     model.push_back(overlap_node(n, cs));
     any_scan |= model.back().kind == overlap::NodeKind::scan;
   }
   if (!any_scan) return;
-  std::vector<overlap::Edge> edges;
+  const std::vector<overlap::Edge>& edges = view.edges;
   std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData> edge_data;
-  for (size_t e = 0; e < nedges; ++e) {
-    const auto f = index.find(from[e]), t = index.find(to[e]);
-    if (f == index.end() || t == index.end()) continue;
-    edges.push_back({f->second, t->second});
-    edge_data[{f->second, t->second}] = data[e];
-  }
+  for (size_t e = 0; e < edges.size(); ++e) edge_data[{edges[e].from, edges[e].to}] = view.edge_data[e];
 
   uint32_t moved_scans = 0, failed = 0;
   for (const overlap::ScanPlan& p : overlap::plan(model, edges)) {
@@ -178,16 +196,14 @@ void Engine::overlap_scans(CUgraph g, ContextState& cs) {
 // merged node waits for all its members' parents and runs before all their children; it
 // publishes the members in order, so the NaN origin sees the same sequence of states.
 void Engine::merge_scans(CUgraph g, ContextState& cs) {
-  size_t count = 0;
-  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count < 2) return;
-  std::vector<CUgraphNode> nodes(count);
-  if (cuGraphGetNodes(g, nodes.data(), &count) != CUDA_SUCCESS) return;
-  std::unordered_map<CUgraphNode, uint32_t> index;
+  GraphView view;
+  if (!read_graph(g, view) || view.nodes.size() < 2) return;
+  const std::vector<CUgraphNode>& nodes = view.nodes;
+  const auto count = static_cast<uint32_t>(nodes.size());
   std::vector<uint32_t> weight(count, 0);
   std::vector<nanscope_scan_task> tasks(count);
   uint32_t mergeable = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    index.emplace(nodes[i], i);
     CUgraphNodeType type;
     CUDA_KERNEL_NODE_PARAMS p{};
     if (cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
@@ -200,20 +216,12 @@ void Engine::merge_scans(CUgraph g, ContextState& cs) {
     ++mergeable;
   }
   if (mergeable < 2) return;
-  size_t nedges = 0;
-  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return;
-  std::vector<CUgraphNode> from(nedges), to(nedges);
-  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), nullptr, &nedges) != CUDA_SUCCESS) return;
-  std::vector<overlap::Edge> edges;
   std::vector<std::vector<uint32_t>> parents(count), children(count);
-  for (size_t e = 0; e < nedges; ++e) {
-    const auto f = index.find(from[e]), t = index.find(to[e]);
-    if (f == index.end() || t == index.end()) continue;
-    edges.push_back({f->second, t->second});
-    parents[t->second].push_back(f->second);
-    children[f->second].push_back(t->second);
+  for (const overlap::Edge& e : view.edges) {
+    parents[e.to].push_back(e.from);
+    children[e.from].push_back(e.to);
   }
-  const auto groups = overlap::group(static_cast<uint32_t>(count), edges, weight);
+  const auto groups = overlap::group(count, view.edges, weight);
   if (groups.empty()) return;
 
   // Which kernel node each member follows, so later parameter updates reach the merged node.

@@ -127,6 +127,19 @@ inline nanscope_scan_task scan_task_of(const nanscope_zero_task& z) {
 
 // ---- Graph scan nodes merged into one (hooks/graph_overlap.cpp, nanscope_scan_grouped).
 
+// A plain task's attribution and origin inputs, as a group holds them per launch.
+inline nanscope_launch_meta launch_meta_of(const nanscope_scan_task& t) {
+  nanscope_launch_meta m{};
+  m.launch_id = t.launch_id;
+  m.correlation_id = t.correlation_id;
+  m.kernel_id = t.kernel_id;
+  m.graph_node = t.graph_node;
+  m.in_count = std::min<uint32_t>(t.in_count, NANSCOPE_ORIGIN_MAX_INPUTS);
+  std::copy(t.in_state, t.in_state + m.in_count, m.in_state);
+  m.origin_flags = t.origin_flags;
+  return m;
+}
+
 // Appends the plain scan task `t` to `g` as its next launch; the first one also gives the group its
 // accumulator and channel. False, with `g` unchanged, when `t` has no buffers or does not fit.
 inline bool append_launch(nanscope_scan_group& g, const nanscope_scan_task& t) {
@@ -138,15 +151,7 @@ inline bool append_launch(nanscope_scan_group& g, const nanscope_scan_task& t) {
     g.buffer_count = 0;
   }
   const uint32_t l = g.launch_count++;
-  nanscope_launch_meta& m = g.launches[l];
-  m = nanscope_launch_meta{};
-  m.launch_id = t.launch_id;
-  m.correlation_id = t.correlation_id;
-  m.kernel_id = t.kernel_id;
-  m.graph_node = t.graph_node;
-  m.in_count = std::min<uint32_t>(t.in_count, NANSCOPE_ORIGIN_MAX_INPUTS);
-  std::copy(t.in_state, t.in_state + m.in_count, m.in_state);
-  m.origin_flags = t.origin_flags;
+  g.launches[l] = launch_meta_of(t);
   for (uint32_t b = 0; b < t.buffer_count; ++b, ++g.buffer_count) {
     g.buffers[g.buffer_count] = t.buffers[b];
     g.out_state[g.buffer_count] = t.out_state[b];
@@ -182,15 +187,7 @@ inline nanscope_scan_task launch_task(const nanscope_scan_group& g, uint32_t l) 
 // `t` has more buffers than places: the first ones are taken, the rest are not scanned.
 inline bool replace_launch(nanscope_scan_group& g, uint32_t l, const nanscope_scan_task& t) {
   if (l >= g.launch_count || l >= NANSCOPE_SCAN_MAX_BUFFERS) return false;
-  nanscope_launch_meta& m = g.launches[l];
-  m.launch_id = t.launch_id;
-  m.correlation_id = t.correlation_id;
-  m.kernel_id = t.kernel_id;
-  m.graph_node = t.graph_node;
-  m.in_count = std::min<uint32_t>(t.in_count, NANSCOPE_ORIGIN_MAX_INPUTS);
-  std::fill(m.in_state, m.in_state + NANSCOPE_ORIGIN_MAX_INPUTS, 0u);
-  std::copy(t.in_state, t.in_state + m.in_count, m.in_state);
-  m.origin_flags = t.origin_flags;
+  g.launches[l] = launch_meta_of(t);
   uint32_t taken = 0;
   for (uint32_t b = 0; b < g.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
     if (g.launch_of[b] != l) continue;
