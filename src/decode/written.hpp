@@ -1,0 +1,76 @@
+// The contract between kernel-family decoders (ATen, Triton, ...) and the engine: what one
+// launch writes, as exact byte ranges with their element type. Pure data; decoders are pure
+// functions over the driver's parameter layout and the launch's parameter bytes, so a CPU test
+// can reach every one of them with layouts from the torch wheel.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "signature.hpp"  // DType
+
+namespace nanscope::decode {
+
+// The driver's parameter layout of a kernel: (offset, size) of each parameter.
+using Layout = std::vector<std::pair<uint32_t, uint32_t>>;
+
+// One launch as a decoder sees it.
+struct LaunchView {
+  const char* const* params = nullptr;  // params[i]: the bytes of parameter i (layout[i].second long); may be null
+  uint32_t count = 0;                   // number of parameters (== layout size)
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+};
+
+// Whether an address is inside memory the application allocated on the device (for decoders
+// that must infer a closure's shape by checking that candidate pointers are live).
+struct AddressQuery {
+  bool (*is_live)(const void* ctx, uint64_t ptr) = nullptr;
+  const void* ctx = nullptr;
+  bool operator()(uint64_t ptr) const { return is_live && is_live(ctx, ptr); }
+};
+
+// One written buffer. `span_bytes` is the byte range [ptr, ptr + span_bytes) the kernel may
+// write; for a dense output it equals elements * elem_size. A strided output with gaps has a
+// larger span: the engine scans only dense spans and reports the rest as not inspected.
+struct Write {
+  uint64_t ptr = 0;
+  uint64_t elements = 0;
+  uint64_t span_bytes = 0;
+  uint32_t elem_size = 0;
+  DType dtype = DType::none;  // none: only the element size is known (copies, cat, gather)
+  uint32_t arg = 0;           // the parameter holding the pointer (for the record)
+  uint64_t dtype_from = 0;    // element-size-only writes: an input whose dtype the output copies
+};
+
+inline constexpr uint32_t kMaxWrites = 4;
+inline constexpr uint32_t kMaxReads = 8;
+
+enum class Status : uint8_t {
+  decoded,          // `writes` is what the launch writes (maybe nothing: no floating output)
+  layout_mismatch,  // the family claims the name but the layout or values do not fit: not inspected
+};
+
+struct Decoded {
+  Status status = Status::decoded;
+  std::string_view reason;  // static text, for not_inspected
+  Write writes[kMaxWrites];
+  uint32_t write_count = 0;
+  uint64_t reads[kMaxReads] = {};  // input pointers, for the NaN origin and dtype_from
+  uint32_t read_count = 0;
+  void add_write(const Write& w) {
+    if (write_count < kMaxWrites) writes[write_count++] = w;
+  }
+  void add_read(uint64_t p) {
+    if (p && read_count < kMaxReads) reads[read_count++] = p;
+  }
+  static Decoded mismatch(std::string_view why) {
+    Decoded d;
+    d.status = Status::layout_mismatch;
+    d.reason = why;
+    return d;
+  }
+};
+
+}  // namespace nanscope::decode
