@@ -37,6 +37,25 @@ uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
   return by_ptr_.emplace(ptr, e).first->second.buf.ref;
 }
 
+uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes) {
+  const uint32_t ref = ref_for(ptr, dtype, bytes);
+  std::lock_guard lock(mu_);
+  if (auto it = by_ptr_.find(ptr); it != by_ptr_.end()) it->second.buf.state_known = true;
+  return ref;
+}
+
+std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes) {
+  if (dtype == DType::none || bytes < dtype_size(dtype)) return std::nullopt;
+  ref_for(ptr, dtype, 0);  // keeps a known extent; assigns a slot on first sight
+  std::lock_guard lock(mu_);
+  auto it = by_ptr_.find(ptr);
+  if (it == by_ptr_.end() || it->second.buf.state_known) return std::nullopt;
+  TrackedBuffer& b = it->second.buf;
+  b.state_known = true;
+  if (!b.bytes || b.dtype == DType::none) b.bytes = bytes, b.dtype = dtype;
+  return b;
+}
+
 std::optional<TrackedBuffer> BufferSlots::containing(uint64_t ptr) const {
   std::lock_guard lock(mu_);
   // The nearest buffers at or below ptr: an input-only (untyped) or small buffer may start

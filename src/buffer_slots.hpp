@@ -19,6 +19,7 @@ struct TrackedBuffer {
   uint64_t bytes = 0;  // extent last scanned (0 when only seen as an input)
   DType dtype = DType::none;
   uint32_t ref = 0;    // slot | generation << 16, as a task carries it
+  bool state_known = false;  // a scan has written (or been launched to write) its state word
 };
 
 class BufferSlots {
@@ -28,6 +29,12 @@ class BufferSlots {
   // The slot reference of the buffer starting at `ptr`, assigning one (and recording its
   // extent and dtype when known) on first sight.
   uint32_t ref_for(uint64_t ptr, DType dtype = DType::none, uint64_t bytes = 0);
+  // The same for a buffer a scan is about to write the state word of.
+  uint32_t ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes);
+  // A buffer read before any scan wrote its state word (written by the host, or before
+  // nanscope attached): returns it once, with its extent, so the caller scans it before its
+  // first reader's scan judges the origin; later calls (and unknown extents) give nullopt.
+  std::optional<TrackedBuffer> claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes);
   // The tracked buffer whose scanned extent holds `ptr` (for copies and sets into it).
   std::optional<TrackedBuffer> containing(uint64_t ptr) const;
   // A freed allocation: forget every buffer inside [base, base + size).

@@ -170,5 +170,43 @@ TEST(BufferSlots, ForgottenSlotReusedWithANewGeneration) {
   EXPECT_EQ(s.ref_for(kA), ra2);
 }
 
+// A buffer first seen as an input (written by the host, or before nanscope attached) is handed
+// out once for an initial scan, so the first reader's scan judges it from a known state.
+TEST(BufferSlots, AnInputNeverScannedIsClaimedForOneInitialScan) {
+  BufferSlots s(4);
+  const auto first = s.claim_initial_scan(kA, DType::bf16, 512);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->ptr, kA);
+  EXPECT_EQ(first->bytes, 512u);
+  EXPECT_EQ(first->dtype, DType::bf16);
+  EXPECT_EQ(first->ref, s.ref_for(kA));
+  EXPECT_FALSE(s.claim_initial_scan(kA, DType::bf16, 512).has_value());  // once only
+}
+
+TEST(BufferSlots, AnOutputNeedsNoInitialScan) {
+  BufferSlots s(4);
+  s.ref_for_output(kA, DType::f32, 256);
+  EXPECT_FALSE(s.claim_initial_scan(kA, DType::f32, 256).has_value());
+  // Seen only as an input (no scan wrote its word yet): still claimable.
+  s.ref_for(kB, DType::f32, 256);
+  EXPECT_TRUE(s.claim_initial_scan(kB, DType::f32, 256).has_value());
+}
+
+TEST(BufferSlots, AnInitialScanNeedsAnExtentAndAType) {
+  BufferSlots s(4);
+  EXPECT_FALSE(s.claim_initial_scan(kA, DType::none, 256).has_value());
+  EXPECT_FALSE(s.claim_initial_scan(kA, DType::f32, 2).has_value());  // less than one element
+  EXPECT_TRUE(s.claim_initial_scan(kA, DType::f32, 4).has_value());
+}
+
+TEST(BufferSlots, AFreedOrEvictedBufferIsUnknownAgain) {
+  BufferSlots s(1);
+  s.ref_for_output(kA, DType::f32, 256);
+  s.forget_range(kA, 256);
+  EXPECT_TRUE(s.claim_initial_scan(kA, DType::f32, 256).has_value());
+  s.ref_for_output(kB, DType::f32, 256);  // evicts kA (one slot)
+  EXPECT_TRUE(s.claim_initial_scan(kA, DType::f32, 256).has_value());
+}
+
 }  // namespace
 }  // namespace nanscope

@@ -1,0 +1,90 @@
+#include "coverage.hpp"
+
+#include <algorithm>
+
+namespace nanscope {
+
+const char* inspection_key(Inspection how) {
+  switch (how) {
+#define NANSCOPE_X(id, key) \
+  case Inspection::id: return key;
+    NANSCOPE_INSPECTIONS(NANSCOPE_X)
+#undef NANSCOPE_X
+    case Inspection::count_: break;
+  }
+  return "unknown";
+}
+
+std::atomic<uint64_t>* Coverage::counter(uint32_t kernel_id) {
+  const uint32_t c = kernel_id / kChunk;
+  if (c >= kChunks) return nullptr;
+  Chunk* chunk = chunks_[c].load(std::memory_order_acquire);
+  if (!chunk) {
+    std::lock_guard lock(mu_);
+    chunk = chunks_[c].load(std::memory_order_relaxed);
+    if (!chunk) {
+      owned_.push_back(std::make_unique<Chunk>());
+      chunk = owned_.back().get();
+      chunks_[c].store(chunk, std::memory_order_release);
+    }
+  }
+  return &chunk->launches[kernel_id % kChunk];
+}
+
+void Coverage::on_kernel(uint32_t kernel_id, const std::string& name, const std::string& reason) {
+  if (reason.empty()) return;
+  std::lock_guard lock(mu_);
+  not_inspected_.push_back({kernel_id, name, reason});
+}
+
+void Coverage::on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned) {
+  by_kind_[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
+  if (written) {
+    written_.fetch_add(written, std::memory_order_relaxed);
+    written_scanned_.fetch_add(std::min(written, scanned), std::memory_order_relaxed);
+  }
+  if (scanned) scanned_.fetch_add(scanned, std::memory_order_relaxed);
+  if (how == Inspection::opaque || how == Inspection::mismatch) {
+    if (auto* c = counter(kernel_id)) c->fetch_add(1, std::memory_order_relaxed);
+    else overflow_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+nlohmann::ordered_json Coverage::to_json(size_t top) const {
+  nlohmann::ordered_json launches = nlohmann::ordered_json::object();
+  uint64_t total = 0;
+  for (size_t i = 0; i < by_kind_.size(); ++i) {
+    const uint64_t n = by_kind_[i].load(std::memory_order_relaxed);
+    launches[inspection_key(static_cast<Inspection>(i))] = n;
+    total += n;
+  }
+  const uint64_t looked = launches["decoded"].get<uint64_t>() + launches["typed"].get<uint64_t>() +
+                          launches["watched"].get<uint64_t>();
+  struct Row {
+    uint64_t launches;
+    const Kernel* k;
+  };
+  std::vector<Row> rows;
+  std::lock_guard lock(mu_);
+  for (const Kernel& k : not_inspected_) {
+    const uint32_t c = k.id / kChunk;
+    const Chunk* chunk = c < kChunks ? chunks_[c].load(std::memory_order_acquire) : nullptr;
+    const uint64_t n = chunk ? chunk->launches[k.id % kChunk].load(std::memory_order_relaxed) : 0;
+    if (n) rows.push_back({n, &k});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.launches > b.launches; });
+  nlohmann::ordered_json top_rows = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < rows.size() && i < top; ++i)
+    top_rows.push_back({{"kernel", rows[i].k->name}, {"reason", rows[i].k->reason}, {"launches", rows[i].launches}});
+  return {{"launches", total},
+          {"by_inspection", launches},
+          {"inspected_share", total ? static_cast<double>(looked) / static_cast<double>(total) : 0.0},
+          {"bytes_written_decoded", written_.load(std::memory_order_relaxed)},
+          {"bytes_written_decoded_scanned", written_scanned_.load(std::memory_order_relaxed)},
+          {"bytes_scanned", scanned_.load(std::memory_order_relaxed)},
+          {"kernels_not_inspected", not_inspected_.size()},
+          {"not_inspected_top", top_rows},
+          {"not_inspected_uncounted_launches", overflow_.load(std::memory_order_relaxed)}};
+}
+
+}  // namespace nanscope

@@ -1,0 +1,70 @@
+// Coverage: how much of what the program ran nanscope actually looked at, so a user can tell
+// "clean" from "not looked at". Counted per launch on the hot path (relaxed atomics in
+// fixed chunks indexed by kernel id, no lock after a kernel's first launch), reported in the
+// summary: launches by how they were inspected, bytes scanned against bytes written by decoded
+// kernels, and the kernels launched most often without inspection, each with its reason.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nanscope {
+
+// How one launch was inspected. X-macro: the enum and the summary's key names from one list.
+#define NANSCOPE_INSPECTIONS(X)                                                                          \
+  X(decoded, "decoded")     /* a kernel-family decoder (ATen, Triton) named what it writes */          \
+  X(typed, "typed")         /* typed outputs from the kernel's signature */                             \
+  X(watched, "watched")     /* only watches or rules */                                                 \
+  X(opaque, "opaque")       /* nothing known about what it writes: not inspected */                     \
+  X(mismatch, "layout_mismatch") /* a decoder claimed the name but the layout did not fit */             \
+  X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE */
+
+enum class Inspection : uint8_t {
+#define NANSCOPE_X(id, key) id,
+  NANSCOPE_INSPECTIONS(NANSCOPE_X)
+#undef NANSCOPE_X
+  count_
+};
+const char* inspection_key(Inspection);
+
+class Coverage {
+ public:
+  static constexpr uint32_t kChunk = 1024, kChunks = 64;  // kernel ids up to 65,535 counted one by one
+
+  // Once per kernel, when the kernel table first decodes it: its name and why it is not
+  // inspected (empty when it is).
+  void on_kernel(uint32_t kernel_id, const std::string& name, const std::string& reason);
+  // Per launch. `written` is what a decoder says the launch writes (0 when unknown); `scanned`
+  // what the scan task reads.
+  void on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned);
+  // Per launch of a library call's output scan (GEMMs and the like) or a rescan after a copy.
+  void on_extra_scan(uint64_t scanned) { scanned_.fetch_add(scanned, std::memory_order_relaxed); }
+
+  uint64_t launches(Inspection how) const { return by_kind_[static_cast<size_t>(how)].load(std::memory_order_relaxed); }
+  // The summary's `coverage` object; `top` not-inspected kernels by launch count.
+  nlohmann::ordered_json to_json(size_t top = 10) const;
+
+ private:
+  struct Chunk {
+    std::array<std::atomic<uint64_t>, kChunk> launches{};
+  };
+  std::atomic<uint64_t>* counter(uint32_t kernel_id);
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(Inspection::count_)> by_kind_{};
+  std::atomic<uint64_t> written_{0}, scanned_{0}, written_scanned_{0}, overflow_{0};
+  std::array<std::atomic<Chunk*>, kChunks> chunks_{};
+  std::vector<std::unique_ptr<Chunk>> owned_;  // under mu_
+  mutable std::mutex mu_;
+  struct Kernel {
+    uint32_t id;
+    std::string name, reason;
+  };
+  std::vector<Kernel> not_inspected_;  // under mu_, one per kernel
+};
+
+}  // namespace nanscope

@@ -1,0 +1,75 @@
+// Tests for src/coverage.cpp: launches counted by how they were inspected, bytes written by
+// decoded kernels against bytes scanned, and the top not-inspected kernels by launch count.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "coverage.hpp"
+
+namespace nanscope {
+namespace {
+
+TEST(Coverage, CountsLaunchesByHowTheyWereInspected) {
+  Coverage c;
+  c.on_launch(1, Inspection::decoded, 100, 100);
+  c.on_launch(1, Inspection::decoded, 100, 60);  // a scan capped below what was written
+  c.on_launch(2, Inspection::typed, 0, 40);
+  c.on_launch(3, Inspection::opaque, 0, 0);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["launches"], 4u);
+  EXPECT_EQ(j["by_inspection"]["decoded"], 2u);
+  EXPECT_EQ(j["by_inspection"]["typed"], 1u);
+  EXPECT_EQ(j["by_inspection"]["opaque"], 1u);
+  EXPECT_EQ(j["by_inspection"]["layout_mismatch"], 0u);
+  EXPECT_DOUBLE_EQ(j["inspected_share"].get<double>(), 0.75);
+  EXPECT_EQ(j["bytes_written_decoded"], 200u);
+  EXPECT_EQ(j["bytes_written_decoded_scanned"], 160u);
+  EXPECT_EQ(j["bytes_scanned"], 200u);
+}
+
+TEST(Coverage, ListsTheKernelsNotInspectedMostOftenFirstWithTheirReason) {
+  Coverage c;
+  c.on_kernel(5, "gemm", "opaque parameters");
+  c.on_kernel(7, "cat", "layout mismatch");
+  c.on_kernel(9, "inspected", "");  // inspected kernels are not listed
+  c.on_kernel(11, "never launched", "no floating output");
+  for (int i = 0; i < 3; ++i) c.on_launch(7, Inspection::mismatch, 0, 0);
+  for (int i = 0; i < 5; ++i) c.on_launch(5, Inspection::opaque, 0, 0);
+  c.on_launch(9, Inspection::typed, 0, 4);
+  const auto top = c.to_json()["not_inspected_top"];
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0]["kernel"], "gemm");
+  EXPECT_EQ(top[0]["launches"], 5u);
+  EXPECT_EQ(top[0]["reason"], "opaque parameters");
+  EXPECT_EQ(top[1]["kernel"], "cat");
+  EXPECT_EQ(top[1]["reason"], "layout mismatch");
+  EXPECT_EQ(c.to_json(1)["not_inspected_top"].size(), 1u);
+  EXPECT_EQ(c.to_json()["kernels_not_inspected"], 3u);
+}
+
+TEST(Coverage, KernelIdsBeyondTheCountedRangeAreTotalledNotLost) {
+  Coverage c;
+  const uint32_t far = Coverage::kChunk * Coverage::kChunks + 3;
+  c.on_kernel(far, "late", "opaque parameters");
+  c.on_launch(far, Inspection::opaque, 0, 0);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["by_inspection"]["opaque"], 1u);
+  EXPECT_EQ(j["not_inspected_uncounted_launches"], 1u);
+  EXPECT_TRUE(j["not_inspected_top"].empty());
+}
+
+TEST(Coverage, ConcurrentLaunchesAreAllCounted) {
+  Coverage c;
+  c.on_kernel(2000, "k", "opaque parameters");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) c.on_launch(2000, Inspection::opaque, 0, 0);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(c.to_json()["not_inspected_top"][0]["launches"], 40000u);
+}
+
+}  // namespace
+}  // namespace nanscope
