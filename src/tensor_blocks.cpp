@@ -135,7 +135,8 @@ void TensorBlockMap::begin_seed() {
 bool TensorBlockMap::seed(const TensorBlock& b) {
   if (b.size == 0) return false;
   std::unique_lock lock(mu_);
-  if (seed_refused_locked(b.base, b.size, /*segment=*/false) || overlaps_locked(b.base, b.size) || blocks_.size() >= cap_) {
+  if (seed_refused_locked(b.base, b.size, /*segment=*/false) || overlaps_locked(b.base, b.size) ||
+      blocks_.size() >= cap_) {
     ++counts_.seed_skipped;
     return false;
   }
@@ -150,7 +151,8 @@ void TensorBlockMap::seed_segment(uint64_t base, uint64_t size) {
   auto it = segments_.lower_bound(base);
   bool overlaps = it != segments_.end() && it->first < end_of(base, size);
   overlaps |= it != segments_.begin() && std::prev(it)->first + std::prev(it)->second > base;
-  if (!overlaps && !seed_refused_locked(base, size, /*segment=*/true) && segments_.size() < cap_) segments_.emplace(base, size);
+  if (!overlaps && !seed_refused_locked(base, size, /*segment=*/true) && segments_.size() < cap_)
+    segments_.emplace(base, size);
 }
 
 void TensorBlockMap::end_seed() {

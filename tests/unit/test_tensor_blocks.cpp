@@ -172,8 +172,8 @@ TEST(TensorBlockMap, LookupCostWithTenThousandLiveBlocks) {
   constexpr int kRounds = 16;
   for (int r = 0; r < kRounds; ++r)
     for (uint64_t p : probes) hits += m.block_of(p).has_value();
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (kRounds * probes.size());
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+                    (kRounds * probes.size());
   // A launch's arguments are mostly tensors allocated just before it: their nodes are warm.
   const auto t1 = std::chrono::steady_clock::now();
   for (int r = 0; r < kRounds * 1024; ++r)
