@@ -830,6 +830,46 @@ def test_torch_examples():
     print("ok: " + "; ".join(summary))
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 16 part 3: exact tensor extents under the caching allocator (hooks/torch_blocks.cpp,
+# shim/torch_alloc/). Kept as one block so the other tests' additions merge around it.
+
+def test_torch_extents():
+    """layer_norm's 8-element `mean` between NaN-filled neighbours in one segment: scanned as
+    8 elements, no finding when clean; with one planted NaN, only that row, never a neighbour."""
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    shim = os.environ.get("NANSCOPE_TORCH_SHIM") or os.path.join(os.path.dirname(LIB), "libnanscope_torch_shim.so")
+    if not os.path.exists(shim):
+        print(f"skip: no {shim}: configure with -DNANSCOPE_TORCH_INCLUDE=<torch>/include to build the shim")
+        sys.exit(SKIP)
+    script = os.path.join(HERE, "apps", "torch_extents.py")
+    env = {"CUDA_INJECTION64_PATH": LIB}
+    plain = run([sys.executable, script])
+    p, events = run_logged([sys.executable, script], env=env)
+    if checksum_line(plain.stdout, "torch_extents:") != checksum_line(p.stdout, "torch_extents:"):
+        fail(f"outputs differ under nanscope:\n{plain.stdout}\n{p.stdout}")
+    summary = [e for e in events if e["event"] == "summary"]
+    if findings(events):
+        got = [(e["kernel"], e["buffer"]["elements"], e["counts"]) for e in findings(events)]
+        fail(f"clean run: findings (a scan read the NaN neighbours?): {got[:4]}; summary {summary}")
+    p, events = run_logged([sys.executable, script, "--plant"], env=env)
+    norm = [e for e in findings(events) if "layer_norm" in e["kernel"]]
+    if not norm:
+        fail(f"planted NaN in row 3: no layer_norm finding; all findings {findings(events)[:4]}")
+    sizes = sorted({e["buffer"]["elements"] for e in norm})
+    if not set(sizes) <= {8, 8 * 4096}:
+        fail(f"layer_norm outputs scanned beyond their numel (want 8 or 32768): {sizes}")
+    means = [e for e in norm if e["buffer"]["elements"] == 8]
+    if not means or any(e["counts"]["nan"] != 1 for e in means):
+        fail(f"mean/rstd: want elements 8 with exactly 1 NaN (row 3): {[(e['buffer'], e['counts']) for e in means]}")
+    print(f"ok: clean run has no finding; planted run: layer_norm outputs scanned as {sizes} elements, "
+          f"mean/rstd 1 NaN each; summary {summary[:1]}")
+
+# ---------------------------------------------------------------------------------------------
+
+
 def main():
     name = sys.argv[1]
     if not has_gpu():
