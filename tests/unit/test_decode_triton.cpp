@@ -1,13 +1,19 @@
 // Triton decoder: the TTIR parser on real Triton 3.6 cache output (fixtures/triton/README.md),
-// and the launch decode with its layout gate.
+// the launch decode with its layout gate, and the cache lookups by path and by image.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "decode/triton.hpp"
+#include "decode/triton_cache.hpp"
 
 using namespace nanscope;
 using namespace nanscope::decode;
@@ -49,6 +55,22 @@ struct Launch {
     view.count = static_cast<uint32_t>(ptrs.size());
     view.grid[0] = grid_x;
     return view;
+  }
+};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/nanscope_triton_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string write(const std::string& rel, const std::string& data) const {
+    const std::string full = path + "/" + rel;
+    const std::size_t slash = full.rfind('/');
+    ::mkdir(full.substr(0, slash).c_str(), 0755);
+    std::ofstream(full, std::ios::binary) << data;
+    return full;
   }
 };
 
@@ -349,4 +371,147 @@ TEST(TritonTtir, GarbageIsRejectedCleanly) {
     noise.push_back("%(){}<>\"#:, =\n@abc"[x % 18]);
   }
   EXPECT_FALSE(parse_ttir("tt.func public @k() {\n" + noise).signature);
+}
+
+TEST(TritonCache, Fnv1a64) {
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
+
+TEST(TritonCache, ElfSizeOfARealCubin) {
+  const std::string cubin = fixture("poi_masked.cubin");
+  ASSERT_GT(cubin.size(), 1000u);
+  EXPECT_EQ(elf_image_size(cubin.data()), cubin.size());
+  EXPECT_EQ(elf_image_size(cubin.data(), cubin.size() - 1), 0u);  // headers point past the bound
+  std::string not_elf = cubin;
+  not_elf[1] = 'X';
+  EXPECT_EQ(elf_image_size(not_elf.data()), 0u);
+  std::string elf32 = cubin;
+  elf32[4] = 1;
+  EXPECT_EQ(elf_image_size(elf32.data()), 0u);
+  EXPECT_EQ(elf_image_size(nullptr), 0u);
+}
+
+TEST(TritonCache, TtirBesideTheCubin) {
+  TempDir t;
+  const std::string ttir = fixture("poi_masked.ttir");
+  const std::string cubin = t.write("HASH1/triton_poi_fused__to_copy_add_1.cubin", fixture("poi_masked.cubin"));
+  t.write("HASH1/triton_poi_fused__to_copy_add_1.ttir", ttir);
+  TtirText found = ttir_for_module_path(cubin);
+  ASSERT_TRUE(found.ok()) << found.reason;
+  EXPECT_EQ(found.text, ttir);
+  EXPECT_EQ(found.path, t.path + "/HASH1/triton_poi_fused__to_copy_add_1.ttir");
+  // TRITON_STORE_BINARY_ONLY=1 keeps the .source but drops the .ttir.
+  const std::string only_source = t.write("HASH2/scale_rows_kernel.cubin", "x");
+  t.write("HASH2/scale_rows_kernel.source", fixture("user_scale_rows.source"));
+  found = ttir_for_module_path(only_source);
+  ASSERT_TRUE(found.ok()) << found.reason;
+  EXPECT_NE(found.path.find(".source"), std::string::npos);
+  EXPECT_TRUE(parse_ttir(found.text).signature);
+  const std::string bare = t.write("HASH3/k.cubin", "x");
+  found = ttir_for_module_path(bare);
+  EXPECT_FALSE(found.ok());
+  EXPECT_NE(found.reason.find("no .ttir"), std::string_view::npos);
+  EXPECT_FALSE(ttir_for_module_path(t.path + "/HASH1/triton_poi_fused__to_copy_add_1.ptx").ok());
+  EXPECT_FALSE(ttir_for_module_path(t.path + "/missing/k.cubin").ok());
+  const std::string big = t.write("HASH4/k.cubin", "x");
+  t.write("HASH4/k.ttir", std::string(kMaxTtirBytes + 1, ' '));
+  found = ttir_for_module_path(big);
+  EXPECT_FALSE(found.ok());
+  EXPECT_NE(found.reason.find("larger"), std::string_view::npos);
+}
+
+TEST(TritonCache, ImageMatchedByHashAmongSameSizeCubins) {
+  TempDir t;
+  const std::string real = fixture("poi_masked.cubin");
+  std::string decoy = real;
+  decoy[decoy.size() / 2] ^= 0x5a;  // same size, other bytes
+  t.write("AAAA/decoy.cubin", decoy);
+  t.write("AAAA/decoy.ttir", fixture("poi_static.ttir"));
+  t.write("BBBB/triton_poi_fused__to_copy_add_1.cubin", real);
+  t.write("BBBB/triton_poi_fused__to_copy_add_1.ttir", fixture("poi_masked.ttir"));
+  TritonCacheIndex index({t.path});
+  const TtirText found = ttir_for_image(real.data(), 0, index);  // size from the ELF headers
+  ASSERT_TRUE(found.ok()) << found.reason;
+  EXPECT_EQ(found.path, t.path + "/BBBB/triton_poi_fused__to_copy_add_1.ttir");
+  EXPECT_EQ(index.indexed_files(), 2u);
+  std::string other = real;
+  other[100] ^= 1;
+  EXPECT_FALSE(ttir_for_image(other.data(), 0, index).ok());
+  EXPECT_FALSE(ttir_for_image("not an elf image at all, no.............................................", 0, index).ok());
+}
+
+TEST(TritonCache, MissReindexesWhenANewKernelDirectoryAppears) {
+  TempDir t;
+  t.write("AAAA/old.cubin", "old");
+  TritonCacheIndex index({t.path});
+  const std::string real = fixture("poi_masked.cubin");
+  EXPECT_TRUE(index.cubin_for_image(real.data(), real.size()).empty());
+  EXPECT_EQ(index.indexed_files(), 1u);
+  // Directory mtimes have nanosecond resolution, but make sure the root's changes.
+  usleep(20000);
+  t.write("CCCC/new.cubin", real);
+  EXPECT_EQ(index.cubin_for_image(real.data(), real.size()), t.path + "/CCCC/new.cubin");
+  EXPECT_EQ(index.indexed_files(), 2u);
+}
+
+TEST(TritonCache, CacheDirsFromEnvironment) {
+  const char* saved = std::getenv("TRITON_CACHE_DIR");
+  const std::string keep = saved ? saved : "";
+  setenv("TRITON_CACHE_DIR", "/x/triton/0", 1);
+  EXPECT_EQ(triton_cache_dirs(), std::vector<std::string>{"/x/triton/0"});
+  unsetenv("TRITON_CACHE_DIR");
+  setenv("TRITON_HOME", "/home/t", 1);
+  EXPECT_EQ(triton_cache_dirs(), std::vector<std::string>{"/home/t/.triton/cache"});
+  unsetenv("TRITON_HOME");
+  if (saved) setenv("TRITON_CACHE_DIR", keep.c_str(), 1);
+}
+
+TEST(TritonRegistry, LoadLookupUnload) {
+  TritonRegistry reg(2);
+  TtirText src;
+  src.text = fixture("poi_masked.ttir");
+  EXPECT_TRUE(reg.on_module_loaded(0xAA, src));
+  TritonRegistry::Found f = reg.lookup(0xAA, "triton_poi_fused__to_copy_add_1");
+  ASSERT_TRUE(f.signature) << f.reason;
+  EXPECT_EQ(f.signature->args.size(), 4u);
+  f = reg.lookup(0xAA, "other_kernel");
+  EXPECT_FALSE(f.signature);
+  EXPECT_FALSE(f.reason.empty());
+  EXPECT_FALSE(reg.lookup(0xBB, "triton_poi_fused__to_copy_add_1").signature);
+  // A module whose TTIR could not be found keeps the reason for not_inspected.
+  TtirText missing;
+  missing.reason = "triton: no .ttir or .source beside the cubin";
+  EXPECT_FALSE(reg.on_module_loaded(0xBB, missing));
+  EXPECT_EQ(reg.lookup(0xBB, "k").reason, missing.reason);
+  // Bounded: a third module is refused until one unloads.
+  TtirText garbage;
+  garbage.text = "not ttir";
+  EXPECT_FALSE(reg.on_module_loaded(0xCC, garbage));
+  EXPECT_EQ(reg.size(), 2u);
+  const std::shared_ptr<const TritonSignature> held = reg.lookup(0xAA, "triton_poi_fused__to_copy_add_1").signature;
+  reg.on_module_unloaded(0xAA);
+  EXPECT_FALSE(reg.lookup(0xAA, "triton_poi_fused__to_copy_add_1").signature);
+  EXPECT_EQ(held->name, "triton_poi_fused__to_copy_add_1");  // still valid for a launch in flight
+  reg.on_module_loaded(0xCC, garbage);
+  EXPECT_FALSE(reg.lookup(0xCC, "k").reason.empty());
+}
+
+TEST(TritonRegistry, ConcurrentLoadsAndLookups) {
+  TritonRegistry reg;
+  TtirText src;
+  src.text = fixture("poi_static.ttir");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (uint64_t m = 0; m < 50; ++m) {
+        const uint64_t module = uint64_t(t) << 32 | m;
+        reg.on_module_loaded(module, src);
+        EXPECT_TRUE(reg.lookup(module, "triton_poi_fused_add_mul_0").signature);
+        if (m % 2) reg.on_module_unloaded(module);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(reg.size(), 100u);
 }
