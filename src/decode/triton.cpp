@@ -112,7 +112,9 @@ class Analysis {
     const ttir::Roots r = b.roots(ops[0]);
     if (r.unresolved || r.args.empty()) return untie("triton: a store the TTIR does not tie to an argument");
     StoreExtent e;
-    if (kind == WriteOp::store && r.args.size() == 1)
+    // Only a store the function always reaches: one inside scf.if/for/while may write a
+    // subset, and an extent wider than the write would scan stale memory as this launch's.
+    if (kind == WriteOp::store && r.args.size() == 1 && b.depth() == 1)
       e = recognise_extent(b, ops[0], ops.size() > 2 ? ops[2] : kNone, r.args[0]);
     for (uint32_t i : r.args) mark_written(i, kind == WriteOp::atomic, r.args.size() == 1 ? e : StoreExtent{});
   }

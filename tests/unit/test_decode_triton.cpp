@@ -245,6 +245,21 @@ TEST(TritonDecode, StaticPointwiseExtentIsGridTimesBlock) {
   EXPECT_EQ(d.writes[0].dtype, DType::bf16);
 }
 
+TEST(TritonDecode, StaticShapeMaskedByAConstant) {
+  const TritonSignature s = parsed("poi_const_masked.ttir");  // xnumel = 1000 in the body
+  ASSERT_EQ(s.args.size(), 3u);
+  EXPECT_EQ(s.args[1].extent.block, 256u);
+  EXPECT_EQ(s.args[1].extent.bound, StoreExtent::Bound::constant);
+  EXPECT_EQ(s.args[1].extent.bound_value, 1000);
+  Launch l;
+  l.add<uint64_t>(0x1000).add<uint64_t>(0x2000).add<int32_t>(1000).scratch();
+  const Decoded d = decode_triton(s, l.layout, l.at(4));
+  ASSERT_EQ(d.write_count, 1u);
+  EXPECT_EQ(d.writes[0].elements, 1000u);  // not 4 * 256
+  EXPECT_EQ(d.writes[0].span_bytes, 2000u);
+  EXPECT_EQ(d.writes[0].dtype, DType::f16);
+}
+
 TEST(TritonDecode, UnrecognisedExtentComesFromTheBlockMap) {
   const TritonSignature s = parsed("user_scale_rows.ttir");
   Launch l;
@@ -331,6 +346,20 @@ TEST(TritonTtir, StoresNotTiedToAnArgumentAreUnresolved) {
   EXPECT_TRUE(ok.signature->unresolved.empty()) << ok.signature->unresolved;
   EXPECT_TRUE(ok.signature->args[0].written);
   EXPECT_FALSE(ok.signature->args[1].written);
+}
+
+TEST(TritonTtir, ConditionalStoreHasNoExactExtent) {
+  const std::string store =
+      "      %pid = tt.get_program_id x : i32 loc(#loc)\n"
+      "      %p = tt.addptr %a, %pid : !tt.ptr<f32>, i32 loc(#loc)\n"
+      "      tt.store %p, %cst : !tt.ptr<f32> loc(#loc)\n";
+  const ParsedTtir always = parse_ttir(kernel(store));
+  ASSERT_TRUE(always.signature) << always.error;
+  EXPECT_EQ(always.signature->args[0].extent.block, 1u);  // one element per program
+  const ParsedTtir cond = parse_ttir(kernel("    scf.if %c {\n" + store + "    } loc(#loc)\n"));
+  ASSERT_TRUE(cond.signature) << cond.error;
+  EXPECT_TRUE(cond.signature->args[0].written);
+  EXPECT_EQ(cond.signature->args[0].extent.block, 0u);
 }
 
 TEST(TritonTtir, SelectBetweenArgumentsWritesBoth) {
