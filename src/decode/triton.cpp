@@ -152,7 +152,7 @@ class Analysis {
       const Value& mul = b.at(b.strip_shape(y));
       if (range.op != Op::make_range || range.k2 != 0 || range.k <= 0 || mul.op != Op::muli) continue;
       for (auto [p, c] : {std::pair{mul.a, mul.b}, std::pair{mul.b, mul.a}}) {
-        const Value& pid = b.at(p);
+        const Value& pid = b.at(b.strip_shape(p));
         const Value& cst = b.at(c);
         if (pid.op == Op::program_id && pid.k == 0 && cst.op == Op::constant && cst.k == range.k)
           return static_cast<uint32_t>(range.k);

@@ -21,6 +21,7 @@ struct OpKind {
 constexpr std::array kOps{
     OpKind{"tt.splat", Op::shape},          OpKind{"tt.broadcast", Op::shape},
     OpKind{"tt.expand_dims", Op::shape},    OpKind{"tt.reshape", Op::shape},
+    OpKind{"arith.extsi", Op::shape},  // widening a non-negative index keeps its value (64-bit indexing)
     OpKind{"tt.bitcast", Op::ptr_view},     OpKind{"tt.trans", Op::ptr_view},
     OpKind{"tt.advance", Op::ptr_view},     OpKind{"tt.make_tensor_ptr", Op::ptr_view},
     OpKind{"tt.addptr", Op::addptr},        OpKind{"arith.select", Op::select},

@@ -50,7 +50,7 @@ Line split_line(std::string_view line);
 enum class Op : uint8_t {
   other,       // opaque: not a pointer chain, not an Inductor offset
   arg,         // function argument k
-  shape,       // splat, broadcast, expand_dims, reshape: same values, new shape
+  shape,       // splat, broadcast, expand_dims, reshape, extsi: same values, new shape or width
   ptr_view,    // bitcast, trans, advance, make_tensor_ptr: same base pointer
   addptr,      // a + b
   select,      // a ? b : c

@@ -260,6 +260,19 @@ TEST(TritonDecode, StaticShapeMaskedByAConstant) {
   EXPECT_EQ(d.writes[0].dtype, DType::f16);
 }
 
+TEST(TritonDecode, SixtyFourBitIndexing) {
+  const TritonSignature s = parsed("poi_i64.ttir");
+  ASSERT_EQ(s.args.size(), 3u);
+  EXPECT_EQ(s.args[2].size, 8u);
+  EXPECT_EQ(s.args[1].extent.block, 1024u);
+  EXPECT_EQ(s.args[1].extent.bound_arg, 2u);
+  Launch l;
+  l.add<uint64_t>(0x1000).add<uint64_t>(0x2000).add<int64_t>(int64_t{3} << 31).scratch();
+  const Decoded d = decode_triton(s, l.layout, l.at(1u << 23));
+  ASSERT_EQ(d.write_count, 1u);
+  EXPECT_EQ(d.writes[0].elements, uint64_t{3} << 31);  // min(2^33, 3 * 2^31)
+}
+
 TEST(TritonDecode, UnrecognisedExtentComesFromTheBlockMap) {
   const TritonSignature s = parsed("user_scale_rows.ttir");
   Launch l;
