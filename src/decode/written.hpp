@@ -42,9 +42,13 @@ struct Write {
   DType dtype = DType::none;  // none: only the element size is known (copies, cat, gather)
   uint32_t arg = 0;           // the parameter holding the pointer (for the record)
   uint64_t dtype_from = 0;    // element-size-only writes: an input whose dtype the output copies
+  // The decoder knows the pointer and dtype but not the extent (Triton passes no tensor sizes):
+  // elements and span_bytes are 0 and the engine takes the extent from the allocation block
+  // that holds `ptr` (PyTorch's caching-allocator block map), never to the segment's end.
+  bool extent_from_block = false;
 };
 
-inline constexpr uint32_t kMaxWrites = 4;
+inline constexpr uint32_t kMaxWrites = 8;  // Inductor's fused kernels write up to ~8 outputs
 inline constexpr uint32_t kMaxReads = 8;
 
 enum class Status : uint8_t {
