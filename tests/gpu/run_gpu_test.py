@@ -956,19 +956,34 @@ def expect_in_graph(events, kernel_re, elements, counts, label):
     expect_finding(min(replayed, key=lambda e: e["id"]), kernel_re, elements, counts, label + " (replay)", events)
 
 
-def test_hf_llama_padding():
-    """Llama with a zero padding embedding row and RMSNorm eps 0: eager and sdpa attention, and a
-    captured graph replayed; each clean twin too."""
+def require_torch(module=None):
+    """Skips (77) unless torch sees a CUDA device and `module` (transformers, triton) imports."""
     if not torch_available():
         print("skip: no torch with CUDA")
         sys.exit(SKIP)
+    if module and subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode:
+        print(f"skip: no {module}")
+        sys.exit(SKIP)
+
+
+def llama_first_op(want, label):
+    """The reference pass's first non-finite op: the app is broken unless it is the first RMSNorm's
+    rsqrt and the logits hold NaN."""
+    first_op = want["truth"]["first_op"]
+    if first_op is None or first_op["op"] != "aten.rsqrt.default" or want["logits_nonfinite"] == 0:
+        fail(f"{label}: the app should make NaN from the first RMSNorm's rsqrt: {want}")
+    return first_op
+
+
+def test_hf_llama_padding():
+    """Llama with a zero padding embedding row and RMSNorm eps 0: eager and sdpa attention, and a
+    captured graph replayed; each clean twin too."""
+    require_torch("transformers")
     done = []
     for mode in ("eager", "sdpa", "graph"):
         label = f"hf_llama_padding {mode}"
         want, events = run_app("hf_llama_padding", [mode], label)
-        first_op = want["truth"]["first_op"]
-        if first_op is None or first_op["op"] != "aten.rsqrt.default" or want["logits_nonfinite"] == 0:
-            fail(f"{label}: the app should make NaN from the first RMSNorm's rsqrt: {want}")
+        first_op = llama_first_op(want, label)
         first = expect_first_op(events, first_op, label)
         if mode == "graph":
             expect_in_graph(events, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label)
@@ -984,15 +999,13 @@ def test_hf_llama_padding():
 def test_hf_compile():
     """The same Llama through torch.compile, default and reduce-overhead: the fused RMSNorm
     kernel is named first, over the rsqrt result or the norm's output."""
-    if not torch_available():
-        print("skip: no torch with CUDA")
-        sys.exit(SKIP)
+    require_torch("transformers")
     for mode in ("compile", "compile-ro"):
         label = f"hf_llama_padding {mode}"
         want, events = run_app("hf_llama_padding", [mode], label)
-        t = want["truth"]
-        norm_out = t["outputs"]["model.layers.0.input_layernorm"]
-        allowed = {(want["rmsnorm"]["rsqrt_numel"], json.dumps(t["first_op"]["counts"], sort_keys=True)),
+        first_op = llama_first_op(want, label)
+        norm_out = want["truth"]["outputs"]["model.layers.0.input_layernorm"]
+        allowed = {(want["rmsnorm"]["rsqrt_numel"], json.dumps(first_op["counts"], sort_keys=True)),
                    (norm_out["numel"], json.dumps(norm_out["counts"], sort_keys=True))}
         first = first_finding(events, label, "the RMSNorm makes NaN")
         actual = (first["buffer"]["elements"], json.dumps(first["counts"], sort_keys=True))
@@ -1008,9 +1021,7 @@ def test_hf_compile():
 
 def test_hf_gpt2_overflow():
     """GPT-2 fp16 with c_fc's weight scaled until its GEMM overflows: eager, graph, compile."""
-    if not torch_available():
-        print("skip: no torch with CUDA")
-        sys.exit(SKIP)
+    require_torch("transformers")
     for mode in ("eager", "graph", "compile"):
         label = f"hf_gpt2_overflow {mode}"
         want, events = run_app("hf_gpt2_overflow", [mode], label)
@@ -1031,20 +1042,19 @@ def test_hf_gpt2_overflow():
 def test_sdpa_backends():
     """A query row of +Inf through SDPA with the cuDNN, flash and mem-efficient backends forced:
     each attention kernel is named with the NaN of its output row, passed on from the query."""
-    if not torch_available():
-        print("skip: no torch with CUDA")
-        sys.exit(SKIP)
+    require_torch()
     for backend, kernel_re in ATTENTION_KERNELS.items():
         label = f"sdpa_backends {backend}"
         want, events = run_app("sdpa_backends", [backend], label)
         if not want["supported"]:
             fail(f"{label}: torch refused the backend: {want['reason']}")
         out = want["output"]
-        # The query's +Inf arrives by a host copy; the copy's rescan (kernel cuMemcpy*) may come first.
-        launched = [e for e in sorted(findings(events), key=lambda e: e["id"]) if not e["kernel"].startswith("cuMem")]
-        if not launched:
-            fail(f"{label}: no finding at a kernel, but the output holds {out['counts']}\nnanscope said:{said(events)}")
-        first = launched[0]
+        # The query's +Inf arrives by a host copy, and findings that pass it on (the copy's rescan,
+        # any copy of the query) hold +Inf only: the attention is the first to write NaN.
+        with_nan = [e for e in sorted(findings(events), key=lambda e: e["id"]) if e["counts"]["nan"]]
+        if not with_nan:
+            fail(f"{label}: no finding with NaN, but the output holds {out['counts']}\nnanscope said:{said(events)}")
+        first = with_nan[0]
         expect_finding(first, kernel_re, out["numel"], out["counts"], label, events, origin="propagated")
         by_id = {e["id"]: e for e in findings(events)}
         parents = [by_id.get(i) for i in first.get("parents") or []]
@@ -1059,9 +1069,7 @@ def test_sdpa_backends():
 
 def test_triton_user():
     """A user @triton.jit row normalisation that computes 0/0 on zero rows."""
-    if not torch_available():
-        print("skip: no torch with CUDA")
-        sys.exit(SKIP)
+    require_torch("triton")
     want, events = run_app("triton_user_kernel", [], "triton_user_kernel")
     out = want["output"]
     first = first_finding(events, "triton_user_kernel", f"{want['kernel']} wrote {out['counts']}")
@@ -1076,9 +1084,7 @@ def test_triton_user():
 def test_cuda_ext():
     """A load_inline extension kernel whose output pointer is inside a params struct: nanscope
     cannot see what it writes, so the reader that finds the NaN names it as the candidate."""
-    if not torch_available():
-        print("skip: no torch with CUDA")
-        sys.exit(SKIP)
+    require_torch()
     build_dir = tempfile.mkdtemp(prefix="nanscope_cuda_ext_")  # built once, loaded by the later runs
     want, events = run_app("cuda_ext_params", ["--build-dir", build_dir], "cuda_ext_params")
     first = first_finding(events, "cuda_ext_params", f"{want['kernel']} wrote {want['output']['counts']}")
