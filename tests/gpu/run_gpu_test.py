@@ -1026,11 +1026,21 @@ def test_hf_gpt2_overflow():
         label = f"hf_gpt2_overflow {mode}"
         want, events = run_app("hf_gpt2_overflow", [mode], label)
         t = want["truth"]
-        gemm = t["gemm"]
-        if (t["first_op"] or {}).get("op") != "aten.addmm.default" or gemm["counts"]["pos_inf"] + gemm["counts"]["neg_inf"] == 0:
-            fail(f"{label}: the app should overflow c_fc's GEMM first: {want}")
+        gemm, bounds = t["gemm"], want["gemm_inf_bounds"]
+        within = lambda c: c["nan"] == 0 and all(lo <= c[k] <= hi for k, (lo, hi) in bounds.items())
+        if (t["first_op"] or {}).get("op") != "aten.addmm.default" or not within(gemm["counts"]) or \
+                gemm["counts"]["pos_inf"] + gemm["counts"]["neg_inf"] == 0:
+            fail(f"{label}: the app should overflow c_fc's GEMM first, within its Inf bounds: {want}")
         first = first_finding(events, label, f"c_fc's GEMM wrote {gemm['counts']}")
-        expect_finding(first, GEMM_KERNELS, gemm["numel"], gemm["counts"], label, events)
+        if mode == "compile":
+            # Inductor may call another cuBLAS GEMM than eager addmm (mm with the bias add fused
+            # after it): its Inf counts are those of the scaled product, within the app's bounds.
+            if not within(first["counts"]):
+                fail(f"{label}: first finding counts {first['counts']} outside the GEMM's Inf bounds {bounds}"
+                     f"\nnanscope said:{said(events)}")
+            expect_finding(first, GEMM_KERNELS, gemm["numel"], first["counts"], label, events)
+        else:
+            expect_finding(first, GEMM_KERNELS, gemm["numel"], gemm["counts"], label, events)
         if mode == "graph":
             expect_in_graph(events, GEMM_KERNELS, gemm["numel"], gemm["counts"], label)
         _, events = run_app("hf_gpt2_overflow", [mode, "--clean"], label + " --clean")

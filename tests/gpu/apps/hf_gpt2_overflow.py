@@ -11,11 +11,14 @@ Usage: hf_gpt2_overflow.py MODE [--clean] [--no-reference]
   --no-reference  skip the reference pass (the truth fields are null)
 
 The scale is found without ever running an overflowing forward: a clean forward measures the
-largest |c_fc output|; since scaling the weight by 2^k scales that GEMM's output by exactly 2^k
-(its bias is zero), 2^k is the smallest power of two that overflows the largest output, times 2.
+c_fc output; since scaling the weight by 2^k scales that GEMM's output by exactly 2^k (its bias
+is zero), 2^k is the smallest power of two that overflows the largest output, times 2. The same
+clean output bounds the Inf counts of any GEMM that computes the scaled product
+(`gemm_inf_bounds`, [least, most] per sign): only outputs within 2^-10 of the threshold may
+round either way.
 
 The last stdout line is one JSON object: the logits' shape, NaN count and sha256 of their bytes,
-the scale exponent, and the truth from a separate reference pass run after the measured one
+the scale exponent and the Inf bounds, and the truth from a separate reference pass run after the measured one
 (eager, forward hooks and an ATen op mode): the first module and ATen op that wrote a non-finite
 value, and `gemm`: the c_fc GEMM output's shape, numel, dtype and Inf counts.
 """
@@ -48,15 +51,26 @@ def forward(model, ids):
     return model(input_ids=ids, use_cache=False).logits
 
 
-def overflow_exponent(model, ids):
-    """k such that 2^k * max|c_fc output| is at least twice the fp16 overflow threshold."""
-    amax = []
+def plan_overflow(model, ids):
+    """From a clean forward's c_fc output: the exponent k such that 2^k * max|output| is at least
+    twice the fp16 overflow threshold, and the bounds on the Inf counts that any GEMM computing
+    the scaled product must give. An fp16 output is within 2^-11 of the fp32 sum it rounds, and
+    another summation order (another cuBLAS kernel, as under torch.compile) moves that sum far
+    less, so an output that lands within 2^-10 of the threshold may go either way; the others
+    cannot."""
+    outputs = []
     c_fc = model.get_submodule(GEMM)
-    handle = c_fc.register_forward_hook(lambda m, i, out: amax.append(out.abs().max().float().item()))
+    handle = c_fc.register_forward_hook(lambda m, i, out: outputs.append(out.float()))
     with torch.no_grad():
         forward(model, ids)
     handle.remove()
-    return math.ceil(math.log2(FP16_OVERFLOW / amax[0])) + 1
+    clean = outputs[0]
+    exponent = math.ceil(math.log2(FP16_OVERFLOW / clean.abs().max().item())) + 1
+    scaled = clean * 2.0 ** exponent
+    sure, maybe = FP16_OVERFLOW * (1 + 2 ** -10), FP16_OVERFLOW * (1 - 2 ** -10)
+    bounds = {"pos_inf": [int((scaled >= sure).sum()), int((scaled >= maybe).sum())],
+              "neg_inf": [int((scaled <= -sure).sum()), int((scaled <= -maybe).sum())]}
+    return exponent, bounds
 
 
 def main():
@@ -69,9 +83,9 @@ def main():
 
     model = build_model()
     ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1)).cuda()
-    exponent = None
+    exponent, bounds = None, None
     if not args.clean:
-        exponent = overflow_exponent(model, ids)
+        exponent, bounds = plan_overflow(model, ids)
         with torch.no_grad():
             model.get_submodule(GEMM).weight.mul_(2.0 ** exponent)  # exact: a power of two
     with torch.no_grad():
@@ -84,6 +98,7 @@ def main():
         torch.cuda.synchronize()
         logits = logits.clone()
     line = {"app": APP, "mode": args.mode, "clean": args.clean, "scale_exponent": exponent,
+            "gemm_inf_bounds": bounds,
             "logits_shape": list(logits.shape), "logits_nonfinite": common.nonfinite(logits),
             "logits_counts": common.counts(logits), "checksum": common.checksum(logits), "truth": None}
     common.require_finite(APP, logits, args.clean)
