@@ -17,10 +17,11 @@ clean output bounds the Inf counts of any GEMM that computes the scaled product
 (`gemm_inf_bounds`, [least, most] per sign): only outputs within 2^-10 of the threshold may
 round either way.
 
-The last stdout line is one JSON object: the logits' shape, NaN count and sha256 of their bytes,
-the scale exponent and the Inf bounds, and the truth from a separate reference pass run after the measured one
-(eager, forward hooks and an ATen op mode): the first module and ATen op that wrote a non-finite
-value, and `gemm`: the c_fc GEMM output's shape, numel, dtype and Inf counts.
+The last stdout line is one JSON object: the logits' shape, non-finite counts and sha256 of
+their bytes, the scale exponent and the Inf bounds, and the truth from a separate reference pass
+run after the measured one (eager, forward hooks and an ATen op mode): the first module and ATen
+op that wrote a non-finite value, and `gemm`: the c_fc GEMM output's shape, numel, dtype and Inf
+counts.
 """
 import math
 import os

@@ -12,12 +12,13 @@ Usage: hf_llama_padding.py MODE [--clean] [--no-reference]
   --clean         the same program with rms_norm_eps=1e-6: the logits must be finite
   --no-reference  skip the reference pass (the truth fields are null)
 
-The last stdout line is one JSON object: the logits' shape, NaN count and sha256 of their bytes,
-and the truth from a separate reference pass run after the measured one (eager, same attention
-implementation, forward hooks and an ATen op mode): the first module and the first ATen op that
-wrote a non-finite value, with that op output's numel, dtype and counts. `rmsnorm` gives the
-numels of the first RMSNorm's tensors (the rsqrt result is [B, T, 1], its output [B, T, H]), the
-sizes a finding at a fused compiled kernel may have, and `truth.outputs` that RMSNorm's output.
+The last stdout line is one JSON object: the logits' shape, non-finite counts and sha256 of
+their bytes, and the truth from a separate reference pass run after the measured one (eager,
+same attention implementation, forward hooks and an ATen op mode): the first module and the
+first ATen op that wrote a non-finite value, with that op output's numel, dtype and counts.
+`rmsnorm` gives the numels of the first RMSNorm's tensors (the rsqrt result is [B, T, 1], its
+output [B, T, H]), the sizes a finding at a fused compiled kernel may have, and `truth.outputs`
+that RMSNorm's output.
 
 Only sdpa mode hands SDPA a boolean mask, which torch turns into an additive one with
 where(mask, 0, scalar_tensor(-inf)): even --clean writes -Inf there, and the truth says so. The
