@@ -897,12 +897,23 @@ def run_app(name, args, label):
         fail(f"{label}: the plain run exited {plain.returncode}\n{plain.stdout[-3000:]}\n{plain.stderr[-3000:]}")
     want = truth_line(plain.stdout, label)
     no_ref = ["--no-reference"] if "truth" in want else []
-    log = tempfile.mktemp(suffix=".jsonl")
-    scoped = run([sys.executable, script, *args, *no_ref],
-                 env={"CUDA_INJECTION64_PATH": LIB, "NANSCOPE_LOG": log, "NANSCOPE_CONSOLE": "0"})
-    got = truth_line(scoped.stdout, label)
+    # One log per process: torch.compile's worker processes inherit the injection too, and must
+    # not write into the app's log.
+    logs = tempfile.mkdtemp(prefix="nanscope_logs_")
+    cmd = [sys.executable, script, *args, *no_ref]
+    env = dict(os.environ, CUDA_INJECTION64_PATH=LIB, NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"),
+               NANSCOPE_CONSOLE="0")
+    scoped = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = scoped.communicate(timeout=240)
+    if scoped.returncode != 0:
+        fail(f"{label}: {' '.join(cmd)} exited {scoped.returncode} under nanscope\nstdout:\n{stdout[-3000:]}"
+             f"\nstderr:\n{stderr[-3000:]}")
+    got = truth_line(stdout, label)
     if want.get("checksum") != got.get("checksum"):
         fail(f"{label}: outputs differ under nanscope: {want.get('checksum')} vs {got.get('checksum')}")
+    log = os.path.join(logs, f"{scoped.pid}.jsonl")
+    if not os.path.exists(log):
+        fail(f"{label}: no log {log} from the app (logs: {os.listdir(logs)})\nstderr:\n{stderr[-3000:]}")
     return want, read_log(log)
 
 
