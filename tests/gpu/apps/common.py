@@ -54,7 +54,8 @@ def describe(t):
 
 
 class FirstNonfiniteOp(TorchDispatchMode):
-    """Records the first ATen op whose floating output holds a NaN or Inf."""
+    """Records the first ATen op whose floating CUDA output holds a NaN or Inf (a CPU tensor, such
+    as a wrapped scalar, is no kernel's output)."""
 
     def __init__(self):
         super().__init__()
@@ -64,7 +65,7 @@ class FirstNonfiniteOp(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if self.first is None:
             for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() and nonfinite(t):
+                if isinstance(t, torch.Tensor) and t.is_cuda and t.is_floating_point() and t.numel() and nonfinite(t):
                     self.first = {"op": str(func), **describe(t)}
                     break
         return out
