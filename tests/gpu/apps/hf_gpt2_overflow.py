@@ -6,7 +6,8 @@ quantisation scale) does. GELU then turns -Inf into NaN and c_proj spreads it ov
 
 Usage: hf_gpt2_overflow.py MODE [--clean] [--no-reference]
   MODE            eager, graph (one forward captured with torch.cuda.graph on static inputs,
-                  replayed 3 times) or compile (torch.compile, default mode)
+                  replayed 3 times) or compile (torch.compile, default mode), all with
+                  attn_implementation="eager"
   --clean         the same program without the scaling: the logits must be finite
   --no-reference  skip the reference pass (the truth fields are null)
 
@@ -45,7 +46,12 @@ def build_model():
     config = GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=256, n_layer=2, n_head=4,
                         bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1)
     torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config).to(device="cuda", dtype=torch.float16).eval()
+    # Eager attention in every mode: under stream capture (and tracing) transformers' sdpa path
+    # builds the boolean causal mask that it skips in eager runs, and torch turns it into an
+    # additive one with -Inf, so a captured clean forward would write -Inf and differ from its
+    # eager reference. The eager attention's mask uses finfo(fp16).min in every mode.
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    return model.to(device="cuda", dtype=torch.float16).eval()
 
 
 def forward(model, ids):
