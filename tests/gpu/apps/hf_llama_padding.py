@@ -21,7 +21,7 @@ output [B, T, H]), the sizes a finding at a fused compiled kernel may have, and 
 that RMSNorm's output.
 
 Only sdpa mode hands SDPA a boolean mask, which torch turns into an additive one with
-where(mask, -inf, 0): even --clean writes -Inf there, and the truth says so. The eager
+where(~mask, -inf, 0): even --clean writes -Inf there, and the truth says so. The eager
 attention's additive mask uses finfo(bf16).min, so the other clean modes write no non-finite
 value at all; and under capture or compile transformers' sdpa path builds masks it skips in
 eager runs, so only eager attention keeps graph and compiled runs the program their eager
