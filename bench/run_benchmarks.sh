@@ -81,4 +81,18 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo
   echo "== zeroing padding rows in a CUDA graph: torch and Triton vs nanscope zero_padding"
   python3 "$here/padding_fix_bench.py" "$scan_out"
+  if python3 -c "import transformers" 2>/dev/null; then
+    echo
+    echo "== Hugging Face Llama (bf16, 8 layers, from a config): eager forward, decode step as a CUDA"
+    echo "   graph at batch 8 and 64; then what nanscope inspected in the run under it"
+    for case in eager graph-b8 graph-b64; do
+      cov_log=$(mktemp --suffix=.jsonl)
+      plain=$(python3 "$here/hf_bench.py" "$case")
+      scoped=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 NANSCOPE_LOG="$cov_log" python3 "$here/hf_bench.py" "$case")
+      echo "$plain"
+      echo "$scoped"
+      compare "$plain" "$scoped"
+      python3 "$here/coverage.py" "$cov_log"
+    done
+  fi
 fi

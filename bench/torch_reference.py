@@ -1,21 +1,11 @@
 """torch.isnan(x).any() on the same shapes as scan_bench, for comparison (CUDA events, median)."""
+import os
+import sys
+
 import torch
 
-
-def median_ms(fn, reps=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import median_ms  # noqa: E402
 
 
 for dtype, name in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):

@@ -7,6 +7,7 @@ Environment (set by CMake): NANSCOPE_BIN, NANSCOPE_LIB, NANSCOPE_BIN_DIR.
 import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -868,6 +869,295 @@ def test_torch_extents():
           f"mean/rstd 1 NaN each; summary {summary[:1]}")
 
 # ---------------------------------------------------------------------------------------------
+
+# ---- Real programs with no code change (issues 16 and 17): Hugging Face models built from
+# configs, SDPA backends, a user Triton kernel and a CUDA extension, each run plainly and under
+# CUDA_INJECTION64_PATH. The apps print their own ground truth (tests/gpu/apps/common.py).
+APPS = os.path.join(HERE, "apps")
+
+# Kernel families that write each ATen op's output on sm_90 with torch 2.11, from the demangled
+# names in the shared kernel table: ATen elementwise ops are vectorized_/unrolled_/elementwise_
+# kernel instances whose template arguments name the op's functor; at::scalar_tensor is
+# empty + fill_ (FillFunctor); addmm is a cuBLASLt GEMM, `nvjet_sm90_*` on the H200 (older
+# heuristics give `sm90_xmma_gemm_*` or `cutlass3x_*gemm*`), or the cuBLAS call itself once
+# nanscope names library calls.
+GEMM_KERNELS = r"(?i)nvjet|gemm|xmma|cublas"
+KERNEL_OF_OP = {
+    "aten.rsqrt.default": r"rsqrt_kernel_cuda",
+    "aten.scalar_tensor.default": r"FillFunctor",
+    "aten.addmm.default": GEMM_KERNELS,
+}
+# Inductor names a fused kernel after the ATen ops in it (descriptive_names="original_aten"):
+# the RMSNorm of the compiled Llama is a reduction whose name holds rsqrt.
+INDUCTOR_RSQRT = r"^triton_(per|red|poi)_fused_\w*rsqrt"
+# The attention kernels each SDPA backend launches in torch 2.11 on sm_90.
+ATTENTION_KERNELS = {"flash": r"pytorch_flash::flash_fwd", "efficient": r"fmha_cutlassF",
+                     "cudnn": r"(?i)cudnn"}
+# Candidate attribution for opaque kernels (issue 17, item 3) is not in docs/log-schema.md yet:
+# these are the names test_cuda_ext expects, to be settled with the schema. A finding whose
+# non-finite input was last written by a kernel nanscope could not inspect carries
+# origin == CANDIDATE["origin"] and a list CANDIDATE["list"] of entries, each a kernel name or
+# an object with the kernel name under CANDIDATE["kernel"].
+CANDIDATE = {"origin": "candidate", "list": "candidates", "kernel": "kernel"}
+
+
+def truth_line(stdout, label):
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        fail(f"{label}: the last stdout line is not the truth JSON:\n{stdout[-3000:]}")
+
+
+def said(events, limit=8):
+    """What nanscope said, for failure messages: the first findings and the summary."""
+    rows = []
+    for e in sorted(findings(events), key=lambda e: e["id"])[:limit]:
+        rows.append(json.dumps({"id": e["id"], "kernel": e["kernel"][:160], "elements": e["buffer"]["elements"],
+                                "dtype": e["buffer"]["dtype"], "counts": e["counts"], "origin": e.get("origin"),
+                                "origin_why": e.get("origin_why"), "parents": e.get("parents"),
+                                "graph_id": e.get("graph_id"), "replay": e.get("replay"),
+                                CANDIDATE["list"]: e.get(CANDIDATE["list"])}))
+    summary = [e for e in events if e["event"] == "summary"]
+    rows.append("summary: " + (json.dumps(summary[0]) if summary else "none"))
+    return "\n  " + "\n  ".join(rows)
+
+
+def run_app(name, args, label):
+    """Runs apps/NAME.py plainly (with its reference pass), then under CUDA_INJECTION64_PATH with
+    --no-reference (when the app has one) so the log holds only the measured pass. Fails unless
+    the two outputs are bit-identical. Returns (plain truth line, nanscope events)."""
+    script = os.path.join(APPS, name + ".py")
+    plain = run([sys.executable, script, *args], check=False)
+    if plain.returncode == SKIP:
+        print(f"skip {label}: {plain.stdout.strip()} {plain.stderr.strip()[-2000:]}")
+        sys.exit(SKIP)
+    if plain.returncode != 0:
+        fail(f"{label}: the plain run exited {plain.returncode}\n{plain.stdout[-3000:]}\n{plain.stderr[-3000:]}")
+    want = truth_line(plain.stdout, label)
+    no_ref = ["--no-reference"] if "truth" in want else []
+    # One log per process: torch.compile's worker processes inherit the injection too, and must
+    # not write into the app's log.
+    logs = tempfile.mkdtemp(prefix="nanscope_logs_")
+    cmd = [sys.executable, script, *args, *no_ref]
+    env = dict(os.environ, CUDA_INJECTION64_PATH=LIB, NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"),
+               NANSCOPE_CONSOLE="0")
+    scoped = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = scoped.communicate(timeout=240)
+    if scoped.returncode != 0:
+        fail(f"{label}: {' '.join(cmd)} exited {scoped.returncode} under nanscope\nstdout:\n{stdout[-3000:]}"
+             f"\nstderr:\n{stderr[-3000:]}")
+    got = truth_line(stdout, label)
+    if want.get("checksum") != got.get("checksum"):
+        fail(f"{label}: outputs differ under nanscope: {want.get('checksum')} vs {got.get('checksum')}")
+    log = os.path.join(logs, f"{scoped.pid}.jsonl")
+    if not os.path.exists(log):
+        fail(f"{label}: no log {log} from the app (logs: {os.listdir(logs)})\nstderr:\n{stderr[-3000:]}")
+    return want, read_log(log)
+
+
+def expect_clean(events, label):
+    if findings(events):
+        fail(f"{label}: the program writes no non-finite value, yet nanscope said:{said(events)}")
+
+
+def expect_finding(e, kernel_re, elements, counts, label, events, origin="introduced"):
+    """e names the kernel (kernel_re), scanned exactly the written tensor (elements) and counted
+    its values (counts), with the origin given."""
+    problems = []
+    if not re.search(kernel_re, e["kernel"]):
+        problems.append(f"kernel {e['kernel'][:200]!r} does not match {kernel_re!r}")
+    if e["buffer"]["elements"] != elements:
+        problems.append(f"elements {e['buffer']['elements']}, want the written tensor's numel {elements}")
+    if e["counts"] != counts:
+        problems.append(f"counts {e['counts']}, want {counts}")
+    if origin and e.get("origin") != origin:
+        problems.append(f"origin {e.get('origin')} ({e.get('origin_why')}), want {origin}")
+    if problems:
+        fail(f"{label}: finding {e['id']}:\n  " + "\n  ".join(problems) + f"\nnanscope said:{said(events)}")
+
+
+def first_finding(events, label, want):
+    got = sorted(findings(events), key=lambda e: e["id"])
+    if not got:
+        fail(f"{label}: no finding, but {want}\nnanscope said:{said(events)}")
+    return got[0]
+
+
+def expect_first_op(events, first_op, label):
+    """The first finding names the kernel of the reference pass's first non-finite ATen op,
+    over that op's output; none at all when the reference pass saw no non-finite value."""
+    if first_op is None:
+        expect_clean(events, label)
+        return
+    if first_op["op"] not in KERNEL_OF_OP:
+        fail(f"{label}: no kernel family known for {first_op['op']} (the reference's first non-finite op)")
+    first = first_finding(events, label, f"{first_op['op']} wrote {first_op['counts']}")
+    expect_finding(first, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label, events)
+    return first
+
+
+def expect_in_graph(events, kernel_re, elements, counts, label):
+    """A finding from a graph replay at the same kernel over the same tensor (the warm-up's
+    eager findings come first)."""
+    replayed = [e for e in findings(events) if "graph_id" in e and re.search(kernel_re, e["kernel"])]
+    if not replayed:
+        fail(f"{label}: no finding from a graph replay at {kernel_re!r}\nnanscope said:{said(events)}")
+    expect_finding(min(replayed, key=lambda e: e["id"]), kernel_re, elements, counts, label + " (replay)", events)
+
+
+def require_torch(module=None):
+    """Skips (77) unless torch sees a CUDA device and `module` (transformers, triton) imports."""
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    if module and subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode:
+        print(f"skip: no {module}")
+        sys.exit(SKIP)
+
+
+def llama_first_op(want, label):
+    """The reference pass's first non-finite op: the app is broken unless it is the first RMSNorm's
+    rsqrt and the logits hold NaN."""
+    first_op = want["truth"]["first_op"]
+    if first_op is None or first_op["op"] != "aten.rsqrt.default" or want["logits_nonfinite"] == 0:
+        fail(f"{label}: the app should make NaN from the first RMSNorm's rsqrt: {want}")
+    return first_op
+
+
+def test_hf_llama_padding():
+    """Llama with a zero padding embedding row and RMSNorm eps 0: eager and sdpa attention, and a
+    captured graph replayed; each clean twin too."""
+    require_torch("transformers")
+    done = []
+    for mode in ("eager", "sdpa", "graph"):
+        label = f"hf_llama_padding {mode}"
+        want, events = run_app("hf_llama_padding", [mode], label)
+        first_op = llama_first_op(want, label)
+        first = expect_first_op(events, first_op, label)
+        if mode == "graph":
+            expect_in_graph(events, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label)
+        # The clean twin: with eps the eager attention writes no non-finite value; sdpa's
+        # boolean mask still becomes -Inf in where(mask, 0, -inf), and the truth names it.
+        clean, events = run_app("hf_llama_padding", [mode, "--clean"], label + " --clean")
+        expect_first_op(events, clean["truth"]["first_op"], label + " --clean")
+        done.append(f"{mode}: {first['kernel'].split('(')[0][:60]} x{first['buffer']['elements']}")
+    print("ok: the first RMSNorm's rsqrt named first, introduced, over its [B,T,1] output; clean twins as "
+          "their truth says; outputs bit-identical (" + "; ".join(done) + ")")
+
+
+def test_hf_compile():
+    """The same Llama through torch.compile, default and reduce-overhead: the fused RMSNorm
+    kernel is named first, over the rsqrt result or the norm's output."""
+    require_torch("transformers")
+    for mode in ("compile", "compile-ro"):
+        label = f"hf_llama_padding {mode}"
+        want, events = run_app("hf_llama_padding", [mode], label)
+        first_op = llama_first_op(want, label)
+        norm_out = want["truth"]["outputs"]["model.layers.0.input_layernorm"]
+        allowed = {(want["rmsnorm"]["rsqrt_numel"], json.dumps(first_op["counts"], sort_keys=True)),
+                   (norm_out["numel"], json.dumps(norm_out["counts"], sort_keys=True))}
+        first = first_finding(events, label, "the RMSNorm makes NaN")
+        actual = (first["buffer"]["elements"], json.dumps(first["counts"], sort_keys=True))
+        if actual not in allowed:
+            fail(f"{label}: first finding over {actual}, want the rsqrt result or the norm output: "
+                 f"{sorted(allowed)}\nnanscope said:{said(events)}")
+        expect_finding(first, INDUCTOR_RSQRT, first["buffer"]["elements"], first["counts"], label, events)
+        clean, events = run_app("hf_llama_padding", [mode, "--clean"], label + " --clean")
+        expect_first_op(events, clean["truth"]["first_op"], label + " --clean")
+    print("ok: compiled (default and reduce-overhead): the fused rsqrt kernel named first, introduced, over "
+          "an exact tensor; clean twins give no finding; outputs bit-identical")
+
+
+def test_hf_gpt2_overflow():
+    """GPT-2 fp16 with c_fc's weight scaled until its GEMM overflows: eager, graph, compile."""
+    require_torch("transformers")
+    for mode in ("eager", "graph", "compile"):
+        label = f"hf_gpt2_overflow {mode}"
+        want, events = run_app("hf_gpt2_overflow", [mode], label)
+        t = want["truth"]
+        gemm, bounds = t["gemm"], want["gemm_inf_bounds"]
+        within = lambda c: c["nan"] == 0 and all(lo <= c[k] <= hi for k, (lo, hi) in bounds.items())
+        if (t["first_op"] or {}).get("op") != "aten.addmm.default" or not within(gemm["counts"]) or \
+                gemm["counts"]["pos_inf"] + gemm["counts"]["neg_inf"] == 0:
+            fail(f"{label}: the app should overflow c_fc's GEMM first, within its Inf bounds: {want}")
+        first = first_finding(events, label, f"c_fc's GEMM wrote {gemm['counts']}")
+        if mode == "compile":
+            # Inductor may call another cuBLAS GEMM than eager addmm (mm with the bias add fused
+            # after it): its Inf counts are those of the scaled product, within the app's bounds.
+            if not within(first["counts"]):
+                fail(f"{label}: first finding counts {first['counts']} outside the GEMM's Inf bounds {bounds}"
+                     f"\nnanscope said:{said(events)}")
+            expect_finding(first, GEMM_KERNELS, gemm["numel"], first["counts"], label, events)
+        else:
+            expect_finding(first, GEMM_KERNELS, gemm["numel"], gemm["counts"], label, events)
+        if mode == "graph":
+            expect_in_graph(events, GEMM_KERNELS, gemm["numel"], gemm["counts"], label)
+        _, events = run_app("hf_gpt2_overflow", [mode, "--clean"], label + " --clean")
+        expect_clean(events, label + " --clean")
+    print("ok: GPT-2 c_fc GEMM named first, introduced, over its output with its exact Inf counts, eager, "
+          "graph and compiled; clean runs give no finding; outputs bit-identical")
+
+
+def test_sdpa_backends():
+    """A query row of +Inf through SDPA with the cuDNN, flash and mem-efficient backends forced:
+    each attention kernel is named with the NaN of its output row, passed on from the query."""
+    require_torch()
+    for backend, kernel_re in ATTENTION_KERNELS.items():
+        label = f"sdpa_backends {backend}"
+        want, events = run_app("sdpa_backends", [backend], label)
+        if not want["supported"]:
+            fail(f"{label}: torch refused the backend: {want['reason']}")
+        out = want["output"]
+        # The query's +Inf arrives by a host copy, and findings that pass it on (the copy's rescan,
+        # any copy of the query) hold +Inf only: the attention is the first to write NaN.
+        with_nan = [e for e in sorted(findings(events), key=lambda e: e["id"]) if e["counts"]["nan"]]
+        if not with_nan:
+            fail(f"{label}: no finding with NaN, but the output holds {out['counts']}\nnanscope said:{said(events)}")
+        first = with_nan[0]
+        expect_finding(first, kernel_re, out["numel"], out["counts"], label, events, origin="propagated")
+        by_id = {e["id"]: e for e in findings(events)}
+        parents = [by_id.get(i) for i in first.get("parents") or []]
+        if not parents or any(p is None or p["counts"]["pos_inf"] != want["query_counts"]["pos_inf"] for p in parents):
+            fail(f"{label}: the attention's parents should be the query's finding ({want['query_counts']}): "
+                 f"{first.get('parents')}\nnanscope said:{said(events)}")
+        _, events = run_app("sdpa_backends", [backend, "--clean"], label + " --clean")
+        expect_clean(events, label + " --clean")
+    print("ok: cuDNN, flash and mem-efficient attention each named over their output with its NaN, propagated "
+          "from the query; clean inputs give no finding; outputs bit-identical")
+
+
+def test_triton_user():
+    """A user @triton.jit row normalisation that computes 0/0 on zero rows."""
+    require_torch("triton")
+    want, events = run_app("triton_user_kernel", [], "triton_user_kernel")
+    out = want["output"]
+    first = first_finding(events, "triton_user_kernel", f"{want['kernel']} wrote {out['counts']}")
+    expect_finding(first, "^" + re.escape(want["kernel"]) + r"(\(|$)", out["numel"], out["counts"],
+                   "triton_user_kernel", events)
+    _, events = run_app("triton_user_kernel", ["--clean"], "triton_user_kernel --clean")
+    expect_clean(events, "triton_user_kernel --clean")
+    print(f"ok: {want['kernel']} named, introduced, over its {out['numel']}-element output "
+          f"({out['counts']['nan']} NaN); the guarded kernel gives no finding; outputs bit-identical")
+
+
+def test_cuda_ext():
+    """A load_inline extension kernel whose output pointer is inside a params struct: nanscope
+    cannot see what it writes, so the reader that finds the NaN names it as the candidate."""
+    require_torch()
+    build_dir = tempfile.mkdtemp(prefix="nanscope_cuda_ext_")  # built once, loaded by the later runs
+    want, events = run_app("cuda_ext_params", ["--build-dir", build_dir], "cuda_ext_params")
+    first = first_finding(events, "cuda_ext_params", f"{want['kernel']} wrote {want['output']['counts']}")
+    candidates = first.get(CANDIDATE["list"]) or []
+    names = [c if isinstance(c, str) else c.get(CANDIDATE["kernel"], "") for c in candidates]
+    if first.get("origin") != CANDIDATE["origin"] or not any(n.startswith(want["kernel"]) for n in names):
+        fail(f"cuda_ext_params: the first finding should carry origin {CANDIDATE['origin']!r} with "
+             f"{want['kernel']} among its {CANDIDATE['list']}: origin {first.get('origin')}, {names}"
+             f"\nnanscope said:{said(events)}")
+    _, events = run_app("cuda_ext_params", ["--clean", "--build-dir", build_dir], "cuda_ext_params --clean")
+    expect_clean(events, "cuda_ext_params --clean")
+    print(f"ok: {want['kernel']} (params struct) named as the candidate origin at {first['kernel'][:80]}; "
+          f"the guarded kernel gives no finding; outputs bit-identical")
 
 
 def main():
