@@ -1,0 +1,48 @@
+// Opaque writers: the launches nanscope could not decode, by the buffers their parameter words
+// point into. A buffer read before any scan judged it is scanned once before its reader's scan
+// (its initial state); when an opaque launch referenced it since it was last judged, that launch
+// is the writer the finding names (origin unknown: an untracked write), not the host and never
+// the decoded reader. Pure host code, thread-safe, bounded.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace nanscope {
+
+struct OpaqueWrite {
+  uint32_t kernel_id = 0;
+  uint64_t launch_id = 0;
+};
+
+class OpaqueWriters {
+ public:
+  explicit OpaqueWriters(size_t cap = 1u << 16) : cap_(cap) {}
+
+  // Which 8-byte-aligned words of a launch's parameter bytes fall inside [lo, hi) — the span of
+  // every live allocation — are left for the caller to resolve to buffers; this is the cheap
+  // first filter (most words are sizes, strides and zeros).
+  static void candidate_words(const char* bytes, uint32_t size, uint64_t lo, uint64_t hi, std::vector<uint64_t>& out);
+
+  // An opaque launch referenced the buffer starting at `base`.
+  void note(uint64_t base, OpaqueWrite w);
+  // A scan judged the buffer: what wrote it before is no longer the question.
+  void forget(uint64_t base);
+  // The last opaque launch that referenced `base` since it was last judged.
+  std::optional<OpaqueWrite> last(uint64_t base) const;
+  // False once a note was refused at the cap: a buffer with no note may then still have had an
+  // opaque writer, so its initial state is unknown rather than the host's.
+  bool complete() const;
+  size_t size() const;
+  uint64_t dropped() const;
+
+ private:
+  const size_t cap_;
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, OpaqueWrite> by_base_;
+  uint64_t dropped_ = 0;  // notes refused at the cap
+};
+
+}  // namespace nanscope
