@@ -56,7 +56,7 @@ void TypedOutputsCollector::collect(TaskDraft& draft) {
     if (!param) continue;
     uint64_t ptr = 0;
     std::memcpy(&ptr, param, sizeof(ptr));
-    if (ptr == 0 || draft.covered_by_rows(ptr)) continue;
+    if (ptr == 0 || draft.covered(ptr)) continue;
     const auto range = allocs_.extent(ptr);
     if (!range) continue;  // not device memory we can scan (host pointer, freed, foreign)
     uint64_t bytes = range->base + range->size - ptr;

@@ -27,8 +27,9 @@ class WatchesCollector : public TaskCollector {
   const Watches& watches_;
 };
 
-// Typed outputs (floating pointers the signature says are written), not already covered by a
-// row-aware scan: the rest of their driver allocation, maybe given rows by the global spec.
+// Typed outputs (floating pointers the signature says are written), not already covered
+// (TaskDraft::covered): the rest of their driver allocation, maybe given rows by the global spec.
+// Last in the list, so every exact collector before it takes precedence.
 class TypedOutputsCollector : public TaskCollector {
  public:
   TypedOutputsCollector(const Config& cfg, const Watches& watches, Allocations& allocs)

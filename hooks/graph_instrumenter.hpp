@@ -1,6 +1,6 @@
 // CUDA graphs: ids and node numbers of the graphs scans run in, a scan node after each kernel
 // node of a graph built by hand, scan nodes that follow their kernel node's new parameters,
-// and (hooks/graph_overlap.cpp) read-only scans moved beside the critical path and merged.
+// and (hooks/graph_beside.cpp) read-only scans moved beside the critical path and merged.
 // It owns the graph lock and every per-graph map; the destroy callbacks make it forget.
 #pragma once
 #include <cuda.h>
@@ -72,7 +72,7 @@ class GraphInstrumenter {
   bool is_beside(CUgraphNode scan);
   void forget_merged_tasks(CUgraphExec exec);  // callers hold mu_
 
-  // hooks/graph_overlap.cpp: scans beside the critical path, and merged.
+  // hooks/graph_beside.cpp: scans beside the critical path, and merged.
   void move_scans_beside(CUgraph graph, ContextState& cs);
   bool move_beside(CUgraph graph, const overlap::ScanPlan& plan, const std::vector<CUgraphNode>& nodes,
                    std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data, uint32_t& failed);

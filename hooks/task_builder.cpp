@@ -50,10 +50,10 @@ void TaskDraft::add_plain(uint64_t ptr, uint64_t elements, DType dtype, uint32_t
   max_bytes_ = std::max(max_bytes_, bytes);
 }
 
-bool TaskDraft::covered_by_rows(uint64_t ptr) const {
+bool TaskDraft::covered(uint64_t ptr) const {
   for (uint32_t i = 0; i < n_; ++i) {
     const nanscope_scan_buffer& b = task_.buffers[i];
-    if (((task_.row_aware_mask >> i) & 1u) && ptr >= b.ptr &&
+    if ((i < earlier_ || ((task_.row_aware_mask >> i) & 1u)) && ptr >= b.ptr &&
         ptr < b.ptr + b.elements * dtype_size(static_cast<DType>(b.dtype)))
       return true;
   }
@@ -98,7 +98,10 @@ bool TaskBuilder::worth_a_look(const KernelInfo& k) const {
 bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
                         uint64_t& max_bytes) {
   TaskDraft draft(k, a, cs, task, watches_, counters_, log_, warned_full_);
-  for (const auto& collector : collectors_) collector->collect(draft);
+  for (const auto& collector : collectors_) {
+    draft.begin_collector();
+    collector->collect(draft);
+  }
   max_bytes = draft.max_bytes();
   if (draft.count() == 0) return false;
   task.buffer_count = draft.count();  // add_origin reads the buffers

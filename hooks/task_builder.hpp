@@ -43,7 +43,11 @@ class TaskDraft {
   void add_rows(const WatchSpec& w, uint32_t watch_id, uint32_t arg, bool inferred = false, bool quiet = false);
   // A plain buffer of `elements` values; `bytes` sizes the scan's grid.
   void add_plain(uint64_t ptr, uint64_t elements, DType dtype, uint32_t arg, uint64_t bytes);
-  bool covered_by_rows(uint64_t ptr) const;  // inside a row-aware buffer already added
+  // Whether `ptr` is already scanned: inside a row-aware buffer, or inside any buffer an earlier
+  // collector added (so a collector of exact writes placed before the typed outputs supersedes
+  // their signature-based guesses without either knowing of the other).
+  bool covered(uint64_t ptr) const;
+  void begin_collector() { earlier_ = n_; }  // TaskBuilder::build, before each collector
   bool full();  // no room for another buffer (said once per process)
 
   // A watched buffer the launch may read: an input for the NaN origin. `snapshot` keeps it alive.
@@ -61,6 +65,7 @@ class TaskDraft {
   EventLog& log_;
   std::atomic<bool>& warned_full_;
   uint32_t n_ = 0;
+  uint32_t earlier_ = 0;  // buffers added by the collectors before the current one
   uint64_t max_bytes_ = 0;
   std::vector<const WatchSpec*> watched_inputs_;  // into snapshot_
   std::shared_ptr<const WatchRegistry::Snapshot> snapshot_;
