@@ -39,7 +39,7 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_zero_fn_, module_, "nanscope_scan_rows_zero"));
-  NANSCOPE_TRY(cuModuleGetFunction(&scan_grouped_fn_, module_, "nanscope_scan_grouped"));
+  NANSCOPE_TRY(cuModuleGetFunction(&scan_merged_fn_, module_, "nanscope_scan_grouped"));
   for (size_t i = 0; i < std::size(kZeroRowsEntries); ++i)
     NANSCOPE_TRY(cuModuleGetFunction(&zero_rows_fns_[i], module_, kZeroRowsEntries[i]));
   // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
@@ -208,25 +208,25 @@ bool ContextState::read_task(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_tas
     nanscope_zero_task z;
     std::memcpy(&z, p.kernelParams[0], sizeof z);
     out = scan_task_of(z);
-  } else {  // the plain scan takes only the head, and a group starts with one
-    const bool head = p.func == scan_fn_ || p.func == scan_grouped_fn_;
+  } else {  // the plain scan takes only the head, and a merged scan starts with one
+    const bool head = p.func == scan_fn_ || p.func == scan_merged_fn_;
     std::memcpy(&out, p.kernelParams[0], head ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task));
   }
   return true;
 }
 
-bool ContextState::read_group(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_group& out) const {
-  if (p.func != scan_grouped_fn_ || !p.kernelParams || !p.kernelParams[0]) return false;
+bool ContextState::read_merged(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_group& out) const {
+  if (p.func != scan_merged_fn_ || !p.kernelParams || !p.kernelParams[0]) return false;
   std::memcpy(&out, p.kernelParams[0], sizeof out);
   return true;
 }
 
-CUDA_KERNEL_NODE_PARAMS ContextState::group_node_params(nanscope_scan_group& g, void** slot) const {
+CUDA_KERNEL_NODE_PARAMS ContextState::merged_node_params(nanscope_scan_group& g, void** slot) const {
   ScanPolicy policy = beside_policy();
   policy.blocks_per_sm = plain_blocks_per_sm_;
   slot[0] = &g;
   CUDA_KERNEL_NODE_PARAMS p{};
-  p.func = scan_grouped_fn_;
+  p.func = scan_merged_fn_;
   p.gridDimX = scan_grid(policy, group_max_bytes(g), sm_count_);
   p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = policy.threads;

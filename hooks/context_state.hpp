@@ -58,17 +58,17 @@ class ContextState {
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, ScanArgs& args, uint64_t max_bytes,
                                       bool beside = false) const;
   bool owns(CUfunction f) const {
-    return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_ || f == scan_grouped_fn_ || zero_rows(f);
+    return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_ || f == scan_merged_fn_ || zero_rows(f);
   }
   // A read-only scan of one launch's typed outputs or watches (no rows, no fix): it may be merged.
   bool plain_scan(CUfunction f) const { return f && f == scan_fn_; }
-  bool grouped_scan(CUfunction f) const { return f && f == scan_grouped_fn_; }
-  // Node parameters of a merged scan (beside the app's kernels); `g` must outlive their use.
-  CUDA_KERNEL_NODE_PARAMS group_node_params(nanscope_scan_group& g, void** slot) const;
+  bool merged_scan(CUfunction f) const { return f && f == scan_merged_fn_; }
+  // Node parameters of a merged scan node (beside the app's kernels); `g` must outlive their use.
+  CUDA_KERNEL_NODE_PARAMS merged_node_params(nanscope_scan_group& g, void** slot) const;
   // The task of one of our scan nodes, read back from its parameters (false if it has none). A
   // merged node reads back as one task holding every member's buffers.
   bool read_task(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_task& out) const;
-  bool read_group(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_group& out) const;
+  bool read_merged(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_group& out) const;
 
   // Copies device memory to the host through the private stream (never an app stream), from
   // any thread. Returns an empty string or the driver's error.
@@ -98,8 +98,8 @@ class ContextState {
   CUmodule module_ = nullptr;
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
-  CUfunction scan_zero_fn_ = nullptr;
-  CUfunction scan_grouped_fn_ = nullptr;  // read-only scans of several launches in one graph node  // row-aware, for launches mixing zero_padding with other outputs
+  CUfunction scan_zero_fn_ = nullptr;    // row-aware, for launches mixing zero_padding with other outputs
+  CUfunction scan_merged_fn_ = nullptr;  // read-only scans of several launches in one merged graph node
   CUfunction zero_rows_fns_[std::size(kZeroRowsEntries)] = {};  // zero_padding tasks: zero, read nothing
   bool zero_rows(CUfunction f) const {
     return f && std::find(std::begin(zero_rows_fns_), std::end(zero_rows_fns_), f) != std::end(zero_rows_fns_);

@@ -21,20 +21,20 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
       // Every variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
-      e.on_graph_instantiate(static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams)->hGraph);
+      e.graphs().on_graph_instantiate(static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams)->hGraph);
       return;
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
       auto* p = static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams);
-      e.on_graph_exec_update(p->hGraphExec);
-      e.on_graph_instantiate(p->hGraph);
+      e.graphs().on_graph_exec_update(p->hGraphExec);
+      e.graphs().on_graph_instantiate(p->hGraph);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
       CUstream s = static_cast<const cuStreamEndCapture_params*>(cb.functionParams)->hStream;
       if (!s && cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz) s = CU_STREAM_PER_THREAD;
-      e.on_end_capture(s);
+      e.graphs().on_end_capture(s);
       return;
     }
     default:
@@ -50,20 +50,21 @@ void on_graph_exit(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
       auto* p = static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams);
-      if (p->phGraphExec) e.on_graph_instantiated(*p->phGraphExec, p->hGraph);
+      if (p->phGraphExec) e.graphs().on_graph_instantiated(*p->phGraphExec, p->hGraph);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2: {
       auto* p = static_cast<const cuGraphKernelNodeSetParams_v2_params*>(cb.functionParams);
-      e.on_kernel_node_params(nullptr, p->hNode, p->nodeParams, cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams);
+      e.graphs().on_kernel_node_params(nullptr, p->hNode, p->nodeParams,
+                                       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
       auto* p = static_cast<const cuGraphExecKernelNodeSetParams_v2_params*>(cb.functionParams);
-      e.on_kernel_node_params(p->hGraphExec, p->hNode, p->nodeParams,
-                              cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams);
+      e.graphs().on_kernel_node_params(p->hGraphExec, p->hNode, p->nodeParams,
+                                       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
@@ -71,7 +72,7 @@ void on_graph_exit(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
       auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
       CUstream s = p->hStream;
       if (!s && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) s = CU_STREAM_PER_THREAD;
-      e.on_graph_launch(p->hGraph, s);
+      e.graphs().on_graph_launch(p->hGraph, s);
       return;
     }
     default:
@@ -91,7 +92,7 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      e.on_launch(cb, cbid);
+      e.launches().on_launch(cb, cbid);
       return;
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
@@ -115,15 +116,15 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
-      e.on_mem_free(cbid, cb.functionParams);
+      e.allocations().on_free(cbid, cb.functionParams);
       return;
     default: {
       CopyArgs copy;
       if (decode_copy(cbid, cb.functionParams, copy)) {
-        if (succeeded(cb)) e.on_copy(copy, cb);
+        if (succeeded(cb)) e.launches().on_copy(copy, cb);
         return;
       }
-      if (succeeded(cb)) e.on_mem_alloc(cbid, cb.functionParams);
+      if (succeeded(cb)) e.allocations().on_alloc(cbid, cb.functionParams);
       return;
     }
   }
@@ -140,9 +141,9 @@ void on_resource(Engine& e, CUpti_CallbackId cbid, const CUpti_ResourceData& rd)
       // The graph data sits behind resourceDescriptor, although the header calls it reserved.
       auto* g = static_cast<const CUpti_GraphData*>(rd.resourceDescriptor);
       if (!g) return;
-      if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) e.on_graph_node_destroy(g->node);
-      else if (cbid == CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING) e.on_graph_destroy(g->graph);
-      else e.on_graph_exec_destroy(g->graphExec);
+      if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) e.graphs().on_graph_node_destroy(g->node);
+      else if (cbid == CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING) e.graphs().on_graph_destroy(g->graph);
+      else e.graphs().on_graph_exec_destroy(g->graphExec);
       return;
     }
     default:
@@ -169,9 +170,9 @@ void CUPTIAPI cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_
         break;
     }
   } catch (const std::exception& ex) {
-    e->warn_once(e->warned_callback_, "callback", fmt::format("internal error in a CUPTI callback: {}", ex.what()));
+    e->on_callback_error(fmt::format("internal error in a CUPTI callback: {}", ex.what()));
   } catch (...) {
-    e->warn_once(e->warned_callback_, "callback", "internal error in a CUPTI callback");
+    e->on_callback_error("internal error in a CUPTI callback");
   }
 }
 

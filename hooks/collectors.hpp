@@ -1,0 +1,45 @@
+// The collectors of a launch's scan task (hooks/task_builder.hpp), one per kind of buffer.
+#pragma once
+#include "contexts.hpp"
+#include "task_builder.hpp"
+#include "watches.hpp"
+
+namespace nanscope {
+
+// Rules: the kernel's own parameters say where the output and its padding are.
+class RulesCollector : public TaskCollector {
+ public:
+  explicit RulesCollector(Watches& watches) : watches_(watches) {}
+  void collect(TaskDraft& draft) override;
+
+ private:
+  Watches& watches_;
+};
+
+// Watches: any 8-byte word of any parameter that points into a watched buffer. A watched buffer
+// the launch may read is also an input for the NaN origin.
+class WatchesCollector : public TaskCollector {
+ public:
+  explicit WatchesCollector(const Watches& watches) : watches_(watches) {}
+  void collect(TaskDraft& draft) override;
+
+ private:
+  const Watches& watches_;
+};
+
+// Typed outputs (floating pointers the signature says are written), not already covered
+// (TaskDraft::covered): the rest of their driver allocation, maybe given rows by the global spec.
+// Last in the list, so every exact collector before it takes precedence.
+class TypedOutputsCollector : public TaskCollector {
+ public:
+  TypedOutputsCollector(const Config& cfg, const Watches& watches, Allocations& allocs)
+      : cfg_(cfg), watches_(watches), allocs_(allocs) {}
+  void collect(TaskDraft& draft) override;
+
+ private:
+  const Config& cfg_;
+  const Watches& watches_;
+  Allocations& allocs_;
+};
+
+}  // namespace nanscope

@@ -1,0 +1,144 @@
+#include "contexts.hpp"
+
+#include "counters.hpp"
+
+namespace nanscope {
+
+ContextState* Contexts::get(CUcontext ctx) {
+  {
+    std::shared_lock lock(mu_);
+    auto it = states_.find(ctx);
+    if (it != states_.end()) return it->second.get();
+    if (failed_.count(ctx)) return nullptr;
+  }
+  // First launch in this context: load our module and channel. Done outside the shared lock;
+  // a second thread racing here builds a spare that is dropped.
+  auto state = std::make_unique<ContextState>(ctx, limits_);
+  std::unique_lock lock(mu_);
+  if (auto it = states_.find(ctx); it != states_.end()) return it->second.get();
+  if (!state->ok()) {
+    failed_[ctx] = state->error();
+    lock.unlock();
+    warn_once(log_, warned_context_, "context_setup",
+              "cannot set up scanning in a CUDA context (" + state->error() + "); kernels in it are not scanned");
+    return nullptr;
+  }
+  return (states_[ctx] = std::move(state)).get();
+}
+
+ContextState* Contexts::current() {
+  CUcontext ctx = nullptr;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return nullptr;
+  return get(ctx);
+}
+
+void Contexts::for_each(const std::function<void(ContextState&)>& fn) {
+  std::shared_lock lock(mu_);
+  for_each_held(fn);
+}
+
+void Contexts::for_each_held(const std::function<void(ContextState&)>& fn) {
+  for (auto& [ctx, state] : states_) fn(*state);
+}
+
+std::unique_ptr<ContextState> Contexts::remove(CUcontext ctx, const std::function<void(ContextState&)>& last) {
+  std::unique_lock lock(mu_);
+  failed_.erase(ctx);
+  auto it = states_.find(ctx);
+  if (it == states_.end()) return nullptr;
+  last(*it->second);
+  std::unique_ptr<ContextState> dying = std::move(it->second);
+  states_.erase(it);
+  return dying;
+}
+
+Contexts::ChannelTotals Contexts::channel_totals() const {
+  std::shared_lock lock(mu_);
+  return channel_totals_held();
+}
+
+Contexts::ChannelTotals Contexts::channel_totals_held() const {
+  ChannelTotals t;
+  for (auto& [ctx, state] : states_) {
+    t.overflow += state->reader().overflow();
+    t.corrupt += state->reader().corrupt();
+    t.unchanged += state->reader().unchanged();  // counted on the device (quiet rescans)
+  }
+  return t;
+}
+
+std::optional<AddressRange> Allocations::extent(uint64_t ptr) {
+  if (auto r = map_.find(ptr)) return r;
+  // Allocated before we attached, or through a path we do not hook.
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return std::nullopt;
+  map_.insert(base, size);
+  return AddressRange{base, size};
+}
+
+void Allocations::on_alloc(CUpti_CallbackId cbid, const void* params) {
+  CUdeviceptr* dptr = nullptr;
+  uint64_t size = 0;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      auto* p = static_cast<const cuMemAlloc_v2_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      auto* p = static_cast<const cuMemAllocPitch_v2_params*>(params);
+      dptr = p->dptr, size = p->pPitch ? *p->pPitch * p->Height : 0;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      auto* p = static_cast<const cuMemAllocManaged_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      auto* p = static_cast<const cuMemAllocAsync_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      auto* p = static_cast<const cuMemAllocFromPoolAsync_params*>(params);
+      dptr = p->dptr, size = p->bytesize;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      auto* p = static_cast<const cuMemMap_params*>(params);
+      map_.insert(p->ptr, p->size);
+      return;
+    }
+    default: return;
+  }
+  if (dptr && *dptr) map_.insert(*dptr, size);
+}
+
+void Allocations::on_free(CUpti_CallbackId cbid, const void* params) {
+  // Buffers inside the freed allocation give their origin slots back (a new allocation at the
+  // same address starts unknown, not with the old buffer's state).
+  auto forget = [&](uint64_t ptr) {
+    if (const auto range = map_.find(ptr))
+      contexts_.for_each([&](ContextState& state) { state.slots().forget_range(range->base, range->size); });
+    map_.erase(ptr);
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: forget(static_cast<const cuMemFree_v2_params*>(params)->dptr); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      forget(static_cast<const cuMemFreeAsync_params*>(params)->dptr);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      auto* p = static_cast<const cuMemUnmap_params*>(params);
+      map_.erase_range(p->ptr, p->size);
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // namespace nanscope

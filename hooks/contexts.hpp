@@ -1,0 +1,70 @@
+// The per-context states (module, channel, accumulators, origin slots) and the driver
+// allocations nanscope knows of. Each keeps its own lock; other parts ask, never hold.
+#pragma once
+#include <cuda.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "alloc_map.hpp"
+#include "context_state.hpp"
+#include "event_log.hpp"
+
+namespace nanscope {
+
+// Context cache: a ContextState per CUDA context, built on first use, dropped at teardown.
+class Contexts {
+ public:
+  Contexts(const ContextLimits& limits, EventLog& log) : limits_(limits), log_(log) {}
+
+  // The state of `ctx`, set up on first use; null when scanning cannot be set up in it.
+  ContextState* get(CUcontext ctx);
+  ContextState* current();  // of the calling thread; null if none or unusable
+
+  using SharedLock = std::shared_lock<std::shared_mutex>;
+  SharedLock try_lock_shared() const { return SharedLock(mu_, std::try_to_lock); }
+  // Calls `fn` for every live state under the shared lock.
+  void for_each(const std::function<void(ContextState&)>& fn);
+  // The same for a caller that already holds the lock (shared or exclusive).
+  void for_each_held(const std::function<void(ContextState&)>& fn);
+  // Removes the state of `ctx` under the exclusive lock, after `last` ran on it; the caller
+  // destroys what it gets (null when `ctx` had none).
+  std::unique_ptr<ContextState> remove(CUcontext ctx, const std::function<void(ContextState&)>& last);
+
+  // What the channels counted, over every live context.
+  struct ChannelTotals {
+    uint64_t overflow = 0, corrupt = 0, unchanged = 0;
+  };
+  ChannelTotals channel_totals() const;
+  ChannelTotals channel_totals_held() const;  // the caller holds the lock
+
+ private:
+  const ContextLimits limits_;
+  EventLog& log_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<CUcontext, std::unique_ptr<ContextState>> states_;
+  std::unordered_map<CUcontext, std::string> failed_;
+  std::atomic<bool> warned_context_{false};
+};
+
+// Driver allocations, from the allocation callbacks (or cuMemGetAddressRange for older ones).
+class Allocations {
+ public:
+  explicit Allocations(Contexts& contexts) : contexts_(contexts) {}
+  // The allocation holding `ptr`; nullopt when it is not device memory we can scan.
+  std::optional<AddressRange> extent(uint64_t ptr);
+  void on_alloc(CUpti_CallbackId cbid, const void* params);
+  void on_free(CUpti_CallbackId cbid, const void* params);
+
+ private:
+  Contexts& contexts_;  // freed buffers give their origin slots back
+  AllocationMap map_;
+};
+
+}  // namespace nanscope

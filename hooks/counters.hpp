@@ -1,0 +1,42 @@
+// What every part of the engine counts (the summary's and nanscope_get_stats' figures) and the
+// warnings said once per process. Counters are relaxed atomics: each part adds to its own.
+#pragma once
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "config.hpp"
+#include "event_log.hpp"
+
+namespace nanscope {
+
+struct Counters {
+  std::atomic<uint64_t> launches{0}, scans{0}, findings{0}, dropped{0};
+  std::atomic<uint64_t> nan{0}, pos_inf{0}, neg_inf{0};
+  std::atomic<uint64_t> rescans_unchanged{0};  // host-side count; the device counts the quiet ones
+  std::atomic<uint64_t> scans_beside{0};       // graph scan nodes moved off the critical path
+  std::atomic<uint64_t> scans_merged{0};       // graph scan nodes folded into merged ones
+};
+
+// Logs `message` (console and a `warning` event) the first time `flag` is raised.
+void warn_once(EventLog& log, std::atomic<bool>& flag, const std::string& what, const std::string& message);
+
+std::string error_name(CUresult r);  // the driver's name for `r`, for messages
+
+// A scan that could not be launched or added to a graph: counted as dropped, said once per kind.
+// Shared by the stream launches and the graph instrumentation.
+class ScanFailures {
+ public:
+  ScanFailures(const Config& cfg, EventLog& log, Counters& counters) : cfg_(cfg), log_(log), counters_(counters) {}
+  void report(CUresult r, bool captured);
+
+ private:
+  const Config& cfg_;
+  EventLog& log_;
+  Counters& counters_;
+  std::atomic<bool> warned_launch_{false}, warned_capture_pool_{false};
+};
+
+}  // namespace nanscope

@@ -1,0 +1,223 @@
+#include "finding_reporter.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "npy_writer.hpp"
+
+namespace nanscope {
+
+void FindingReporter::start() {
+  drain_thread_ = std::thread([this] {
+    std::unique_lock lock(wake_mu_);
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::microseconds(cfg_.poll_us));
+      lock.unlock();
+      drain_all();
+      lock.lock();
+    }
+  });
+}
+
+void FindingReporter::drain_context(ContextState& cs) {
+  cs.reader().drain([&](const Finding& f) { handle_finding(f, cs); });
+}
+
+void FindingReporter::drain_all() {
+  std::lock_guard drain(drain_mu_);
+  contexts_.for_each([&](ContextState& state) {
+    drain_context(state);
+    if (state.reader().overflow() != 0)
+      warn_once(log_, warned_overflow_, "channel_overflow",
+                fmt::format("the device->host channel was full: findings were dropped on the GPU (counted in "
+                            "the summary's overflow); raise NANSCOPE_CHANNEL_RECORDS (now {})",
+                            cfg_.channel_records));
+  });
+}
+
+std::unique_ptr<ContextState> FindingReporter::retire(CUcontext ctx) {
+  std::lock_guard drain(drain_mu_);
+  return contexts_.remove(ctx, [&](ContextState& cs) {
+    drain_context(cs);
+    counters_.rescans_unchanged.fetch_add(cs.reader().unchanged(), std::memory_order_relaxed);
+  });
+}
+
+std::string FindingReporter::kernel_name(uint32_t kernel_id) const {
+  const KernelInfo* k = kernels_.by_id(kernel_id);
+  return k ? k->demangled : "?";
+}
+
+FindingFacts FindingReporter::facts_of(const Finding& f, int device, const KernelInfo* k) {
+  FindingFacts facts{f, device};
+  if (k) facts.kernel = k->demangled, facts.kernel_mangled = k->mangled;
+  facts.watch = finding_watch(f, needs_watch_lookup(f) ? watches_.meta(f.watch_id) : std::nullopt);
+  return facts;
+}
+
+void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
+  const KernelInfo* k = kernels_.by_id(f.kernel_id);
+  FindingFacts facts = facts_of(f, cs.device(), k);
+  if (stale_rescan(f, k && writes_arg(k->roles, f.arg))) {
+    counters_.rescans_unchanged.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  counters_.findings.fetch_add(1, std::memory_order_relaxed);
+  counters_.nan.fetch_add(f.nan, std::memory_order_relaxed);
+  counters_.pos_inf.fetch_add(f.pos_inf, std::memory_order_relaxed);
+  counters_.neg_inf.fetch_add(f.neg_inf, std::memory_order_relaxed);
+  const bool abort_now = aborts(f, watches_.effective(facts.watch.action));
+
+  const std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
+  Site& site = sites_.record(site_key(f, origin_kind(lineage_input)), f.replay);
+  if (cfg_.aggregate && site.total > 1 && !abort_now) {
+    classify(lineage_input, site.first_event, /*repeat=*/true);  // its children name the event it repeats
+    if (auto repeat = sites_.fold(site, f.captured)) log_.emit(event_name::repeat, *repeat);
+    return;
+  }
+
+  if (f.captured) facts.graph_stream = graphs_.stream_of(f.graph_id);
+  const uint64_t id = log_.reserve_id();
+  const auto origin = classify(lineage_input, id, /*repeat=*/false);
+  Json j = finding_event(facts, origin);
+  // The first finding at each site, and the one that aborts, get a tensor dump.
+  // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
+  if (!cfg_.dump_dir.empty() && !in_signal_.load() && (site.total == 1 || abort_now))
+    if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
+  log_.emit_with_id(id, event_name::nonfinite, j);
+  if (site.total == 1) site.first_event = id;
+  if (origin && origin->leak) log_.warn(leak_line(facts, id, *origin));  // the moment it happens, not only in the summary
+  log_.info(finding_line(facts));
+  if (abort_now) abort_on_real(f, facts.kernel, facts.watch.name);
+}
+
+std::optional<lineage::Verdict> FindingReporter::classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id,
+                                                          bool repeat) {
+  if (!d) return std::nullopt;
+  d->event_id = event_id;
+  d->repeat = repeat;
+  std::lock_guard lock(lineage_mu_);
+  return lineage_.on_device_finding(*d);
+}
+
+std::string FindingReporter::dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event) {
+  const uint64_t bytes = f.elements * dtype_size(f.dtype);
+  if (dumps_ >= cfg_.dump_max || dump_bytes_ + bytes > cfg_.dump_max_bytes) {
+    warn_once(log_, warned_dump_, "dump_budget",
+              fmt::format("tensor dump budget reached (NANSCOPE_DUMP_MAX={}, NANSCOPE_DUMP_MAX_BYTES={}): later "
+                          "findings are not dumped",
+                          cfg_.dump_max, cfg_.dump_max_bytes));
+    return {};
+  }
+  std::vector<unsigned char> host(bytes);
+  if (std::string err = cs.copy_to_host(f.ptr, bytes, host.data()); !err.empty()) {
+    warn_once(log_, warned_dump_, "dump_copy", "cannot copy a buffer for a tensor dump: " + err);
+    return {};
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(cfg_.dump_dir, ec);
+  const std::string path =
+      (std::filesystem::path(cfg_.dump_dir) / fmt::format("nanscope-{}-{}.npy", getpid(), event_id)).string();
+  const std::vector<uint64_t> shape = dump_shape(f);
+  if (std::string err = write_npy(path, f.dtype, shape, host.data(), host.size()); !err.empty()) {
+    warn_once(log_, warned_dump_, "dump_write", err);
+    return {};
+  }
+  std::ofstream(path + ".json") << dump_sidecar(f, event_id, static_cast<long>(getpid()), event, shape).dump(2) << "\n";
+  ++dumps_;
+  dump_bytes_ += bytes;
+  return path;
+}
+
+void FindingReporter::abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch) {
+  if (aborting_.exchange(true)) return;
+  const std::string reason = abort_reason(f, kernel, watch);
+  log_.emit(event_name::abort, abort_event(f, reason, watch));
+  shut_down_.store(true);  // the signal handler must not write a second summary
+  write_summary(SummaryContexts::held);
+  log_.flush();
+  std::fprintf(stderr, "%s\n", reason.c_str());
+  std::fflush(stderr);
+  std::abort();  // asked for by the user (action abort): stop the process with SIGABRT
+}
+
+SummaryFigures FindingReporter::figures(const Contexts::ChannelTotals& channels) const {
+  SummaryFigures s;
+  s.launches = counters_.launches.load();
+  s.scans = counters_.scans.load();
+  s.findings = counters_.findings.load();
+  s.kernels_inspected = kernels_.inspected_count();
+  s.kernels_not_inspected = kernels_.not_inspected_count();
+  s.scans_dropped = counters_.dropped.load();
+  s.scans_beside = counters_.scans_beside.load();
+  s.scans_merged = counters_.scans_merged.load();
+  s.overflow = channels.overflow;
+  s.corrupt = channels.corrupt;
+  s.unchanged = counters_.rescans_unchanged.load() + channels.unchanged;
+  s.nan = counters_.nan.load();
+  s.pos_inf = counters_.pos_inf.load();
+  s.neg_inf = counters_.neg_inf.load();
+  s.duration_ns = wall_clock_ns() - start_ns_;
+  return s;
+}
+
+void FindingReporter::write_summary(SummaryContexts contexts) {
+  Contexts::ChannelTotals channels;
+  if (contexts == SummaryContexts::lock) channels = contexts_.channel_totals();
+  else if (contexts == SummaryContexts::held) channels = contexts_.channel_totals_held();
+  const SummaryFigures s = figures(channels);
+  // Origins: try-lock only, a fatal-signal flush may have interrupted a drain holding it.
+  std::unique_lock lineage_lock(lineage_mu_, std::try_to_lock);
+  const lineage::Summary origins = lineage_lock ? lineage_.summary() : lineage::Summary{};
+  if (lineage_lock) lineage_lock.unlock();
+  const KernelName name = [this](uint32_t id) { return kernel_name(id); };
+  log_.emit(event_name::summary, summary_event(s, cfg_.origin ? std::optional<Json>(origins_json(origins, name))
+                                                             : std::nullopt));
+  for (const std::string& line : cause_lines(origins, name)) log_.info(line);
+  log_.info(summary_line(s));
+}
+
+void FindingReporter::shutdown() {
+  if (shut_down_.exchange(true)) return;
+  if (drain_thread_.joinable()) {
+    {
+      std::lock_guard lock(wake_mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    drain_thread_.join();
+  }
+  // Work the app left in flight may still publish: give it a moment, without any CUDA call.
+  drain_all();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  drain_all();
+  if (cfg_.aggregate) {
+    std::lock_guard drain(drain_mu_);
+    for (const Json& r : sites_.closing()) log_.emit(event_name::repeat, r);
+  }
+  write_summary();
+  log_.flush();
+}
+
+void FindingReporter::emergency_flush() {
+  in_signal_.store(true);
+  if (shut_down_.exchange(true)) return;
+  // No joins, no waits: the process is dying, and the thread we interrupted may hold any of our
+  // locks, so only try them. Without the context lock the summary leaves the channel counts out.
+  auto contexts = contexts_.try_lock_shared();
+  if (contexts.owns_lock() && drain_mu_.try_lock()) {
+    contexts_.for_each_held([&](ContextState& state) { drain_context(state); });
+    drain_mu_.unlock();
+  }
+  write_summary(contexts.owns_lock() ? SummaryContexts::held : SummaryContexts::skip);
+  log_.flush();
+}
+
+}  // namespace nanscope

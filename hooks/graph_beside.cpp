@@ -1,0 +1,421 @@
+// Graph instantiation, second pass: read-only scan nodes move beside the critical path
+// (src/scan_overlap.hpp says which edges and why), then the scans beside the app's kernels
+// that may run together merge into one node. Builds the planner's model from the driver's
+// graph, then moves the edges one scan at a time.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "graph_instrumenter.hpp"
+#include "scan_overlap.hpp"
+
+namespace nanscope {
+
+namespace {
+
+// A graph's nodes and its edges between them, as node indices with the edges' data.
+struct GraphView {
+  std::vector<CUgraphNode> nodes;
+  std::vector<overlap::Edge> edges;
+  std::vector<CUgraphEdgeData> edge_data;  // of edges[i]
+};
+
+bool read_graph(CUgraph g, GraphView& v) {
+  size_t count = 0;
+  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS) return false;
+  v.nodes.resize(count);
+  if (count && cuGraphGetNodes(g, v.nodes.data(), &count) != CUDA_SUCCESS) return false;
+  size_t nedges = 0;
+  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return false;
+  std::vector<CUgraphNode> from(nedges), to(nedges);
+  std::vector<CUgraphEdgeData> data(nedges);
+  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), data.data(), &nedges) != CUDA_SUCCESS) return false;
+  std::unordered_map<CUgraphNode, uint32_t> index;
+  for (uint32_t i = 0; i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
+  for (size_t e = 0; e < nedges; ++e) {
+    const auto f = index.find(from[e]), t = index.find(to[e]);
+    if (f == index.end() || t == index.end()) continue;
+    v.edges.push_back({f->second, t->second});
+    v.edge_data.push_back(data[e]);
+  }
+  return true;
+}
+
+// The model of a node that is not a kernel: what it may write, or opaque.
+overlap::Node non_kernel_model(CUgraphNode node, CUgraphNodeType type, Allocations& allocs) {
+  using overlap::NodeKind;
+  overlap::Node m;
+  m.kind = NodeKind::opaque;
+  switch (type) {
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      m.kind = NodeKind::app;  // writes nothing
+      return m;
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      CUDA_MEMSET_NODE_PARAMS p{};
+      if (cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
+      const uint64_t row = uint64_t{p.width} * p.elementSize;
+      m.kind = NodeKind::app;
+      m.writes.push_back({p.dst, p.dst + (p.height > 1 ? uint64_t{p.pitch} * (p.height - 1) : 0) + row});
+      return m;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+      CUDA_MEMCPY3D p{};
+      if (cuGraphMemcpyNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
+      if (p.dstMemoryType == CU_MEMORYTYPE_HOST || p.dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+        m.kind = NodeKind::app;  // writes no device buffer nanscope scans
+        return m;
+      }
+      const auto range = allocs.extent(p.dstDevice);
+      if (!range) return m;
+      m.kind = NodeKind::app;
+      m.writes.push_back({range->base, range->base + range->size});  // the whole destination allocation
+      return m;
+    }
+    default:
+      return m;  // host nodes, child graphs, event records, allocations: anything may follow
+  }
+}
+
+uint64_t task_max_bytes(const nanscope_scan_task& task) {
+  uint64_t max_bytes = 0;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
+    max_bytes = std::max<uint64_t>(max_bytes, task.buffers[b].elements * dtype_size(static_cast<DType>(task.buffers[b].dtype)));
+  return max_bytes;
+}
+
+}  // namespace
+
+// What a scan node reads: from the alloc base of each buffer (a later kernel may write the
+// whole allocation through its base) to the buffer's end.
+std::vector<overlap::Range> GraphInstrumenter::scan_reads(const nanscope_scan_task& task) {
+  std::vector<overlap::Range> reads;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_scan_buffer& buf = task.buffers[b];
+    const uint64_t end = buf.ptr + buf.elements * dtype_size(static_cast<DType>(buf.dtype));
+    const auto range = allocs_.extent(buf.ptr);
+    reads.push_back({range ? std::min<uint64_t>(range->base, buf.ptr) : buf.ptr, end});
+  }
+  return reads;
+}
+
+overlap::Node GraphInstrumenter::node_model(CUgraphNode node, ContextState& cs) {
+  overlap::Node opaque;
+  opaque.kind = overlap::NodeKind::opaque;
+  CUgraphNodeType type;
+  if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) return opaque;
+  if (type != CU_GRAPH_NODE_TYPE_KERNEL) return non_kernel_model(node, type, allocs_);
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return opaque;
+  if (p.func && cs.owns(p.func)) return scan_node_model(node, p, cs);
+  return kernel_node_model(p);
+}
+
+overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
+                                                 ContextState& cs) {
+  overlap::Node m;
+  m.kind = overlap::NodeKind::opaque;
+  nanscope_scan_task task;
+  if (!cs.read_task(p, task)) return m;
+  m.reads = scan_reads(task);
+  bool fixes = false;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
+    fixes |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].fix;
+  // A fix writes the buffer; a scan moved before stays where it went (plans are not redone).
+  m.kind = fixes || is_beside(node) ? overlap::NodeKind::pinned_scan : overlap::NodeKind::scan;
+  if (fixes) m.writes = m.reads;
+  return m;
+}
+
+overlap::Node GraphInstrumenter::kernel_node_model(const CUDA_KERNEL_NODE_PARAMS& p) {
+  overlap::Node m;
+  m.kind = overlap::NodeKind::opaque;
+  void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
+  if (!handle) return m;
+  const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
+  if (!k.params_known) return m;  // nothing known about what it writes
+  m.kind = overlap::NodeKind::app;
+  const LaunchArgs a{handle, nullptr, p.kernelParams, p.extra};
+  for (uint32_t i = 0; i < k.params.size(); ++i) {
+    const char* bytes = param_bytes(a, k.params, i);
+    if (!bytes) {
+      m.kind = overlap::NodeKind::opaque;
+      return m;
+    }
+    for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
+      uint64_t v = 0;
+      std::memcpy(&v, bytes + off, sizeof(v));
+      if (v && k.may_write_through(i, off)) m.writes.push_back({v, v + 1});  // any word that may be a pointer
+    }
+  }
+  return m;
+}
+
+void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
+  if (!cfg_.graph_overlap) return;
+  GraphView view;
+  if (!read_graph(g, view) || view.nodes.empty()) return;
+  const std::vector<CUgraphNode>& nodes = view.nodes;
+  std::vector<overlap::Node> model;
+  model.reserve(nodes.size());
+  bool any_scan = false;
+  for (CUgraphNode n : nodes) {
+    model.push_back(node_model(n, cs));
+    any_scan |= model.back().kind == overlap::NodeKind::scan;
+  }
+  if (!any_scan) return;
+  std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData> edge_data;
+  for (size_t e = 0; e < view.edges.size(); ++e) edge_data[{view.edges[e].from, view.edges[e].to}] = view.edge_data[e];
+
+  uint32_t moved_scans = 0, failed = 0;
+  for (const overlap::ScanPlan& p : overlap::plan(model, view.edges)) {
+    if (!move_beside(g, p, nodes, edge_data, failed)) continue;
+    ++moved_scans;
+    use_beside_grid(nodes[p.scan], cs);
+  }
+  counters_.scans_beside.fetch_add(moved_scans, std::memory_order_relaxed);
+  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
+  if (log_.debug_enabled())
+    log_.debug(fmt::format("graph: {} of its scan nodes run beside the app's kernels ({} edge changes failed)",
+                           moved_scans, failed));
+  if (failed)
+    warn_once(log_, warned_beside_, "graph_overlap",
+              fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
+                          "(slower replays, same findings)",
+                          failed));
+}
+
+// Moves the edges of one scan as `p` plans; false when an edge could not be added.
+bool GraphInstrumenter::move_beside(CUgraph g, const overlap::ScanPlan& p, const std::vector<CUgraphNode>& nodes,
+                                    std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data,
+                                    uint32_t& failed) {
+  CUgraphNode scan = nodes[p.scan], parent = nodes[p.parent];
+  // Adds first: until the scan's own edges go, the extra edges only repeat an order that
+  // already holds. The moved edge keeps its data (e.g. a programmatic edge goes back to the
+  // app's kernel it was captured after).
+  bool ok = true;
+  for (uint32_t c : p.moved) {
+    const CUgraphEdgeData d = edge_data[{p.scan, c}];
+    ok = ok && cuGraphAddDependencies(g, &parent, &nodes[c], &d, 1) == CUDA_SUCCESS;
+  }
+  for (uint32_t t : p.ordered) ok = ok && cuGraphAddDependencies(g, &scan, &nodes[t], nullptr, 1) == CUDA_SUCCESS;
+  if (!ok) {
+    ++failed;
+    return false;
+  }
+  for (const auto* list : {&p.moved, &p.dropped})
+    for (uint32_t c : *list) {
+      CUgraphEdgeData d = edge_data[{p.scan, c}];
+      if (cuGraphRemoveDependencies(g, &scan, &nodes[c], &d, 1) != CUDA_SUCCESS) ++failed;
+    }
+  std::lock_guard lock(mu_);
+  beside_.insert(scan);
+  return true;
+}
+
+// Off the critical path, a scan takes fewer blocks (beside_policy()).
+void GraphInstrumenter::use_beside_grid(CUgraphNode scan, ContextState& cs) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  nanscope_scan_task task;
+  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, task)) return;
+  ContextState::ScanArgs args;
+  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, task_max_bytes(task), /*beside=*/true);
+  if (sp.func == p.func && sp.gridDimX != p.gridDimX) cuGraphKernelNodeSetParams(scan, &sp);  // on failure it stays as it was
+}
+
+// A scan beside the critical path was ordered before the later writers of the buffers it read
+// at instantiation. New kernel-node parameters that point it at memory outside those buffers
+// cannot reorder an instantiated graph: say so once (the scan may then see a later kernel's values).
+void GraphInstrumenter::warn_if_beside_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs) {
+  if (!is_beside(scan)) return;
+  CUDA_KERNEL_NODE_PARAMS p{};
+  nanscope_scan_task before;
+  if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, before)) return;
+  const auto old_reads = scan_reads(before);
+  for (const overlap::Range& r : scan_reads(next)) {
+    bool covered = false;
+    for (const overlap::Range& o : old_reads) covered |= r.lo >= o.lo && r.hi <= o.hi;
+    if (covered) continue;
+    warn_once(log_, warned_beside_stale_, "graph_overlap_stale",
+              "a kernel node of an instantiated graph now writes a buffer its scan node was not ordered for; "
+              "that scan runs beside later kernels and may see their values (NANSCOPE_GRAPH_OVERLAP=0 keeps "
+              "scans in line)");
+    return;
+  }
+}
+
+// --- merged scan nodes ------------------------------------------------------------------------
+// Scans beside the app's kernels cost a launch each on every replay, even when they find little
+// to read: the ones that may run together become one node (src/scan_overlap.hpp: group()). The
+// merged node waits for all its members' parents and runs before all their children; it
+// publishes the members in order, so the NaN origin sees the same sequence of states.
+
+// One merge pass over a graph: the plain scans' tasks, the edges, and what merged so far.
+struct GraphInstrumenter::MergePass {
+  GraphView view;
+  std::vector<nanscope_scan_task> tasks;  // of the plain scans
+  std::vector<uint32_t> weight;           // buffers of each plain scan; 0: not mergeable
+  std::vector<std::vector<uint32_t>> parents, children;
+  std::vector<uint32_t> in_merge;         // the merge a node went into (1-based), or 0
+  std::vector<CUgraphNode> now;           // a member merged earlier is its merged node now
+  std::unordered_map<CUgraphNode, CUgraphNode> kernel_of;  // scan node -> the kernel node it follows
+  uint64_t folded = 0, failed = 0;
+};
+
+namespace {
+
+// Reads every plain scan's task; returns how many may merge.
+uint32_t read_plain_scans(const std::vector<CUgraphNode>& nodes, ContextState& cs,
+                          std::vector<nanscope_scan_task>& tasks, std::vector<uint32_t>& weight) {
+  uint32_t mergeable = 0;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    CUgraphNodeType type;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
+        cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS || !cs.plain_scan(p.func) ||
+        !cs.read_task(p, tasks[i]))
+      continue;
+    const uint32_t buffers = tasks[i].buffer_count;
+    if (buffers == 0 || buffers > NANSCOPE_SCAN_MAX_BUFFERS) continue;
+    weight[i] = buffers;
+    ++mergeable;
+  }
+  return mergeable;
+}
+
+void add_unique(std::vector<CUgraphNode>& list, CUgraphNode n) {
+  if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
+}
+
+}  // namespace
+
+void GraphInstrumenter::merge_scans(CUgraph g, ContextState& cs) {
+  MergePass pass;
+  if (!read_graph(g, pass.view) || pass.view.nodes.size() < 2) return;
+  const auto count = static_cast<uint32_t>(pass.view.nodes.size());
+  pass.tasks.resize(count);
+  pass.weight.assign(count, 0);
+  if (read_plain_scans(pass.view.nodes, cs, pass.tasks, pass.weight) < 2) return;
+  pass.parents.resize(count);
+  pass.children.resize(count);
+  for (const overlap::Edge& e : pass.view.edges) {
+    pass.parents[e.to].push_back(e.from);
+    pass.children[e.from].push_back(e.to);
+  }
+  const auto merges = overlap::group(count, pass.view.edges, pass.weight);
+  if (merges.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [kernel, sn] : scan_after_) pass.kernel_of[sn.node] = kernel;
+  }
+  pass.in_merge.assign(count, 0);
+  pass.now = pass.view.nodes;
+  uint32_t merge_id = 0;
+  for (const auto& members : merges) merge_members(g, cs, pass, members, ++merge_id);
+  counters_.scans_merged.fetch_add(pass.folded, std::memory_order_relaxed);
+  if (log_.debug_enabled())
+    log_.debug(fmt::format("graph: {} scan nodes merged into {} ({} failures)", pass.folded, merges.size(), pass.failed));
+  if (pass.failed)
+    warn_once(log_, warned_merge_, "graph_merge",
+              fmt::format("{} graph scan node merge(s) failed; those scans keep their own nodes (same findings)",
+                          pass.failed));
+}
+
+// Replaces the scan nodes `members` by one merged node with their parents and children.
+void GraphInstrumenter::merge_members(CUgraph g, ContextState& cs, MergePass& pass,
+                                      const std::vector<uint32_t>& members, uint32_t merge_id) {
+  nanscope_scan_group task{};
+  bool ok = true;
+  for (uint32_t m : members) {
+    ok = ok && append_launch(task, pass.tasks[m]);
+    pass.in_merge[m] = merge_id;
+  }
+  if (!ok) return;
+  std::vector<CUgraphNode> deps, outs;
+  for (uint32_t m : members) {
+    for (uint32_t p : pass.parents[m])
+      if (pass.in_merge[p] != merge_id) add_unique(deps, pass.now[p]);
+    for (uint32_t c : pass.children[m])
+      if (pass.in_merge[c] != merge_id) add_unique(outs, pass.now[c]);
+  }
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS params = cs.merged_node_params(task, slot);
+  CUgraphNode merged = nullptr;
+  if (cuGraphAddKernelNode(&merged, g, deps.data(), deps.size(), &params) != CUDA_SUCCESS) {
+    ++pass.failed;
+    return;
+  }
+  for (CUgraphNode c : outs) ok = ok && cuGraphAddDependencies(g, &merged, &c, nullptr, 1) == CUDA_SUCCESS;
+  if (!ok) {  // the members stay as they were
+    cuGraphDestroyNode(merged);
+    ++pass.failed;
+    return;
+  }
+  // From here the merged node repeats every member's order, so a member that cannot go only
+  // scans twice.
+  for (uint32_t m : members) {
+    pass.failed += cuGraphDestroyNode(pass.view.nodes[m]) != CUDA_SUCCESS;
+    pass.now[m] = merged;
+  }
+  pass.folded += members.size();
+  std::lock_guard lock(mu_);
+  scan_nodes_.insert(merged);
+  beside_.insert(merged);
+  for (uint32_t l = 0; l < members.size(); ++l) {
+    const CUgraphNode member = pass.view.nodes[members[l]];
+    scan_nodes_.erase(member);
+    beside_.erase(member);
+    const auto k = pass.kernel_of.find(member);
+    if (k == pass.kernel_of.end()) continue;
+    auto sn = scan_after_.find(k->second);
+    if (sn == scan_after_.end()) continue;
+    sn->second.node = merged;
+    sn->second.merge_launch = l;
+  }
+}
+
+// A kernel node whose scan was merged has new parameters: its part of the merged node follows.
+void GraphInstrumenter::update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task,
+                                             ContextState& cs) {
+  nanscope_scan_group merged{};
+  bool known = false, updated = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = merged_tasks_.find({exec, sn.node});
+    if (it != merged_tasks_.end()) merged = it->second, known = true;
+    updated = exec && updated_execs_.count(exec);
+  }
+  if (!known && updated) {
+    // The exec holds another graph's version of this node, which nanscope cannot read back: setting
+    // the node from this graph's version would undo the update for the other members.
+    warn_once(log_, warned_merged_after_update_, "graph_update",
+              "a merged scan node of an exec changed by cuGraphExecUpdate cannot follow a later kernel-node "
+              "parameter update; it keeps scanning what the update gave it (NANSCOPE_GRAPH_MERGE=0 avoids this)");
+    return;
+  }
+  CUDA_KERNEL_NODE_PARAMS current{};
+  if (!known && (cuGraphKernelNodeGetParams(sn.node, &current) != CUDA_SUCCESS || !cs.read_merged(current, merged)))
+    return;
+  if (!replace_launch(merged, sn.merge_launch, task))
+    warn_once(log_, warned_merged_update_, "graph_update",
+              "a kernel node of a merged scan now has more outputs than its scan had: the extra ones are not "
+              "scanned (NANSCOPE_GRAPH_MERGE=0 keeps one scan node per kernel)");
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS p = cs.merged_node_params(merged, slot);
+  const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &p) : cuGraphKernelNodeSetParams(sn.node, &p);
+  if (r != CUDA_SUCCESS) {
+    warn_once(log_, warned_update_, "graph_update",
+              fmt::format("a merged scan node could not follow a kernel node's new parameters ({}); it keeps "
+                          "scanning the old buffers",
+                          error_name(r)));
+    return;
+  }
+  if (exec) {
+    std::lock_guard lock(mu_);
+    merged_tasks_[{exec, sn.node}] = merged;
+  }
+}
+
+}  // namespace nanscope

@@ -1,0 +1,43 @@
+// Stream launches: a kernel launch callback becomes a scan task (TaskBuilder) and one scan
+// launch right after it on the app's stream; inside a stream capture the scan becomes the
+// next graph node. Copies and memsets into tracked buffers are followed by a rescan.
+#pragma once
+#include <cuda.h>
+#include <cupti.h>
+
+#include "config.hpp"
+#include "contexts.hpp"
+#include "counters.hpp"
+#include "graph_instrumenter.hpp"
+#include "kernel_table.hpp"
+#include "launch_params.hpp"
+#include "task_builder.hpp"
+
+namespace nanscope {
+
+class LaunchInstrumenter {
+ public:
+  LaunchInstrumenter(const Config& cfg, TaskBuilder& tasks, GraphInstrumenter& graphs, Contexts& contexts,
+                     Allocations& allocs, KernelTable& kernels, Counters& counters, ScanFailures& failures)
+      : cfg_(cfg), tasks_(tasks), graphs_(graphs), contexts_(contexts), allocs_(allocs), kernels_(kernels),
+        counters_(counters), failures_(failures) {}
+
+  // API-exit site of a kernel launch.
+  void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
+  // A copy or memset into a buffer whose state is tracked (NaN origin).
+  void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
+
+ private:
+  void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
+
+  const Config& cfg_;
+  TaskBuilder& tasks_;
+  GraphInstrumenter& graphs_;
+  Contexts& contexts_;
+  Allocations& allocs_;
+  KernelTable& kernels_;
+  Counters& counters_;
+  ScanFailures& failures_;
+};
+
+}  // namespace nanscope

@@ -1,0 +1,141 @@
+#include "task_builder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "collectors.hpp"
+
+namespace nanscope {
+
+void TaskDraft::add_rows(const WatchSpec& w, uint32_t watch_id, uint32_t arg, bool inferred, bool quiet) {
+  for (uint32_t i = 0; i < n_; ++i)
+    if (((task_.row_aware_mask >> i) & 1u) && task_.row_specs[i].watch_id == watch_id) return;
+  if (full()) return;
+  const CUdeviceptr bitmap = context.row_bitmap(watch_id, w.rows);
+  if (!bitmap) {
+    counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t elements = w.extent_bytes() / dtype_size(w.dtype);
+  task_.buffers[n_] = {w.ptr, elements, static_cast<uint32_t>(w.dtype), arg};
+  nanscope_row_spec& rs = task_.row_specs[n_];
+  rs.rows = w.rows;
+  rs.row_elements = w.row_elements;
+  rs.row_stride = w.stride();
+  rs.inv_row_stride = 1.0 / static_cast<double>(w.stride());
+  rs.source = static_cast<uint32_t>(w.padding.source);
+  rs.source_ptr = w.padding.device_ptr;
+  rs.index_i64 = w.padding.index_type == IndexType::i64;
+  rs.pad_value = w.padding.pad_value;
+  rs.host_count = w.padding.host_count;
+  rs.last_state = reinterpret_cast<unsigned long long*>(bitmap);
+  rs.row_bitmap = reinterpret_cast<unsigned int*>(bitmap + ContextState::kRowStateBytes);
+  const Action action = watches_.effective(w.action);
+  rs.fix = !inferred && (action == Action::fix || action == Action::zero_padding);
+  rs.zero_only = rs.fix && action == Action::zero_padding;
+  // Rows that start 16-byte aligned are walked row by row: one status lookup per chunk.
+  rs.chunked = w.ptr % 16 == 0 && (w.stride() * dtype_size(w.dtype)) % 16 == 0;
+  rs.watch_id = watch_id;
+  rs.quiet_unchanged = quiet;
+  task_.row_aware_mask |= 1u << n_;
+  max_bytes_ = std::max(max_bytes_, elements * dtype_size(w.dtype));
+  ++n_;
+}
+
+void TaskDraft::add_plain(uint64_t ptr, uint64_t elements, DType dtype, uint32_t arg, uint64_t bytes) {
+  if (full()) return;
+  task_.buffers[n_++] = {ptr, elements, static_cast<uint32_t>(dtype), arg};
+  max_bytes_ = std::max(max_bytes_, bytes);
+}
+
+bool TaskDraft::covered(uint64_t ptr) const {
+  for (uint32_t i = 0; i < n_; ++i) {
+    const nanscope_scan_buffer& b = task_.buffers[i];
+    if ((i < earlier_ || ((task_.row_aware_mask >> i) & 1u)) && ptr >= b.ptr &&
+        ptr < b.ptr + b.elements * dtype_size(static_cast<DType>(b.dtype)))
+      return true;
+  }
+  return false;
+}
+
+bool TaskDraft::full() {
+  if (n_ < NANSCOPE_SCAN_MAX_BUFFERS) return false;
+  warn_once(log_, warned_full_, "scan_buffers",
+            fmt::format("a launch of {} references more than {} scanned buffers; the rest are skipped",
+                        kernel.demangled, NANSCOPE_SCAN_MAX_BUFFERS));
+  return true;
+}
+
+TaskBuilder::TaskBuilder(const Config& cfg, KernelTable& kernels, Watches& watches, Allocations& allocs,
+                         Counters& counters, EventLog& log)
+    : cfg_(cfg), kernels_(kernels), watches_(watches), counters_(counters), log_(log) {
+  collectors_.push_back(std::make_unique<RulesCollector>(watches));
+  collectors_.push_back(std::make_unique<WatchesCollector>(watches));
+  collectors_.push_back(std::make_unique<TypedOutputsCollector>(cfg, watches, allocs));
+}
+
+const KernelInfo& TaskBuilder::kernel_info(void* handle, const char* symbol_name) {
+  bool is_new = false;
+  const KernelInfo& k = kernels_.resolve(handle, symbol_name, is_new);
+  if (is_new && !k.inspected) {  // said once per kernel
+    {
+      std::lock_guard lock(not_inspected_mu_);
+      if (!not_inspected_.insert(k.mangled).second) return k;
+    }
+    log_.emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
+    if (log_.debug_enabled()) log_.debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
+  }
+  return k;
+}
+
+bool TaskBuilder::worth_a_look(const KernelInfo& k) const {
+  if (k.excluded) return false;
+  return (cfg_.typed && k.inspected) || !k.rules.empty() || (watches_.any() && k.params_known);
+}
+
+bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
+                        uint64_t& max_bytes) {
+  TaskDraft draft(k, a, cs, task, watches_, counters_, log_, warned_full_);
+  for (const auto& collector : collectors_) {
+    draft.begin_collector();
+    collector->collect(draft);
+  }
+  max_bytes = draft.max_bytes();
+  if (draft.count() == 0) return false;
+  task.buffer_count = draft.count();  // add_origin reads the buffers
+  if (cs.buffer_states()) add_origin(draft, task);
+  task.kernel_id = k.id;
+  task.stream = reinterpret_cast<uint64_t>(a.stream);
+  return true;
+}
+
+// NaN origin: which state words the scan updates (its buffers) and reads (the launch's tracked
+// inputs, judged on the device as they were before the launch).
+void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task) {
+  BufferSlots& slots = draft.context.slots();
+  task.buffer_state = draft.context.buffer_states();
+  for (uint32_t b = 0; b < task.buffer_count; ++b) {
+    const DType dt = static_cast<DType>(task.buffers[b].dtype);
+    task.out_state[b] = slots.ref_for(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
+  }
+  uint32_t ins = 0;
+  auto add_input = [&](uint32_t ref) {
+    for (uint32_t i = 0; i < ins; ++i)
+      if (task.in_state[i] == ref) return;
+    if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
+    else task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // more inputs than a task can name
+  };
+  for (const OutputParam& in : draft.kernel.inputs) {
+    const char* param = draft.param(in.arg);
+    uint64_t ptr = 0;
+    if (param) std::memcpy(&ptr, param, sizeof(ptr));
+    if (ptr) add_input(slots.ref_for(ptr, in.dtype));
+  }
+  for (const WatchSpec* w : draft.watched_inputs()) add_input(slots.ref_for(w->ptr, w->dtype, w->extent_bytes()));
+  task.in_count = ins;
+  if (draft.kernel.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
+}
+
+}  // namespace nanscope

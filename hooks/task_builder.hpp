@@ -1,0 +1,110 @@
+// From one launch to the scan task that follows it: whether the kernel is worth a look, and
+// the collectors that each add one kind of buffer (rules, watches, typed outputs) to the task,
+// then the NaN-origin state words of what the task scans and what the launch reads.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "context_state.hpp"
+#include "contexts.hpp"
+#include "counters.hpp"
+#include "event_log.hpp"
+#include "kernel_table.hpp"
+#include "launch_params.hpp"
+#include "watches.hpp"
+
+namespace nanscope {
+
+// One launch's task while the collectors fill it, in order: a later collector sees what the
+// earlier ones added (typed outputs skip what a row-aware scan already covers).
+class TaskDraft {
+ public:
+  TaskDraft(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
+            const Watches& watches, Counters& counters, EventLog& log, std::atomic<bool>& warned_full)
+      : kernel(k), args(a), context(cs), task_(task), watches_(watches), counters_(counters), log_(log),
+        warned_full_(warned_full) {}
+
+  const KernelInfo& kernel;
+  const LaunchArgs& args;
+  ContextState& context;
+
+  // The bytes of kernel parameter `i` as launched, or null when unknown.
+  const char* param(uint32_t i) const { return param_bytes(args, kernel.params, i); }
+
+  // A buffer whose rows are scanned (and maybe fixed) as `w` says, once per watch id.
+  // `inferred`: rows guessed from the global spec; never fixed, never aborts, only reported.
+  // `quiet`: an API watch referenced by a parameter not known to be written; a rescan that finds
+  // it unchanged is counted on the device instead of posted (the host would drop it anyway).
+  void add_rows(const WatchSpec& w, uint32_t watch_id, uint32_t arg, bool inferred = false, bool quiet = false);
+  // A plain buffer of `elements` values; `bytes` sizes the scan's grid.
+  void add_plain(uint64_t ptr, uint64_t elements, DType dtype, uint32_t arg, uint64_t bytes);
+  // Whether `ptr` is already scanned: inside a row-aware buffer, or inside any buffer an earlier
+  // collector added (so a collector of exact writes placed before the typed outputs supersedes
+  // their signature-based guesses without either knowing of the other).
+  bool covered(uint64_t ptr) const;
+  void begin_collector() { earlier_ = n_; }  // TaskBuilder::build, before each collector
+  bool full();  // no room for another buffer (said once per process)
+
+  // A watched buffer the launch may read: an input for the NaN origin. `snapshot` keeps it alive.
+  void add_watched_input(const WatchSpec& w) { watched_inputs_.push_back(&w); }
+  void keep(std::shared_ptr<const WatchRegistry::Snapshot> snapshot) { snapshot_ = std::move(snapshot); }
+  const std::vector<const WatchSpec*>& watched_inputs() const { return watched_inputs_; }
+
+  uint32_t count() const { return n_; }
+  uint64_t max_bytes() const { return max_bytes_; }
+
+ private:
+  nanscope_scan_task& task_;
+  const Watches& watches_;
+  Counters& counters_;
+  EventLog& log_;
+  std::atomic<bool>& warned_full_;
+  uint32_t n_ = 0;
+  uint32_t earlier_ = 0;  // buffers added by the collectors before the current one
+  uint64_t max_bytes_ = 0;
+  std::vector<const WatchSpec*> watched_inputs_;  // into snapshot_
+  std::shared_ptr<const WatchRegistry::Snapshot> snapshot_;
+};
+
+// Adds the buffers of one kind to a launch's task. A new kind (say, exact writes from a
+// kernel-family decoder) is one more collector; the others do not change.
+class TaskCollector {
+ public:
+  virtual ~TaskCollector() = default;
+  virtual void collect(TaskDraft& draft) = 0;
+};
+
+class TaskBuilder {
+ public:
+  TaskBuilder(const Config& cfg, KernelTable& kernels, Watches& watches, Allocations& allocs, Counters& counters,
+              EventLog& log);
+
+  // The cached decoding of a kernel; a kernel nanscope cannot inspect is logged once.
+  const KernelInfo& kernel_info(void* handle, const char* symbol_name);
+  bool worth_a_look(const KernelInfo& k) const;
+  // Fills `task` with every buffer to scan after a launch of `k` with arguments `a`. Returns
+  // false when there is nothing to scan. `max_bytes`: the largest buffer, for the grid.
+  bool build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
+             uint64_t& max_bytes);
+
+ private:
+  void add_origin(const TaskDraft& draft, nanscope_scan_task& task);
+
+  const Config& cfg_;
+  KernelTable& kernels_;
+  Watches& watches_;
+  Counters& counters_;
+  EventLog& log_;
+  std::vector<std::unique_ptr<TaskCollector>> collectors_;  // in order: rules, watches, typed outputs
+  std::mutex not_inspected_mu_;
+  std::set<std::string> not_inspected_;  // mangled names already reported: one kernel can
+                                         // arrive under two handles (CUkernel and CUfunction)
+  std::atomic<bool> warned_full_{false};
+};
+
+}  // namespace nanscope

@@ -1,0 +1,440 @@
+#include "finding_event.hpp"
+
+#include <bit>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "npy_writer.hpp"
+
+namespace nanscope {
+
+// The log's names, in one place (docs/log-schema.md): what `nanscope report` reads back.
+namespace event_name {
+const char* const nonfinite = "nonfinite";
+const char* const repeat = "repeat";
+const char* const abort = "abort";
+const char* const summary = "summary";
+}  // namespace event_name
+
+namespace {
+
+namespace key {
+constexpr const char* device = "device";
+constexpr const char* stream = "stream";
+constexpr const char* kernel = "kernel";
+constexpr const char* kernel_mangled = "kernel_mangled";
+constexpr const char* launch_id = "launch_id";
+constexpr const char* correlation_id = "correlation_id";
+constexpr const char* buffer = "buffer";
+constexpr const char* arg = "arg";
+constexpr const char* ptr = "ptr";
+constexpr const char* dtype = "dtype";
+constexpr const char* elements = "elements";
+constexpr const char* name = "name";
+constexpr const char* counts = "counts";
+constexpr const char* nan = "nan";
+constexpr const char* pos_inf = "pos_inf";
+constexpr const char* neg_inf = "neg_inf";
+constexpr const char* first_index = "first_index";
+constexpr const char* last_index = "last_index";
+constexpr const char* graph_id = "graph_id";
+constexpr const char* graph_node = "graph_node";
+constexpr const char* replay = "replay";
+constexpr const char* region = "region";
+constexpr const char* counts_padding = "counts_padding";
+constexpr const char* counts_real = "counts_real";
+constexpr const char* rows = "rows";
+constexpr const char* rows_total = "rows_total";
+constexpr const char* watch = "watch";
+constexpr const char* padding_source = "padding_source";
+constexpr const char* rows_inferred = "rows_inferred";
+constexpr const char* action = "action";
+constexpr const char* padding = "padding";
+constexpr const char* real = "real";
+constexpr const char* unknown = "unknown";
+constexpr const char* truncated = "truncated";
+constexpr const char* origin = "origin";
+constexpr const char* origin_why = "origin_why";
+constexpr const char* parents = "parents";
+constexpr const char* root = "root";
+constexpr const char* origin_incomplete = "origin_incomplete";
+constexpr const char* leak = "leak";
+constexpr const char* rows_before = "rows_before";
+constexpr const char* rows_after = "rows_after";
+// repeat
+constexpr const char* of = "of";
+constexpr const char* count = "count";
+constexpr const char* total = "total";
+constexpr const char* final = "final";
+constexpr const char* first_replay = "first_replay";
+constexpr const char* last_replay = "last_replay";
+// abort
+constexpr const char* reason = "reason";
+// dump sidecar
+constexpr const char* schema = "schema";
+constexpr const char* event_id = "event_id";
+constexpr const char* pid = "pid";
+constexpr const char* storage = "storage";
+constexpr const char* shape = "shape";
+constexpr const char* row_verdicts = "row_verdicts";
+constexpr const char* kind = "kind";
+constexpr const char* verdict = "verdict";
+constexpr const char* fixed = "fixed";
+constexpr const char* note = "note";
+// summary
+constexpr const char* launches = "launches";
+constexpr const char* scans = "scans";
+constexpr const char* findings = "findings";
+constexpr const char* kernels_inspected = "kernels_inspected";
+constexpr const char* kernels_not_inspected = "kernels_not_inspected";
+constexpr const char* scans_dropped = "scans_dropped";
+constexpr const char* graph_scans_overlapped = "graph_scans_overlapped";
+constexpr const char* graph_scans_merged = "graph_scans_merged";
+constexpr const char* overflow = "overflow";
+constexpr const char* corrupt_records = "corrupt_records";
+constexpr const char* rescans_unchanged = "rescans_unchanged";
+constexpr const char* duration_ns = "duration_ns";
+constexpr const char* origins = "origins";
+constexpr const char* event = "event";
+constexpr const char* leaks = "leaks";
+constexpr const char* kernels_reached = "kernels_reached";
+constexpr const char* buffers_reached = "buffers_reached";
+constexpr const char* last_event = "last_event";
+constexpr const char* first_leak = "first_leak";
+constexpr const char* roots = "roots";
+constexpr const char* roots_not_listed = "roots_not_listed";
+constexpr const char* introduced = "introduced";
+constexpr const char* propagated = "propagated";
+constexpr const char* host = "host";
+constexpr const char* evictions = "evictions";
+}  // namespace key
+
+// Values the log spells out.
+constexpr const char* kGlobalSpecWatch = "(global padding spec)";
+constexpr const char* kZeroed = "zeroed";
+constexpr const char* kDumpSchema = "nanscope-dump/1";
+constexpr const char* kDumpNote = "copied when the finding was drained: later writes to the buffer may show";
+
+bool api_watch(const Finding& f) { return f.row_aware && !(f.watch_id & (kRuleWatchBit | kGlobalWatchBit)); }
+
+Json rows_json(const Finding& f) {
+  Json padding = Json::array(), real = Json::array(), unknown = Json::array();
+  for (const RowRange& r : f.verdict.ranges) {
+    Json range = Json::array({r.first, r.last});
+    if (f.padding_source == PaddingSource::none) unknown.push_back(range);
+    else (r.padding ? padding : real).push_back(range);
+  }
+  Json j{{key::padding, padding}, {key::real, real}};
+  if (!unknown.empty()) j[key::unknown] = unknown;
+  j[key::truncated] = f.verdict.truncated;
+  return j;
+}
+
+Json rowset_json(const RowVerdict& v) {
+  Json padding = Json::array(), real = Json::array();
+  for (const RowRange& r : v.ranges) (r.padding ? padding : real).push_back(Json::array({r.first, r.last}));
+  return Json{{key::padding, padding}, {key::real, real}, {key::truncated, v.truncated}};
+}
+
+void add_rows_fields(Json& j, const FindingFacts& facts) {
+  const Finding& f = facts.finding;
+  j[key::counts_padding] = f.verdict.counts_padding;
+  j[key::counts_real] = f.verdict.counts_real;
+  j[key::rows] = rows_json(f);
+  j[key::rows_total] = f.rows_total;
+  j[key::watch] = facts.watch.name;
+  j[key::padding_source] = padding_source_name(f.padding_source);
+  if (rows_inferred(f)) j[key::rows_inferred] = true;
+  if (f.fixed) j[key::action] = kZeroed;
+}
+
+void add_origin_fields(Json& j, const lineage::Verdict& origin) {
+  j[key::origin] = lineage::origin_name(origin.origin);
+  if (origin.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(origin.why);
+  if (!origin.parents.empty()) j[key::parents] = origin.parents;
+  j[key::root] = origin.roots;
+  if (origin.incomplete) j[key::origin_incomplete] = true;  // a parent finding was never seen
+  if (origin.leak) {
+    j[key::leak] = true;
+    j[key::rows_before] = rowset_json(origin.rows_before);
+    j[key::rows_after] = rowset_json(origin.rows_after);
+  }
+}
+
+std::string graph_where(bool captured, uint64_t graph_id, uint32_t graph_node, uint32_t replay) {
+  return captured ? fmt::format(", graph {} node {} replay {}", graph_id, graph_node, replay) : std::string();
+}
+
+Json root_json(const lineage::RootSummary& r, const KernelName& kernel_name) {
+  Json j{{key::event, r.event_id},
+         {key::kernel, kernel_name(r.site.kernel_id)},
+         {key::origin, lineage::origin_name(r.origin)},
+         {key::launch_id, r.site.launch_id},
+         {key::stream, hex(r.site.stream)},
+         {key::buffer, hex(r.buffer.ptr)},
+         {key::rows, rowset_json(r.rows)},
+         {key::findings, r.findings},
+         {key::leaks, r.leaks},
+         {key::kernels_reached, r.kernels.size()},
+         {key::buffers_reached, r.buffers.size()},
+         {key::last_event, r.last_event_id}};
+  if (r.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(r.why);
+  if (r.site.captured)
+    j[key::graph_id] = r.site.graph_id, j[key::graph_node] = r.site.graph_node, j[key::replay] = r.site.replay;
+  if (r.first_leak) {
+    j[key::first_leak] = {{key::event, r.first_leak->event_id},
+                          {key::kernel, kernel_name(r.first_leak->site.kernel_id)},
+                          {key::launch_id, r.first_leak->site.launch_id},
+                          {key::buffer, hex(r.first_leak->buffer.ptr)},
+                          {key::rows_before, rowset_json(r.first_leak->rows_before)},
+                          {key::rows_after, rowset_json(r.first_leak->rows_after)}};
+  } else {
+    j[key::first_leak] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+
+std::string short_name(const std::string& kernel) {
+  return kernel.size() > 120 ? kernel.substr(0, 117) + "..." : kernel;
+}
+
+const char* region_of(const Finding& f) {
+  if (!f.row_aware || f.padding_source == PaddingSource::none) return "unknown";
+  return f.verdict.region();
+}
+
+std::string ranges_text(const Finding& f) {
+  std::string out;
+  for (const RowRange& r : f.verdict.ranges) {
+    if (!out.empty()) out += ",";
+    out += r.first == r.last ? fmt::format("{}", r.first) : fmt::format("{}-{}", r.first, r.last);
+    out += f.padding_source == PaddingSource::none ? "" : r.padding ? "p" : "r";
+  }
+  return out + (f.verdict.truncated ? ",..." : "");
+}
+
+bool rows_inferred(const Finding& f) {
+  return f.row_aware && (f.watch_id & kGlobalWatchBit) && !(f.watch_id & kRuleWatchBit);
+}
+
+bool needs_watch_lookup(const Finding& f) { return f.row_aware && !rows_inferred(f); }
+
+WatchMeta finding_watch(const Finding& f, const std::optional<WatchMeta>& registered) {
+  if (rows_inferred(f)) return WatchMeta{kGlobalSpecWatch, Action::detect};
+  if (f.row_aware && registered) return *registered;
+  return {};
+}
+
+bool writes_arg(const std::vector<ParamRole>& roles, uint32_t arg) {
+  return arg < roles.size() && roles[arg] == ParamRole::output;
+}
+
+bool stale_rescan(const Finding& f, bool known_writer) { return f.unchanged && api_watch(f) && !known_writer; }
+
+bool aborts(const Finding& f, Action action) {
+  return f.row_aware && !rows_inferred(f) && action == Action::abort && f.verdict.counts_real > 0;
+}
+
+std::optional<lineage::DeviceFinding> device_finding(const Finding& f, int device) {
+  if (!f.origin_tracked) return std::nullopt;
+  // Sequence numbers are per context: the device ordinal keeps contexts apart.
+  const uint64_t ctx_bits = static_cast<uint64_t>(device + 1) << 48;
+  lineage::DeviceFinding d;
+  d.seq = ctx_bits | f.seq;
+  d.buffer = {f.ptr};
+  if (f.row_aware && f.padding_source != PaddingSource::none) d.rows = f.verdict;
+  d.site = {f.launch_id, f.kernel_id, f.stream, f.captured, f.graph_id, f.graph_node, f.replay};
+  for (uint64_t p : f.parents) d.parent_seqs.push_back(p ? ctx_bits | p : 0);
+  d.parent_count = f.parent_count;
+  d.input_unknown = f.input_unknown;
+  d.reads_untracked = f.reads_untracked;
+  d.host = f.host_write;
+  d.fixed = f.fixed;
+  return d;
+}
+
+const char* origin_kind(const std::optional<lineage::DeviceFinding>& d) {
+  return d ? lineage::origin_name(lineage::device_origin(*d)) : "";
+}
+
+SiteKey site_key(const Finding& f, const char* origin_kind) {
+  return {f.kernel_id, f.arg,   f.graph_id, f.graph_node, region_of(f),
+          f.ptr,       f.watch_id, (f.row_aware ? ranges_text(f) : std::string()) + "|" + origin_kind};
+}
+
+Site& Sites::record(const SiteKey& key, uint32_t replay) {
+  Site& site = sites_[key];
+  ++site.total;
+  if (site.total == 1) site.first_replay = replay;
+  site.last_replay = replay;
+  return site;
+}
+
+std::optional<Json> Sites::fold(Site& s, bool captured) {
+  ++s.pending;
+  if ((s.total & (s.total - 1)) != 0 || (std::countr_zero(s.total) % 2) != 0) return std::nullopt;
+  Json r = repeat_event(s, captured, /*final=*/false);
+  s.pending = 0;
+  return r;
+}
+
+std::vector<Json> Sites::closing() const {
+  std::vector<Json> out;
+  for (const auto& [key, site] : sites_)
+    if (site.total > 1) out.push_back(repeat_event(site, std::get<2>(key) != 0, /*final=*/true));
+  return out;
+}
+
+Json repeat_event(const Site& s, bool with_replays, bool final) {
+  Json r{{key::of, s.first_event}, {key::count, s.pending}, {key::total, s.total}, {key::final, final}};
+  if (with_replays) r[key::first_replay] = s.first_replay, r[key::last_replay] = s.last_replay;
+  return r;
+}
+
+Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdict>& origin) {
+  const Finding& f = facts.finding;
+  Json j;
+  j[key::device] = facts.device;
+  j[key::stream] = hex(f.stream);
+  j[key::kernel] = facts.kernel;
+  j[key::kernel_mangled] = facts.kernel_mangled;
+  j[key::launch_id] = f.launch_id;
+  j[key::correlation_id] = f.correlation_id;
+  j[key::buffer] = {{key::arg, f.arg}, {key::ptr, hex(f.ptr)}, {key::dtype, dtype_name(f.dtype)}, {key::elements, f.elements}};
+  if (f.row_aware) j[key::buffer][key::name] = facts.watch.name;
+  j[key::counts] = {{key::nan, f.nan}, {key::pos_inf, f.pos_inf}, {key::neg_inf, f.neg_inf}};
+  j[key::first_index] = f.first_index;
+  j[key::last_index] = f.last_index;
+  if (f.captured) {
+    j[key::graph_id] = f.graph_id;
+    j[key::graph_node] = f.graph_node;
+    j[key::replay] = f.replay;
+    if (facts.graph_stream) j[key::stream] = hex(*facts.graph_stream);  // keeps its place
+  }
+  j[key::region] = region_of(f);
+  if (f.row_aware) add_rows_fields(j, facts);
+  if (origin) add_origin_fields(j, *origin);
+  return j;
+}
+
+std::string finding_line(const FindingFacts& facts) {
+  const Finding& f = facts.finding;
+  const std::string& kernel = facts.kernel;
+  std::string where = fmt::format("launch {}, stream {}", f.launch_id, hex(f.stream));
+  where += graph_where(f.captured, f.graph_id, f.graph_node, f.replay);
+  std::string verdict;
+  if (f.row_aware)
+    verdict = fmt::format(" [{} '{}': {} in padding rows, {} in real rows; rows {}{}]", region_of(f), facts.watch.name,
+                          f.verdict.counts_padding, f.verdict.counts_real, ranges_text(f),
+                          f.fixed ? "; padding rows zeroed" : "");
+  return fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}",
+                     kernel.size() > 160 ? kernel.substr(0, 157) + "..." : kernel, f.arg, dtype_name(f.dtype),
+                     f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf, f.first_index, where, verdict);
+}
+
+std::string leak_line(const FindingFacts& facts, uint64_t event_id, const lineage::Verdict& origin) {
+  return fmt::format(
+      "leak: non-finite values crossed from padding rows into real rows in {} ('{}', event {}, from event{} {})",
+      short_name(facts.kernel), facts.watch.name.empty() ? hex(facts.finding.ptr) : facts.watch.name, event_id,
+      origin.parents.size() > 1 ? "s" : "", fmt::join(origin.parents, ", "));
+}
+
+std::string abort_reason(const Finding& f, const std::string& kernel, const std::string& watch) {
+  return fmt::format("nanscope: abort: {} non-finite value(s) in real rows of '{}' written by {} (launch {}{})",
+                     f.verdict.counts_real, watch, kernel, f.launch_id,
+                     f.captured ? fmt::format(", graph {} replay {}", f.graph_id, f.replay) : "");
+}
+
+Json abort_event(const Finding& f, const std::string& reason, const std::string& watch) {
+  return Json{{key::reason, reason}, {key::launch_id, f.launch_id}, {key::watch, watch}};
+}
+
+std::vector<uint64_t> dump_shape(const Finding& f) {
+  if (f.row_aware && f.rows_total && f.elements % f.rows_total == 0) return {f.rows_total, f.elements / f.rows_total};
+  return {f.elements};
+}
+
+Json dump_sidecar(const Finding& f, uint64_t event_id, long pid, const Json& event, const std::vector<uint64_t>& shape) {
+  Json side;
+  side[key::schema] = kDumpSchema;
+  side[key::event_id] = event_id;
+  side[key::pid] = pid;
+  side[key::kernel] = event.value(key::kernel, "");
+  side[key::buffer] = event[key::buffer];
+  side[key::dtype] = dtype_name(f.dtype);
+  side[key::storage] = npy_descr(f.dtype);
+  side[key::shape] = shape;
+  side[key::counts] = event[key::counts];
+  if (f.row_aware) {
+    side[key::padding_source] = padding_source_name(f.padding_source);
+    Json verdicts = Json::array();
+    for (const RowRange& r : f.verdict.ranges)
+      verdicts.push_back(Json{{key::rows, {r.first, r.last}},
+                              {key::kind, f.padding_source == PaddingSource::none ? "unknown" : r.padding ? "padding" : "real"},
+                              {key::verdict, "nonfinite"},
+                              {key::fixed, f.fixed && r.padding}});
+    side[key::row_verdicts] = verdicts;
+  }
+  side[key::note] = kDumpNote;
+  return side;
+}
+
+Json origins_json(const lineage::Summary& o, const KernelName& kernel_name) {
+  Json roots = Json::array();
+  for (const lineage::RootSummary& r : o.roots) roots.push_back(root_json(r, kernel_name));
+  return Json{{key::roots, roots},          {key::roots_not_listed, o.roots_not_listed},
+              {key::introduced, o.introduced}, {key::propagated, o.propagated},
+              {key::host, o.host},            {key::unknown, o.unknown},
+              {key::leaks, o.leaks},          {key::evictions, o.evictions}};
+}
+
+Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) {
+  Json s;
+  s[key::launches] = f.launches;
+  s[key::scans] = f.scans;
+  s[key::findings] = f.findings;
+  s[key::kernels_inspected] = f.kernels_inspected;
+  s[key::kernels_not_inspected] = f.kernels_not_inspected;
+  s[key::scans_dropped] = f.scans_dropped;
+  s[key::graph_scans_overlapped] = f.scans_beside;
+  s[key::graph_scans_merged] = f.scans_merged;
+  s[key::overflow] = f.overflow;
+  s[key::corrupt_records] = f.corrupt;
+  s[key::rescans_unchanged] = f.unchanged;
+  s[key::counts] = {{key::nan, f.nan}, {key::pos_inf, f.pos_inf}, {key::neg_inf, f.neg_inf}};
+  s[key::duration_ns] = f.duration_ns;
+  if (origins) s[key::origins] = *origins;
+  return s;
+}
+
+std::string summary_line(const SummaryFigures& f) {
+  return fmt::format("summary: {} launches, {} scans, {} findings ({} NaN, {} +Inf, {} -Inf), {} kernels "
+                     "inspected, {} not inspected, {} scans dropped",
+                     f.launches, f.scans, f.findings, f.nan, f.pos_inf, f.neg_inf, f.kernels_inspected,
+                     f.kernels_not_inspected, f.scans_dropped);
+}
+
+std::vector<std::string> cause_lines(const lineage::Summary& origins, const KernelName& kernel_name) {
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < origins.roots.size() && i < 5; ++i) {
+    const lineage::RootSummary& r = origins.roots[i];
+    std::string line = fmt::format("{} cause: {} {} (event {}, launch {}{}) in {}", i == 0 ? "first" : "also",
+                                   lineage::origin_name(r.origin), short_name(kernel_name(r.site.kernel_id)),
+                                   r.event_id, r.site.launch_id,
+                                   graph_where(r.site.captured, r.site.graph_id, r.site.graph_node, r.site.replay),
+                                   hex(r.buffer.ptr));
+    if (r.first_leak)
+      line += fmt::format("; leaked into real rows at {} (event {})",
+                          short_name(kernel_name(r.first_leak->site.kernel_id)), r.first_leak->event_id);
+    line += fmt::format("; reached {} kernel(s), {} buffer(s)", r.kernels.size(), r.buffers.size());
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace nanscope

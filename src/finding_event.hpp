@@ -1,0 +1,141 @@
+// A drained finding as the log tells it: its aggregation site, the verdict on its rows, its
+// origin fields, the `nonfinite` event and the console lines; and the events around findings
+// (repeats, abort, summary, dump sidecars). Pure: no CUDA, no CUPTI, no locks. The finding
+// reporter (hooks/finding_reporter.cpp) looks things up and calls these; CPU tests pin them.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "channel.hpp"
+#include "event_log.hpp"
+#include "lineage.hpp"
+#include "padding.hpp"
+#include "signature.hpp"
+
+namespace nanscope {
+
+// Watch ids of rules: the rule index with this bit set (API watches count up from 1).
+inline constexpr uint32_t kRuleWatchBit = 0x80000000u;
+// Typed outputs given rows by the global padding spec: this bit plus the parameter index.
+inline constexpr uint32_t kGlobalWatchBit = 0x40000000u;
+// The record arg of a rescan after a copy or memset.
+inline constexpr uint32_t kCopyArg = 0xffff;
+
+// The event names written next to findings (the keys are in finding_event.cpp).
+namespace event_name {
+extern const char* const nonfinite;
+extern const char* const repeat;
+extern const char* const abort;
+extern const char* const summary;
+}  // namespace event_name
+
+// What a finding's watch (API watch or rule) was declared with; kept after unwatch.
+struct WatchMeta {
+  std::string name;
+  Action action = Action::detect;
+};
+
+std::string hex(uint64_t v);                        // "0x1f"
+std::string short_name(const std::string& kernel);  // a signature cut for a console line
+
+// --- verdict --------------------------------------------------------------------------------
+const char* region_of(const Finding& f);  // "padding", "real", "mixed" or "unknown"
+std::string ranges_text(const Finding& f);  // "0-3p,7r,..."
+// Rows guessed from the global padding spec: never fixed, never aborts, only reported.
+bool rows_inferred(const Finding& f);
+// The watch a finding names: the registered one (`registered`, looked up by the caller), the
+// global spec's, or none for a plain typed output.
+WatchMeta finding_watch(const Finding& f, const std::optional<WatchMeta>& registered);
+bool needs_watch_lookup(const Finding& f);  // whether finding_watch reads `registered`
+// Whether parameter `arg` is known, from the signature, to be written.
+bool writes_arg(const std::vector<ParamRole>& roles, uint32_t arg);
+// A rescan that finds an API watch exactly as the previous scan left it, after a launch not
+// known to write it (untyped, or a const parameter), is stale state: the launch only
+// referenced the buffer. It is counted, never blamed on that kernel.
+bool stale_rescan(const Finding& f, bool known_writer);
+// Action abort on non-finite values in real rows. `action`: the watch's effective action.
+bool aborts(const Finding& f, Action action);
+
+// --- origin ---------------------------------------------------------------------------------
+// The finding as the lineage tracker takes it; nullopt when the scan kept no origin state.
+// `device`: the ordinal of its context (sequence numbers are per context).
+std::optional<lineage::DeviceFinding> device_finding(const Finding& f, int device);
+// The origin kind in the aggregation key ("" without origin state).
+const char* origin_kind(const std::optional<lineage::DeviceFinding>& d);
+
+// --- aggregation ----------------------------------------------------------------------------
+// Identical findings (same kernel, arg, graph node, region, buffer, watch and rows) fold
+// together; a change of region or rows is a new event: padding-only turning real is what users
+// need to see. The origin's kind is part of the site too: a NaN re-introduced after its lineage
+// closed must not fold into an earlier propagated event, nor the reverse.
+using SiteKey = std::tuple<uint32_t, uint32_t, uint64_t, uint32_t, std::string, uint64_t, uint32_t, std::string>;
+SiteKey site_key(const Finding& f, const char* origin_kind);
+
+struct Site {
+  uint64_t first_event = 0;
+  uint64_t total = 0;
+  uint64_t pending = 0;  // folded since the last repeat event
+  uint32_t first_replay = 0, last_replay = 0;
+};
+
+class Sites {
+ public:
+  // Counts one more finding at `key` (a replay number for graph findings).
+  Site& record(const SiteKey& key, uint32_t replay);
+  // Folds one more finding into `s`. Bounded log volume: a repeat event at totals 4, 16, 64,
+  // ... (powers of four) is returned, and the closing totals at exit.
+  std::optional<Json> fold(Site& s, bool captured);
+  std::vector<Json> closing() const;  // final repeat events, for sites seen more than once
+
+ private:
+  std::map<SiteKey, Site> sites_;
+};
+Json repeat_event(const Site& s, bool with_replays, bool final);
+
+// --- the nonfinite event and its console lines -----------------------------------------------
+struct FindingFacts {
+  const Finding& finding;
+  int device = 0;
+  std::string kernel = "?";     // demangled
+  std::string kernel_mangled;
+  WatchMeta watch;              // finding_watch()
+  std::optional<uint64_t> graph_stream;  // captured: the stream the graph last launched on
+};
+// The body of the `nonfinite` event (without "dump", which the reporter adds after a dump).
+Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdict>& origin);
+std::string finding_line(const FindingFacts& facts);
+std::string leak_line(const FindingFacts& facts, uint64_t event_id, const lineage::Verdict& origin);
+std::string abort_reason(const Finding& f, const std::string& kernel, const std::string& watch);
+Json abort_event(const Finding& f, const std::string& reason, const std::string& watch);
+
+// --- tensor dumps ---------------------------------------------------------------------------
+// Row-aware buffers keep their rows when they are dense; anything else is one dimension.
+std::vector<uint64_t> dump_shape(const Finding& f);
+Json dump_sidecar(const Finding& f, uint64_t event_id, long pid, const Json& event, const std::vector<uint64_t>& shape);
+
+// --- summary --------------------------------------------------------------------------------
+struct SummaryFigures {
+  uint64_t launches = 0, scans = 0, findings = 0;
+  uint64_t kernels_inspected = 0, kernels_not_inspected = 0, scans_dropped = 0;
+  uint64_t scans_beside = 0;   // scan nodes moved off a graph's critical path
+  uint64_t scans_merged = 0;   // scan nodes folded into merged ones
+  uint64_t overflow = 0;       // findings the device dropped: channel full
+  uint64_t corrupt = 0;        // records that failed validation on the host
+  uint64_t unchanged = 0;      // watched buffers found as the last scan left them
+  uint64_t nan = 0, pos_inf = 0, neg_inf = 0;
+  uint64_t duration_ns = 0;
+};
+using KernelName = std::function<std::string(uint32_t kernel_id)>;  // "?" when unknown
+Json origins_json(const lineage::Summary& origins, const KernelName& kernel_name);  // the first causes
+// `origins`: origins_json(), or nullopt when origin tracking is off.
+Json summary_event(const SummaryFigures& s, const std::optional<Json>& origins);
+std::string summary_line(const SummaryFigures& s);
+// First causes up front: each independent origin, in time order, with its first leak (5 at most).
+std::vector<std::string> cause_lines(const lineage::Summary& origins, const KernelName& kernel_name);
+
+}  // namespace nanscope

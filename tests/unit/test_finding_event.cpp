@@ -1,0 +1,246 @@
+// Tests for src/finding_event.cpp: a drained finding as the log tells it. The pinned event
+// bodies and console lines are what the engine wrote before the finding -> event code moved
+// out of hooks/engine.cpp (byte for byte), so `nanscope report` keeps reading the same log.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "finding_event.hpp"
+#include "finding_samples.hpp"
+
+namespace nanscope {
+namespace {
+
+using namespace samples;
+
+FindingFacts facts(const Finding& f, WatchMeta registered = {}, int device = 0) {
+  FindingFacts x{f, device};
+  x.kernel = "void add_kernel<float>(float*, float const*, int)";
+  x.kernel_mangled = "_Z10add_kernelIfEvPfPKfi";
+  x.watch = finding_watch(f, registered);
+  return x;
+}
+
+TEST(FindingEvent, TypedOutput) {
+  const Finding f = typed_output();
+  EXPECT_EQ(finding_event(facts(f), std::nullopt).dump(),
+            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown"})j");
+  EXPECT_EQ(finding_line(facts(f)),
+            R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000))j");
+}
+
+TEST(FindingEvent, UnknownKernelKeepsItsPlaces) {
+  const Finding f = typed_output();
+  FindingFacts x{f, 1};
+  EXPECT_EQ(finding_event(x, std::nullopt).dump(),
+            R"j({"device":1,"stream":"0x5000","kernel":"?","kernel_mangled":"","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown"})j");
+  EXPECT_EQ(finding_line(x),
+            R"j(non-finite output: ? arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000))j");
+}
+
+TEST(FindingEvent, CapturedTakesTheGraphsStreamInPlace) {
+  const Finding f = captured();
+  FindingFacts x = facts(f);
+  x.graph_stream = 0x9000;
+  EXPECT_EQ(finding_event(x, introduced(2)).dump(),
+            R"j({"device":0,"stream":"0x9000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"graph_id":1099511627776,"graph_node":4,"replay":9,"region":"unknown","origin":"introduced","root":[2]})j");
+  EXPECT_EQ(finding_line(x),  // the console keeps the stream the record names
+            R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000, graph 1099511627776 node 4 replay 9))j");
+}
+
+TEST(FindingEvent, WatchRowsFixedAndLeaking) {
+  const Finding f = watch_rows();
+  const FindingFacts x = facts(f, WatchMeta{"logits", Action::fix});
+  EXPECT_EQ(finding_event(x, leaking(3)).dump(),
+            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"bf16","elements":1024,"name":"logits"},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"mixed","counts_padding":5,"counts_real":2,"rows":{"padding":[[6,7]],"real":[[0,1]],"truncated":false},"rows_total":8,"watch":"logits","padding_source":"seq_lens","action":"zeroed","origin":"propagated","parents":[5],"root":[5],"origin_incomplete":true,"leak":true,"rows_before":{"padding":[[6,7]],"real":[],"truncated":false},"rows_after":{"padding":[[6,7]],"real":[[0,1]],"truncated":false}})j");
+  EXPECT_EQ(leak_line(x, 3, leaking(3)),
+            R"j(leak: non-finite values crossed from padding rows into real rows in void add_kernel<float>(float*, float const*, int) ('logits', event 3, from event 5))j");
+  EXPECT_EQ(finding_line(x),
+            R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (bf16 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000) [mixed 'logits': 5 in padding rows, 2 in real rows; rows 0-1r,6-7p; padding rows zeroed])j");
+}
+
+TEST(FindingEvent, RowsInferredFromTheGlobalSpec) {
+  const Finding f = inferred_rows();
+  const FindingFacts x = facts(f, WatchMeta{"never looked up", Action::abort});
+  EXPECT_EQ(x.watch.name, "(global padding spec)");
+  EXPECT_EQ(x.watch.action, Action::detect);
+  EXPECT_EQ(finding_event(x, unknown(4)).dump(),
+            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024,"name":"(global padding spec)"},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown","counts_padding":0,"counts_real":0,"rows":{"padding":[],"real":[],"unknown":[[2,2]],"truncated":true},"rows_total":4,"watch":"(global padding spec)","padding_source":"none","rows_inferred":true,"origin":"unknown","origin_why":"untracked_read","root":[4]})j");
+  EXPECT_EQ(finding_line(x),
+            R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000) [unknown '(global padding spec)': 0 in padding rows, 0 in real rows; rows 2,...])j");
+}
+
+TEST(FindingEvent, WatchLookupAndVerdict) {
+  EXPECT_FALSE(needs_watch_lookup(typed_output()));
+  EXPECT_TRUE(needs_watch_lookup(watch_rows()));
+  EXPECT_FALSE(needs_watch_lookup(inferred_rows()));
+  EXPECT_TRUE(rows_inferred(inferred_rows()));
+  EXPECT_FALSE(rows_inferred(watch_rows()));
+  Finding rule = watch_rows();
+  rule.watch_id = kRuleWatchBit | kGlobalWatchBit | 2;  // a rule's id is never inferred
+  EXPECT_FALSE(rows_inferred(rule));
+  EXPECT_EQ(finding_watch(typed_output(), WatchMeta{"x", Action::fix}).name, "");
+  EXPECT_STREQ(region_of(typed_output()), "unknown");
+  EXPECT_STREQ(region_of(watch_rows()), "mixed");
+  EXPECT_STREQ(region_of(inferred_rows()), "unknown");  // no padding source
+  EXPECT_EQ(ranges_text(watch_rows()), "0-1r,6-7p");
+  EXPECT_EQ(ranges_text(inferred_rows()), "2,...");
+}
+
+TEST(FindingEvent, StaleRescansOfApiWatchesOnly) {
+  Finding f = watch_rows();
+  f.unchanged = true;
+  EXPECT_TRUE(stale_rescan(f, /*known_writer=*/false));
+  EXPECT_FALSE(stale_rescan(f, /*known_writer=*/true));
+  Finding rule = f;
+  rule.watch_id = kRuleWatchBit | 1;
+  EXPECT_FALSE(stale_rescan(rule, false));
+  Finding inferred = inferred_rows();
+  inferred.unchanged = true;
+  EXPECT_FALSE(stale_rescan(inferred, false));
+  EXPECT_TRUE(writes_arg({ParamRole::input, ParamRole::output}, 1));
+  EXPECT_FALSE(writes_arg({ParamRole::input, ParamRole::output}, 0));
+  EXPECT_FALSE(writes_arg({ParamRole::output}, 5));
+}
+
+TEST(FindingEvent, AbortsOnRealRowsOfDeclaredWatches) {
+  EXPECT_TRUE(aborts(watch_rows(), Action::abort));
+  EXPECT_FALSE(aborts(watch_rows(), Action::fix));
+  Finding padding_only = watch_rows();
+  padding_only.verdict.counts_real = 0;
+  EXPECT_FALSE(aborts(padding_only, Action::abort));
+  Finding inferred = inferred_rows();
+  inferred.verdict.counts_real = 3;
+  EXPECT_FALSE(aborts(inferred, Action::abort));
+  EXPECT_FALSE(aborts(typed_output(), Action::abort));
+  EXPECT_EQ(abort_reason(watch_rows(), "k", "logits"),
+            "nanscope: abort: 2 non-finite value(s) in real rows of 'logits' written by k (launch 7)");
+  EXPECT_EQ(abort_reason(captured(), "k", "w"),
+            "nanscope: abort: 0 non-finite value(s) in real rows of 'w' written by k (launch 7, graph 1099511627776 "
+            "replay 9)");
+  EXPECT_EQ(abort_event(watch_rows(), "why", "logits").dump(), R"j({"reason":"why","launch_id":7,"watch":"logits"})j");
+}
+
+TEST(FindingEvent, DeviceFindingSeparatesContexts) {
+  EXPECT_FALSE(device_finding(typed_output(), 0));
+  const auto d = device_finding(watch_rows(), 1);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->seq, (uint64_t{2} << 48) | 13);
+  EXPECT_EQ(d->parent_seqs, (std::vector<uint64_t>{(uint64_t{2} << 48) | 12, 0}));
+  EXPECT_EQ(d->parent_count, 2u);
+  EXPECT_TRUE(d->fixed);
+  EXPECT_EQ(d->rows.counts_real, 2u);
+  EXPECT_TRUE(device_finding(inferred_rows(), 0)->rows.ranges.empty());  // rows without a source are not known
+  EXPECT_STREQ(origin_kind(std::nullopt), "");
+  EXPECT_STREQ(origin_kind(device_finding(inferred_rows(), 0)), "unknown");
+}
+
+TEST(FindingEvent, SiteKeys) {
+  const SiteKey a = site_key(watch_rows(), "propagated");
+  EXPECT_EQ(std::get<4>(a), "mixed");
+  EXPECT_EQ(std::get<7>(a), "0-1r,6-7p|propagated");
+  EXPECT_EQ(std::get<7>(site_key(typed_output(), "")), "|");
+  EXPECT_EQ(std::get<7>(site_key(inferred_rows(), "unknown")), "2,...|unknown");
+  Finding other_rows = watch_rows();
+  other_rows.verdict.ranges.pop_back();
+  EXPECT_NE(site_key(other_rows, "propagated"), a);     // rows changed: a new event
+  EXPECT_NE(site_key(watch_rows(), "introduced"), a);   // origin kind changed: a new event
+  Finding replay = captured();
+  replay.replay = 10;
+  EXPECT_EQ(site_key(replay, ""), site_key(captured(), ""));  // replays fold
+}
+
+TEST(FindingEvent, RepeatsAtPowersOfFour) {
+  Sites sites;
+  const SiteKey key = site_key(captured(), "");
+  std::vector<std::string> repeats;
+  for (uint32_t replay = 1; replay <= 20; ++replay) {
+    Site& s = sites.record(key, replay);
+    if (s.total == 1) {
+      s.first_event = 42;
+      continue;
+    }
+    if (auto r = sites.fold(s, /*captured=*/true)) repeats.push_back(r->dump());
+  }
+  ASSERT_EQ(repeats.size(), 2u);
+  EXPECT_EQ(repeats[0], R"j({"of":42,"count":3,"total":4,"final":false,"first_replay":1,"last_replay":4})j");
+  EXPECT_EQ(repeats[1], R"j({"of":42,"count":12,"total":16,"final":false,"first_replay":1,"last_replay":16})j");
+  const std::vector<Json> closing = sites.closing();
+  ASSERT_EQ(closing.size(), 1u);
+  EXPECT_EQ(closing[0].dump(), R"j({"of":42,"count":4,"total":20,"final":true,"first_replay":1,"last_replay":20})j");
+  Sites once;
+  once.record(site_key(typed_output(), ""), 0);
+  EXPECT_TRUE(once.closing().empty());  // seen once: nothing to close
+  Sites plain;
+  Site& p = plain.record(site_key(typed_output(), ""), 0);
+  plain.record(site_key(typed_output(), ""), 0);
+  EXPECT_FALSE(plain.fold(p, false));
+  EXPECT_EQ(plain.closing()[0].dump(), R"j({"of":0,"count":1,"total":2,"final":true})j");  // no graph: no replays
+}
+
+TEST(FindingEvent, DumpSidecar) {
+  const Finding f = watch_rows();
+  const std::vector<uint64_t> shape = dump_shape(f);
+  EXPECT_EQ(shape, (std::vector<uint64_t>{8, 128}));
+  EXPECT_EQ(dump_shape(typed_output()), (std::vector<uint64_t>{1024}));
+  const Json event = finding_event(facts(f, WatchMeta{"logits", Action::fix}), std::nullopt);
+  EXPECT_EQ(dump_sidecar(f, 3, 77, event, shape).dump(),
+            R"j({"schema":"nanscope-dump/1","event_id":3,"pid":77,"kernel":"void add_kernel<float>(float*, float const*, int)",)j"
+            R"j("buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"bf16","elements":1024,"name":"logits"},"dtype":"bf16",)j"
+            R"j("storage":"<u2","shape":[8,128],"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"padding_source":"seq_lens",)j"
+            R"j("row_verdicts":[{"rows":[0,1],"kind":"real","verdict":"nonfinite","fixed":false},)j"
+            R"j({"rows":[6,7],"kind":"padding","verdict":"nonfinite","fixed":true}],)j"
+            R"j("note":"copied when the finding was drained: later writes to the buffer may show"})j");
+}
+
+TEST(FindingEvent, Summary) {
+  SummaryFigures s;
+  s.launches = 10, s.scans = 8, s.findings = 3, s.kernels_inspected = 2, s.kernels_not_inspected = 1;
+  s.scans_dropped = 1, s.scans_beside = 4, s.scans_merged = 2, s.overflow = 5, s.corrupt = 6, s.unchanged = 7;
+  s.nan = 11, s.pos_inf = 12, s.neg_inf = 13, s.duration_ns = 99;
+  EXPECT_EQ(summary_event(s, std::nullopt).dump(),
+            R"j({"launches":10,"scans":8,"findings":3,"kernels_inspected":2,"kernels_not_inspected":1,)j"
+            R"j("scans_dropped":1,"graph_scans_overlapped":4,"graph_scans_merged":2,"overflow":5,"corrupt_records":6,)j"
+            R"j("rescans_unchanged":7,"counts":{"nan":11,"pos_inf":12,"neg_inf":13},"duration_ns":99})j");
+  EXPECT_EQ(summary_line(s),
+            "summary: 10 launches, 8 scans, 3 findings (11 NaN, 12 +Inf, 13 -Inf), 2 kernels inspected, 1 not "
+            "inspected, 1 scans dropped");
+}
+
+TEST(FindingEvent, OriginsAndFirstCauses) {
+  lineage::Summary o;
+  lineage::RootSummary r;
+  r.event_id = 3;
+  r.origin = lineage::Origin::introduced;
+  r.site = {7, 2, 0x5000, true, 1, 4, 9};
+  r.buffer = {0x1000};
+  r.findings = 2;
+  r.kernels = {2, 5};
+  r.buffers = {0x1000};
+  r.last_event_id = 8;
+  lineage::RootSummary::Leak leak;
+  leak.event_id = 6;
+  leak.site.kernel_id = 5;
+  leak.site.launch_id = 9;
+  leak.buffer = {0x2000};
+  r.first_leak = leak;
+  o.roots = {r};
+  o.introduced = 1, o.propagated = 2, o.leaks = 1;
+  const KernelName name = [](uint32_t id) { return id == 2 ? std::string("k2") : std::string("?"); };
+  EXPECT_EQ(origins_json(o, name).dump(),
+            R"j({"roots":[{"event":3,"kernel":"k2","origin":"introduced","launch_id":7,"stream":"0x5000",)j"
+            R"j("buffer":"0x1000","rows":{"padding":[],"real":[],"truncated":false},"findings":2,"leaks":0,)j"
+            R"j("kernels_reached":2,"buffers_reached":1,"last_event":8,"graph_id":1,"graph_node":4,"replay":9,)j"
+            R"j("first_leak":{"event":6,"kernel":"?","launch_id":9,"buffer":"0x2000",)j"
+            R"j("rows_before":{"padding":[],"real":[],"truncated":false},"rows_after":{"padding":[],"real":[],"truncated":false}}}],)j"
+            R"j("roots_not_listed":0,"introduced":1,"propagated":2,"host":0,"unknown":0,"leaks":1,"evictions":0})j");
+  const std::vector<std::string> lines = cause_lines(o, name);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "first cause: introduced k2 (event 3, launch 7, graph 1 node 4 replay 9) in 0x1000; leaked into real rows "
+            "at ? (event 6); reached 2 kernel(s), 1 buffer(s)");
+}
+
+}  // namespace
+}  // namespace nanscope
