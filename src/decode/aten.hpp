@@ -33,7 +33,7 @@ enum class AtenFamily : uint8_t {
   softmax_block,       // cunn_SoftMaxForward{,Reg,Smem}<ILP, in, acc, out, Epilogue...>
   index_select,        // indexSelectSmallIndex / indexSelectLargeIndex
   gather,              // vectorized_gather_kernel<Align, index_t> (embedding)
-  cat,                 // CatArrayBatchedCopy*: claimed, not decoded (mismatch)
+  cat,                 // CatArrayBatchedCopy*<OpaqueType<n>, unsigned, Dims, batch, stride_size>
   index_elementwise,   // index_elementwise_kernel: claimed, not decoded (mismatch)
   flash_fwd,           // pytorch_flash::flash_fwd_kernel(Flash_fwd_params)
   flash_other,         // flash_fwd_splitkv{,_combine}_kernel: claimed, not decoded (mismatch)
@@ -71,6 +71,9 @@ struct FamilyMatch {
   bool trivial_out = true;     // multi_output: contiguous (TrivialOffsetCalculator)
   uint32_t param_count = 0;    // the gated layout's parameter count
   uint32_t blob_size = 0;      // size of the struct parameter (reduce, legacy closure, flash)
+  uint16_t batch = 0;          // cat: inputs per launch the metadata holds
+  uint8_t dims = 0;            // cat: Dims of the output's TensorSizeStride
+  uint8_t elem_bytes = 0;      // cat: sizeof(OpaqueType<n>)
 };
 
 // Once per kernel. `mangled` is the device-side name, `demangled` its demangled text (pass an

@@ -127,6 +127,57 @@ Decoded decode_gather(const FamilyMatch&, const LaunchView& v, const AddressQuer
   return d;
 }
 
+namespace {
+
+// The slab input i of a cat writes: its concat-dim range, checked against nElements.
+struct CatSlabs {
+  uint64_t lo = 0, hi = 0, other = 1;  // concat-dim range; product of the other sizes
+};
+bool cat_slabs(const FamilyMatch& m, const char* meta, const char* os, uint32_t cd, uint32_t n,
+               CatSlabs& s) {
+  const uint32_t b = m.batch;
+  for (uint32_t d = 0; d < m.dims; ++d)
+    if (d != cd) s.other *= load<uint32_t>(os, 4 * d);
+  s.lo = s.hi = load<uint32_t>(meta, 8 * b);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t off = load<uint32_t>(meta, 8 * b + 4 * i);
+    const uint32_t size = load<uint32_t>(meta, 12 * b + 4 * i);
+    if (off != s.hi || load<uint32_t>(meta, 16 * b + 4 * i) != uint64_t(size) * s.other) return false;
+    s.hi += size;  // inputs of one batch are consecutive along the concat dim
+  }
+  return s.hi <= load<uint32_t>(os, 4 * cd);
+}
+
+}  // namespace
+
+// CatArrayBatchedCopy*(out, inputs, os, concatDim, dimStride): block row y copies input y
+// (gridDim.y inputs) to out + offset[y] * dimStride + its index through os. The launch writes
+// the concat-dim range its inputs cover; only the element size is known.
+Decoded decode_cat(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
+  const char* meta = v.params[1];
+  const char* os = v.params[2];
+  const int32_t cd = load<int32_t>(v.params[3], 0);
+  const uint32_t n = v.grid[1];
+  if (n < 1 || n > m.batch || v.grid[2] != 1 || cd < 0 || cd >= m.dims ||
+      load<uint32_t>(v.params[4], 0) != load<uint32_t>(os, 16 + 4 * cd))
+    return Decoded::mismatch("layout mismatch");
+  CatSlabs s;
+  if (!cat_slabs(m, meta, os, static_cast<uint32_t>(cd), n, s))
+    return Decoded::mismatch("cat inputs do not tile the output");
+  Decoded d;
+  for (uint32_t i = 0; i < n; ++i) d.add_read(load<uint64_t>(meta, 8 * i));
+  if (s.hi == s.lo || s.other == 0) return d;
+  uint64_t last = (s.hi - s.lo - 1) * uint64_t(load<uint32_t>(os, 16 + 4 * cd));
+  for (int32_t k = 0; k < m.dims; ++k)
+    if (k != cd) last += uint64_t(load<uint32_t>(os, 4 * k) - 1) * load<uint32_t>(os, 16 + 4 * k);
+  const uint32_t es = m.elem_bytes;
+  const uint64_t base = ptr_param(v, 0) + s.lo * load<uint32_t>(os, 16 + 4 * cd) * es;
+  Write w = make_write(base, (s.hi - s.lo) * s.other, last * es, DType::none, es, 0);
+  w.dtype_from = load<uint64_t>(meta, 0);
+  d.add_write(w);
+  return d;
+}
+
 // pytorch_flash Flash_fwd_params (flash.h, FA2): Qkv_params {q,k,v ptrs; 9 int64 strides; int h,
 // h_k, h_h_k_ratio} then o_ptr +112, oaccum +120, o_batch/row/head_stride +128/136/144 (in
 // elements), p_ptr +152, softmax_lse_ptr +160, lseaccum +168, b, seqlen_q, seqlen_k,

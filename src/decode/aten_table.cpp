@@ -236,6 +236,33 @@ FamilyMatch match_gather(std::string_view, const Layout& l) {
              : mismatch(m.family, "layout mismatch");
 }
 
+// CatArrayBatchedCopy{,_contig,_aligned16_contig,_alignedK_contig,_vectorized}<T, IndexType,
+// Dims, batch_size, stride_size[, K]>(T* out, CatArrInputTensorMetadata<T, U, batch_size,
+// stride_size> inputs, TensorSizeStride<U, 4> os, int concatDim, U dimStride), with
+// CatArrInputTensorMetadata {const T* input[n]; U offset[n]; U dimSize[n]; U nElements[n];
+// bool isContiguous[n]; TensorSizeStride<U, 4> tensorStride[stride_size];} (Shape.cu).
+FamilyMatch match_cat(std::string_view dem, const Layout& l) {
+  FamilyMatch m = mismatch(AtenFamily::cat, "layout mismatch");
+  const auto args = template_args(dem);
+  constexpr std::string_view kOpaque = "OpaqueType<";  // at::native::(anonymous namespace)::
+  const std::size_t at = args.empty() ? std::string_view::npos : args[0].find(kOpaque);
+  if (args.size() < 5 || at == std::string_view::npos || args[1] != "unsigned int") return m;
+  const int elem = std::atoi(std::string(args[0].substr(at + kOpaque.size())).c_str());
+  const int dims = std::atoi(std::string(args[2]).c_str());
+  const int batch = std::atoi(std::string(args[3]).c_str());
+  const int strides = std::atoi(std::string(args[4]).c_str());
+  if (elem < 1 || elem > 64 || dims < 1 || dims > 4 || batch < 1 || batch > 1024 || strides < 1)
+    return m;
+  const uint32_t meta = ((21u * batch + 3) & ~3u) + 32u * strides;
+  if (!layout_is(l, {{0, 8}, {8, meta}, {8 + meta, 32}, {40 + meta, 4}, {44 + meta, 4}})) return m;
+  m = matched(AtenFamily::cat, l);
+  m.out_type = OutType::bytes_only;
+  m.elem_bytes = static_cast<uint8_t>(elem);
+  m.dims = static_cast<uint8_t>(dims);
+  m.batch = static_cast<uint16_t>(batch);
+  return m;
+}
+
 // pytorch_flash::flash_fwd_kernel<Kernel_traits, ...>(Flash_fwd_params), 472 bytes; the element
 // type is Kernel_traits' elem_type (cutlass::bfloat16_t / cutlass::half_t).
 FamilyMatch match_flash_fwd(std::string_view dem, const Layout& l) {
@@ -253,7 +280,6 @@ FamilyMatch match_flash_fwd(std::string_view dem, const Layout& l) {
 template <AtenFamily F>
 FamilyMatch claim_only(std::string_view, const Layout&) {
   switch (F) {
-    case AtenFamily::cat: return mismatch(F, "cat batch slices not decoded");
     case AtenFamily::index_elementwise: return mismatch(F, "closure not decoded");
     case AtenFamily::flash_other: return mismatch(F, "split-kv accumulators not decoded");
     default: return mismatch(F, "extent unknown");
@@ -281,7 +307,7 @@ constexpr std::array<Entry, 18> kTable{
     Entry{"at::native::indexSelectSmallIndex", false, match_index_select},
     Entry{"at::native::indexSelectLargeIndex", false, match_index_select},
     Entry{"at::native::vectorized_gather_kernel", false, match_gather},
-    Entry{"at::native::CatArrayBatchedCopy", true, claim_only<AtenFamily::cat>},
+    Entry{"at::native::CatArrayBatchedCopy", true, match_cat},
     Entry{"at::native::index_elementwise_kernel", false, claim_only<AtenFamily::index_elementwise>},
     Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_fwd},
     Entry{"pytorch_flash::flash_fwd_splitkv", true, claim_only<AtenFamily::flash_other>},
