@@ -276,6 +276,18 @@ FamilyMatch match_flash_fwd(std::string_view dem, const Layout& l) {
   return layout_is(l, {{0, 472}}) ? m : mismatch(m.family, "layout mismatch");
 }
 
+// flash_fwd_splitkv_kernel<Kernel_traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,
+// Is_softcap, Split, Append_KV>(Flash_fwd_params): with Split false it writes O and the LSE
+// exactly as flash_fwd_kernel does (n_split_idx 0); Split writes the float accumulators (left to
+// the combine kernel, not decoded) and Append_KV also writes the new keys into the KV cache.
+FamilyMatch match_flash_splitkv(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  if (args.size() != 9) return mismatch(AtenFamily::flash_other, "layout mismatch");
+  if (args[7] != "false") return mismatch(AtenFamily::flash_other, "split-kv accumulators not decoded");
+  if (args[8] != "false") return mismatch(AtenFamily::flash_other, "KV-cache append not decoded");
+  return match_flash_fwd(dem, l);
+}
+
 // Families claimed so that their kernels are reported with a reason, not decoded.
 template <AtenFamily F>
 FamilyMatch claim_only(std::string_view, const Layout&) {
@@ -293,7 +305,7 @@ struct Entry {
   Matcher match;
 };
 
-constexpr std::array<Entry, 18> kTable{
+constexpr std::array<Entry, 19> kTable{
     Entry{"at::native::vectorized_elementwise_kernel", false, match_vectorized},
     Entry{"at::native::unrolled_elementwise_kernel", false, match_unrolled},
     Entry{"at::native::unrolled_elementwise_kernel_for_multi_outputs", false, match_multi_output},
@@ -310,7 +322,8 @@ constexpr std::array<Entry, 18> kTable{
     Entry{"at::native::CatArrayBatchedCopy", true, match_cat},
     Entry{"at::native::index_elementwise_kernel", false, claim_only<AtenFamily::index_elementwise>},
     Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_fwd},
-    Entry{"pytorch_flash::flash_fwd_splitkv", true, claim_only<AtenFamily::flash_other>},
+    Entry{"pytorch_flash::flash_fwd_splitkv_kernel", false, match_flash_splitkv},
+    Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
     Entry{"fmha_cutlassF_", true, claim_only<AtenFamily::mem_eff>},
 };
 

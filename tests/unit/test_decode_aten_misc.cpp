@@ -207,6 +207,12 @@ TEST(DecodeAtenAttention, FlashForwardOutputAndLse) {
   d = decode_aten(m, l.view, kNoQuery);
   const uint64_t last = uint64_t(128 * 3 * 8 * 64) + 127 * 3 * 8 * 64 + 7 * 64 + 63;
   expect_write(d.writes[0], 0xA0000, 2 * 128 * 8 * 64, (last + 1) * 2, DType::bf16);
+  // The split-kv kernel without Split or Append_KV writes O and the LSE the same way.
+  const auto& one_split = row("cutlass::bfloat16_t> >, true, false, false, false, false, false, false, false>");
+  const auto ms = match(one_split);
+  ASSERT_EQ(ms.kind, MatchKind::matched) << ms.reason;
+  EXPECT_EQ(ms.family, AtenFamily::flash_fwd);
+  EXPECT_EQ(decode_aten(ms, l.view, kNoQuery).writes[0].span_bytes, d.writes[0].span_bytes);
   l.set<uint64_t>(0, 224, 0x1234);  // cu_seqlens_q: varlen
   EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
   EXPECT_EQ(match(flash_bf16(), {{0, 464}}).kind, MatchKind::layout_mismatch);
@@ -218,7 +224,8 @@ TEST(DecodeAtenClaims, UndecodedFamiliesGiveReasons) {
     AtenFamily family;
   };
   for (const Want& w : {Want{"index_elementwise_kernel<", AtenFamily::index_elementwise},
-                        Want{"flash_fwd_splitkv_kernel<", AtenFamily::flash_other},
+                        Want{"cutlass::bfloat16_t> >, true, false, false, false, false, false, true, false>", AtenFamily::flash_other},
+                        Want{"cutlass::bfloat16_t> >, true, false, false, false, false, false, false, true>", AtenFamily::flash_other},
                         Want{"flash_fwd_splitkv_combine_kernel<", AtenFamily::flash_other},
                         Want{"fmha_cutlassF_bf16", AtenFamily::mem_eff}}) {
     const auto m = match(row(w.needle));
