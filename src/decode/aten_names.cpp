@@ -26,11 +26,12 @@ constexpr std::array<std::string_view, 14> kIntegerTypes{
     "c10::quint8", "c10::qint8"};
 
 // Ops whose lambdas take floats but return bool (comparisons, predicates): the lambda's
-// parameter type is then not the output type. Matched anywhere in the functor's text.
-constexpr std::array<std::string_view, 17> kPredicateOps{
-    "eq_kernel", "ne_kernel", "lt_kernel", "le_kernel", "gt_kernel", "ge_kernel",
-    "compare_", "logical_", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
-    "signbit", "isclose", "is_nonzero", "_any_"};
+// parameter type is then not the output type. Matched as a name component ("::le_kernel"), so
+// that angle_kernel_cuda or masked_scale_kernel (dropout) are not taken for comparisons.
+constexpr std::array<std::string_view, 15> kPredicateOps{
+    "::eq_kernel", "::ne_kernel", "::lt_kernel", "::le_kernel", "::gt_kernel", "::ge_kernel",
+    "::compare_", "::logical_", "::isnan", "::isinf", "::isposinf", "::isneginf", "::isfinite",
+    "::signbit", "::isclose"};
 
 // Named functors whose result type is template argument `index` (0-based).
 struct NamedFunctor {

@@ -53,6 +53,18 @@ TEST(DecodeAtenVectorized, FunctorResultTypes) {
   EXPECT_EQ(decode_aten(lnot, l.view, kNoQuery).write_count, 0u);
 }
 
+TEST(DecodeAtenVectorized, PredicatesAreNameComponentsNotSubstrings) {
+  // "angle_kernel" and "masked_scale_kernel" contain "le_kernel"; they are not comparisons.
+  const auto angle = match(row("angle_kernel_cuda"));
+  ASSERT_EQ(angle.kind, MatchKind::matched) << angle.reason;
+  EXPECT_EQ(angle.out, DType::f32);
+  // Dropout's lambda(c10::BFloat16, bool): mixed types, so refused, never "no float output".
+  const auto dropout = match(row("masked_scale_kernel<bool, c10::BFloat16, float>"));
+  EXPECT_EQ(dropout.kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(dropout.reason, "functor result type unknown");
+  EXPECT_EQ(match(row("compare_scalar_kernel<float>")).out_type, OutType::not_float);
+}
+
 TEST(DecodeAtenVectorized, RejectsOtherLayouts) {
   // One array slot too few, the unrolled family's layout, a missing parameter.
   const auto a = match(add_bf16(), {{0, 4}, {4, 4}, {8, 16}});
