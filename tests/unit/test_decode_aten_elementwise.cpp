@@ -63,6 +63,8 @@ TEST(DecodeAtenVectorized, PredicatesAreNameComponentsNotSubstrings) {
   EXPECT_EQ(dropout.kind, MatchKind::layout_mismatch);
   EXPECT_EQ(dropout.reason, "functor result type unknown");
   EXPECT_EQ(match(row("compare_scalar_kernel<float>")).out_type, OutType::not_float);
+  // A complex lambda may return the real type (abs, angle): refused, not "no float output".
+  EXPECT_EQ(match(row("acos_kernel_cuda")).kind, MatchKind::layout_mismatch);
 }
 
 TEST(DecodeAtenVectorized, RejectsOtherLayouts) {
