@@ -276,6 +276,15 @@ FamilyMatch match_flash_fwd(std::string_view dem, const Layout& l) {
   return layout_is(l, {{0, 472}}) ? m : mismatch(m.family, "layout mismatch");
 }
 
+// flash_fwd_kernel<Kernel_traits, Is_dropout, Is_causal, Is_local, Has_alibi, Is_even_MN,
+// Is_even_K, Is_softcap, Return_softmax>: Return_softmax also writes P (p_ptr), not decoded.
+FamilyMatch match_flash_plain(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  if (args.size() != 9) return mismatch(AtenFamily::flash_fwd, "layout mismatch");
+  if (args[8] != "false") return mismatch(AtenFamily::flash_fwd, "softmax matrix output not decoded");
+  return match_flash_fwd(dem, l);
+}
+
 // flash_fwd_splitkv_kernel<Kernel_traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,
 // Is_softcap, Split, Append_KV>(Flash_fwd_params): with Split false it writes O and the LSE
 // exactly as flash_fwd_kernel does (n_split_idx 0); Split writes the float accumulators (left to
@@ -321,7 +330,7 @@ constexpr std::array<Entry, 19> kTable{
     Entry{"at::native::vectorized_gather_kernel", false, match_gather},
     Entry{"at::native::CatArrayBatchedCopy", true, match_cat},
     Entry{"at::native::index_elementwise_kernel", false, claim_only<AtenFamily::index_elementwise>},
-    Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_fwd},
+    Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_plain},
     Entry{"pytorch_flash::flash_fwd_splitkv_kernel", false, match_flash_splitkv},
     Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
     Entry{"fmha_cutlassF_", true, claim_only<AtenFamily::mem_eff>},

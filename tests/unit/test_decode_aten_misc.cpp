@@ -208,7 +208,7 @@ TEST(DecodeAtenAttention, FlashForwardOutputAndLse) {
   const uint64_t last = uint64_t(128 * 3 * 8 * 64) + 127 * 3 * 8 * 64 + 7 * 64 + 63;
   expect_write(d.writes[0], 0xA0000, 2 * 128 * 8 * 64, (last + 1) * 2, DType::bf16);
   // The split-kv kernel without Split or Append_KV writes O and the LSE the same way.
-  const auto& one_split = row("cutlass::bfloat16_t> >, true, false, false, false, false, false, false, false>");
+  const auto& one_split = row("128, 4, cutlass::bfloat16_t> >, true, false, false, false, false, false, false, false>");
   const auto ms = match(one_split);
   ASSERT_EQ(ms.kind, MatchKind::matched) << ms.reason;
   EXPECT_EQ(ms.family, AtenFamily::flash_fwd);
@@ -216,6 +216,10 @@ TEST(DecodeAtenAttention, FlashForwardOutputAndLse) {
   l.set<uint64_t>(0, 224, 0x1234);  // cu_seqlens_q: varlen
   EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
   EXPECT_EQ(match(flash_bf16(), {{0, 464}}).kind, MatchKind::layout_mismatch);
+  // Return_softmax also writes P through p_ptr: refused.
+  const auto p = match(row("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 32, 4, false, false, cutlass::bfloat16_t"));
+  EXPECT_EQ(p.kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(p.reason, "softmax matrix output not decoded");
 }
 
 TEST(DecodeAtenClaims, UndecodedFamiliesGiveReasons) {
@@ -224,8 +228,8 @@ TEST(DecodeAtenClaims, UndecodedFamiliesGiveReasons) {
     AtenFamily family;
   };
   for (const Want& w : {Want{"index_elementwise_kernel<", AtenFamily::index_elementwise},
-                        Want{"cutlass::bfloat16_t> >, true, false, false, false, false, false, true, false>", AtenFamily::flash_other},
-                        Want{"cutlass::bfloat16_t> >, true, false, false, false, false, false, false, true>", AtenFamily::flash_other},
+                        Want{"128, 4, cutlass::bfloat16_t> >, true, false, false, false, false, false, true, false>", AtenFamily::flash_other},
+                        Want{"128, 4, cutlass::bfloat16_t> >, true, false, false, false, false, false, false, true>", AtenFamily::flash_other},
                         Want{"flash_fwd_splitkv_combine_kernel<", AtenFamily::flash_other},
                         Want{"fmha_cutlassF_bf16", AtenFamily::mem_eff}}) {
     const auto m = match(row(w.needle));
