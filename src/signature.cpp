@@ -334,6 +334,11 @@ KernelSignature parse_kernel_signature(std::string_view mangled) {
   }
 }
 
+DType scalar_dtype(std::string_view type) {
+  const FloatType* t = find_float_type(trim(type));
+  return t && t->width == 1 ? t->dtype : DType::none;
+}
+
 bool may_hide_pointers(std::string_view type) {
   std::string t(type);
   std::erase(t, ' ');

@@ -47,5 +47,9 @@ KernelSignature parse_demangled(std::string_view demangled);
 // does not see (structs, arrays, void*, pointers to integers are fine: they hold no NaN).
 // Builtin scalars and pointers to non-floating types cannot.
 bool may_hide_pointers(std::string_view type);
+// The element type of a scalar type name as written in a demangled name ("c10::BFloat16",
+// "float", "cutlass::half_t"); DType::none for anything that is not a scalar floating type
+// (vector types such as float4 included: a template argument names one scalar).
+DType scalar_dtype(std::string_view type);
 
 }  // namespace nanscope

@@ -38,7 +38,7 @@ struct Write {
   uint64_t ptr = 0;
   uint64_t elements = 0;
   uint64_t span_bytes = 0;
-  uint32_t elem_size = 0;
+  uint32_t elem_size = 0;     // 0: only span_bytes is known (gather); elements is then 0 too
   DType dtype = DType::none;  // none: only the element size is known (copies, cat, gather)
   uint32_t arg = 0;           // the parameter holding the pointer (for the record)
   uint64_t dtype_from = 0;    // element-size-only writes: an input whose dtype the output copies

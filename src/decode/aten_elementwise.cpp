@@ -1,0 +1,136 @@
+// TensorIterator elementwise families (CUDALoops.cuh, Loops.cuh): data[0..outputs-1] are the
+// outputs, the rest inputs; `int N` is the element count of the launch.
+#include "decode/aten_internal.hpp"
+
+namespace nanscope::decode::aten {
+
+namespace {
+
+constexpr uint32_t align8(uint32_t x) { return (x + 7) & ~7u; }
+
+// c10::ScalarType (c10/core/ScalarType.h) -> DType; `is_float` false for the non-floating
+// types a StoreWithCast can carry (integers, bool, complex, quantized). Unknown bytes: false.
+bool scalar_type(uint8_t st, DType& dt, bool& is_float) {
+  switch (st) {
+    case 5: dt = DType::f16; break;
+    case 6: dt = DType::f32; break;
+    case 7: dt = DType::f64; break;
+    case 15: dt = DType::bf16; break;
+    case 23: dt = DType::f8e5m2; break;
+    case 24: dt = DType::f8e4m3; break;
+    default:
+      // Byte, Char, Short, Int, Long (0-4), ComplexHalf/Float/Double (8-10), Bool (11),
+      // QInt8, QUInt8, QInt32 (12-14): no NaN to find.
+      is_float = false;
+      return st <= 4 || (st >= 8 && st <= 14);
+  }
+  is_float = true;
+  return true;
+}
+
+void add_inputs(Decoded& d, const char* data, uint32_t first, uint32_t nargs) {
+  for (uint32_t i = first; i < nargs; ++i) d.add_read(load<uint64_t>(data, 8 * i));
+}
+
+// The common shape of the contiguous families: one dense output of N elements at data[0].
+Decoded contiguous_out(const FamilyMatch& m, const LaunchView& v, DType dt, uint32_t data_param) {
+  const int32_t n = load<int32_t>(v.params[0], 0);
+  if (n < 0) return Decoded::mismatch("negative N");
+  Decoded d;
+  const char* data = v.params[data_param];
+  if (dt != DType::none)
+    d.add_write(dense_write(load<uint64_t>(data, 0), static_cast<uint64_t>(n), dt, data_param));
+  add_inputs(d, data, 1, m.nargs);
+  return d;
+}
+
+// The legacy closure for a given NARGS: OffsetCalculator<NARGS> at 0, data at align8 after it.
+bool legacy_fits(const FamilyMatch& m, const char* blob, uint32_t nargs, int32_t n, CalcExtent& e) {
+  const uint32_t data_at = align8(offset_calc_size(nargs));
+  return data_at + 8 * nargs <= m.blob_size && offset_calc_extent(blob, nargs, 0, e) &&
+         e.numel == static_cast<uint64_t>(n);
+}
+
+bool all_live(const char* blob, uint32_t nargs, const AddressQuery& live) {
+  const uint32_t data_at = align8(offset_calc_size(nargs));
+  for (uint32_t i = 0; i < nargs; ++i)
+    if (!live(load<uint64_t>(blob, data_at + 8 * i))) return false;
+  return true;
+}
+
+// NARGS of a named functor's closure: the one count (1..6) whose data pointers are all live.
+uint32_t infer_nargs(const FamilyMatch& m, const char* blob, int32_t n, const AddressQuery& live) {
+  uint32_t found = 0;
+  for (uint32_t k = 1; k <= 6; ++k) {
+    CalcExtent e;
+    if (!legacy_fits(m, blob, k, n, e) || !all_live(blob, k, live)) continue;
+    if (found) return 0;  // two counts fit: ambiguous
+    found = k;
+  }
+  return found;
+}
+
+}  // namespace
+
+Decoded decode_vectorized(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
+  return contiguous_out(m, v, m.out_type == OutType::static_dtype ? m.out : DType::none, 2);
+}
+
+// With StoreWithCast<1> the output type is dtypes[0] (MemoryAccess.cuh): the first byte of the
+// storer, followed at +4 by element_sizes[0], which must agree with it.
+Decoded decode_unrolled(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
+  if (m.out_type != OutType::runtime)
+    return contiguous_out(m, v, m.out_type == OutType::static_dtype ? m.out : DType::none, 2);
+  const char* storer = v.params[6];
+  DType dt = DType::none;
+  bool is_float = false;
+  if (!scalar_type(load<uint8_t>(storer, 0), dt, is_float))
+    return Decoded::mismatch("unknown ScalarType in StoreWithCast");
+  if (is_float && load<uint32_t>(storer, 4) != dtype_size(dt))
+    return Decoded::mismatch("StoreWithCast element size does not match its ScalarType");
+  return contiguous_out(m, v, is_float ? dt : DType::none, 2);
+}
+
+// Outputs data[0..n-1]; with an OffsetCalculator<n> the strides are in elements.
+Decoded decode_multi_output(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
+  const int32_t n = load<int32_t>(v.params[0], 0);
+  if (n < 0) return Decoded::mismatch("negative N");
+  const char* data = v.params[2];
+  Decoded d;
+  add_inputs(d, data, m.num_outputs, m.nargs);
+  if (m.out_type != OutType::static_dtype) return d;
+  const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
+  for (uint32_t k = 0; k < m.num_outputs; ++k) {
+    const uint64_t ptr = load<uint64_t>(data, 8 * k);
+    if (m.trivial_out) {
+      d.add_write(dense_write(ptr, static_cast<uint64_t>(n), m.out, 2));
+      continue;
+    }
+    CalcExtent e;
+    if (!offset_calc_extent(v.params[4], m.num_outputs, k, e) || e.numel != static_cast<uint64_t>(n))
+      return Decoded::mismatch("output offset calculator does not match N");
+    d.add_write(make_write(ptr, e.distinct, e.max_off * es, m.out, es, 2));
+  }
+  return d;
+}
+
+// Non-contiguous gpu_kernel_impl_nocast: written extent = data[0] + sum_d (size_d - 1) *
+// stride_d[0] + itemsize, with byte strides (make_offset_calculator passes no element sizes).
+Decoded decode_legacy(const FamilyMatch& m, const LaunchView& v, const AddressQuery& live) {
+  const int32_t n = load<int32_t>(v.params[0], 0);
+  if (n < 0) return Decoded::mismatch("negative N");
+  const char* blob = v.params[1];
+  const uint32_t nargs = m.nargs ? m.nargs : infer_nargs(m, blob, n, live);
+  CalcExtent e;
+  if (!nargs || !legacy_fits(m, blob, nargs, n, e))
+    return Decoded::mismatch("closure does not fit an offset calculator");
+  const uint32_t data_at = align8(offset_calc_size(nargs));
+  Decoded d;
+  add_inputs(d, blob + data_at, 1, nargs);
+  if (m.out_type != OutType::static_dtype) return d;
+  const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
+  d.add_write(make_write(load<uint64_t>(blob, data_at), e.distinct, e.max_off, m.out, es, 1));
+  return d;
+}
+
+}  // namespace nanscope::decode::aten

@@ -1,0 +1,81 @@
+// Shared pieces of the ATen decoders (not part of the contract): name parsing used at match
+// time, and byte readers / ATen struct arithmetic used per launch.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "decode/aten.hpp"
+
+namespace nanscope::decode::aten {
+
+// ---- match time (names) ----------------------------------------------------------------------
+
+// The demangled name's qualified function name without "void " and without any
+// "(anonymous namespace)::" component, e.g. "at::native::unrolled_elementwise_kernel".
+std::string qualified_name(std::string_view demangled);
+// The top-level template arguments of the first template argument list after `from`.
+std::vector<std::string_view> template_args(std::string_view text, std::size_t from = 0);
+// The element type a type name stands for: static_dtype (with `dt`), not_float, or (unknown
+// text) runtime is never returned; unknown gives false.
+bool classify_type(std::string_view type, OutType& cls, DType& dt);
+// The result type of a TensorIterator functor as written in the name (named functors carry it;
+// lambdas carry only their parameter types, see aten_names.cpp). False: not knowable.
+bool functor_result(std::string_view functor, OutType& cls, DType& dt);
+// The number of parameters of the last "{lambda(...)#n}" in `functor`; -1 when there is none.
+int lambda_arity(std::string_view functor);
+// N of "std::array<char*, Nul>" in `text`; 0 when absent.
+int char_array_size(std::string_view text);
+
+// ---- per launch (bytes) ----------------------------------------------------------------------
+
+template <class T>
+inline T load(const char* p, uint32_t off) {
+  T v;
+  std::memcpy(&v, p + off, sizeof(T));
+  return v;
+}
+
+// OffsetCalculator<NARGS, uint32_t> (OffsetCalculator.cuh): int dims; IntDivider<uint32_t>
+// sizes_[25] of {divisor, m1, shift}; uint32_t strides_[25][NARGS].
+inline constexpr uint32_t kMaxDims = 25;
+inline constexpr uint32_t kDividerBytes = 12;
+inline constexpr uint32_t kStridesAt = 4 + kMaxDims * kDividerBytes;  // 304
+constexpr uint32_t offset_calc_size(uint32_t nargs) { return kStridesAt + kMaxDims * 4 * nargs; }
+
+struct CalcExtent {
+  uint64_t numel = 0;     // product of all sizes (the iteration count)
+  uint64_t distinct = 0;  // product of sizes over dims where arg `k` moves (stride != 0)
+  uint64_t max_off = 0;   // largest offset of arg `k`, in the calculator's stride unit
+};
+// False when the bytes are not a valid calculator (dims out of range, a divisor that is 0 or
+// whose magic numbers do not match it: IntDivider's constructor fixes m1 and shift).
+bool offset_calc_extent(const char* oc, uint32_t nargs, uint32_t k, CalcExtent& out);
+
+// A dense or strided write of `numel` elements whose last element starts `last_byte` past ptr.
+Write make_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, DType dt, uint32_t esize,
+                 uint32_t arg);
+inline Write dense_write(uint64_t ptr, uint64_t numel, DType dt, uint32_t arg) {
+  const uint32_t es = static_cast<uint32_t>(dtype_size(dt));
+  return make_write(ptr, numel, numel ? (numel - 1) * es : 0, dt, es, arg);
+}
+
+// Per-family decoders (aten_elementwise.cpp, aten_reduce.cpp, aten_misc.cpp).
+using DecodeFn = Decoded (*)(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_vectorized(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_unrolled(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_multi_output(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_legacy(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_reduce(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_layer_norm_vec(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_rowwise_moments(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_layer_norm_fwd(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_softmax_warp(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_softmax_block(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_index_select(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_gather(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_cat(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_flash_fwd(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+
+}  // namespace nanscope::decode::aten

@@ -1,0 +1,174 @@
+// Name parsing for match_aten: run once per kernel, so it may allocate.
+#include <array>
+#include <string>
+
+#include "decode/aten_internal.hpp"
+
+namespace nanscope::decode::aten {
+
+namespace {
+
+constexpr std::string_view kAnon = "(anonymous namespace)::";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+bool opens(char c) { return c == '<' || c == '(' || c == '{' || c == '['; }
+bool closes(char c) { return c == '>' || c == ')' || c == '}' || c == ']'; }
+
+// Integer and boolean scalars: outputs of these types hold no NaN.
+constexpr std::array<std::string_view, 14> kIntegerTypes{
+    "bool", "signed char", "unsigned char", "char", "short", "unsigned short", "int",
+    "unsigned int", "long", "unsigned long", "long long", "unsigned long long",
+    "c10::quint8", "c10::qint8"};
+
+// Ops whose lambdas take floats but return bool (comparisons, predicates): the lambda's
+// parameter type is then not the output type. Matched as a name component ("::le_kernel"), so
+// that angle_kernel_cuda or masked_scale_kernel (dropout) are not taken for comparisons.
+constexpr std::array<std::string_view, 15> kPredicateOps{
+    "::eq_kernel", "::ne_kernel", "::lt_kernel", "::le_kernel", "::gt_kernel", "::ge_kernel",
+    "::compare_", "::logical_", "::isnan", "::isinf", "::isposinf", "::isneginf", "::isfinite",
+    "::signbit", "::isclose"};
+
+// Named functors whose result type is template argument `index` (0-based).
+struct NamedFunctor {
+  std::string_view name;
+  uint32_t index;
+};
+constexpr std::array<NamedFunctor, 8> kNamedFunctors{
+    NamedFunctor{"at::native::BinaryFunctor<", 2},
+    NamedFunctor{"at::native::AUnaryFunctor<", 2},
+    NamedFunctor{"at::native::BUnaryFunctor<", 2},
+    NamedFunctor{"at::native::CUDAFunctor_add<", 0},
+    NamedFunctor{"at::native::CUDAFunctorOnSelf_add<", 0},
+    NamedFunctor{"at::native::CUDAFunctorOnOther_add<", 0},
+    NamedFunctor{"at::native::FillFunctor<", 0},
+    NamedFunctor{"at::native::AbsFunctor<", 0},
+};
+
+// The text inside the parentheses of the last "{lambda(" in s; npos-free: empty view + false.
+bool last_lambda_params(std::string_view s, std::string_view& params) {
+  const std::size_t at = s.rfind("{lambda(");
+  if (at == std::string_view::npos) return false;
+  const std::size_t open = at + 7;
+  int depth = 0;
+  for (std::size_t i = open; i < s.size(); ++i) {
+    if (opens(s[i])) ++depth;
+    if (closes(s[i]) && --depth == 0) {
+      params = s.substr(open + 1, i - open - 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string_view> split_top(std::string_view list) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (opens(list[i])) ++depth;
+    if (closes(list[i])) --depth;
+    if (list[i] == ',' && depth == 0) {
+      out.push_back(trim(list.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  if (!trim(list.substr(start)).empty()) out.push_back(trim(list.substr(start)));
+  return out;
+}
+
+// A lambda's result: its parameter type when all parameters share one scalar type and the op
+// is not a predicate (the notes' rule; TensorIterator lambdas return their input type).
+bool lambda_result(std::string_view functor, OutType& cls, DType& dt) {
+  std::string_view params;
+  if (!last_lambda_params(functor, params)) return false;
+  for (auto op : kPredicateOps)
+    if (functor.find(op) != std::string_view::npos) {
+      cls = OutType::not_float;
+      return true;
+    }
+  const auto types = split_top(params);
+  if (types.empty()) return false;  // nullary: the result type is not in the name
+  for (auto t : types)
+    if (t != types.front()) return false;
+  // Complex lambdas often return the real type (abs, angle, real, imag): not knowable.
+  if (types.front().substr(0, 13) == "c10::complex<") return false;
+  return classify_type(types.front(), cls, dt);
+}
+
+}  // namespace
+
+std::string qualified_name(std::string_view demangled) {
+  std::string_view s = demangled;
+  if (s.substr(0, 5) == "void ") s.remove_prefix(5);
+  std::string out;
+  while (!s.empty()) {
+    if (s.substr(0, kAnon.size()) == kAnon) {
+      s.remove_prefix(kAnon.size());
+      continue;
+    }
+    if (s.front() == '<' || s.front() == '(') break;
+    out.push_back(s.front());
+    s.remove_prefix(1);
+  }
+  return out;
+}
+
+std::vector<std::string_view> template_args(std::string_view text, std::size_t from) {
+  const std::size_t open = text.find('<', from);
+  if (open == std::string_view::npos) return {};
+  int depth = 0;
+  for (std::size_t i = open; i < text.size(); ++i) {
+    if (opens(text[i])) ++depth;
+    if (closes(text[i]) && --depth == 0) return split_top(text.substr(open + 1, i - open - 1));
+  }
+  return {};
+}
+
+bool classify_type(std::string_view type, OutType& cls, DType& dt) {
+  type = trim(type);
+  if (const DType d = scalar_dtype(type); d != DType::none) {
+    cls = OutType::static_dtype;
+    dt = d;
+    return true;
+  }
+  // Complex outputs can hold NaN but DType has no complex type: reported as no float output.
+  bool integer = type.substr(0, 13) == "c10::complex<";
+  for (auto t : kIntegerTypes) integer = integer || type == t;
+  if (!integer) return false;
+  cls = OutType::not_float;
+  dt = DType::none;
+  return true;
+}
+
+bool functor_result(std::string_view functor, OutType& cls, DType& dt) {
+  functor = trim(functor);
+  for (const auto& f : kNamedFunctors) {
+    if (functor.substr(0, f.name.size()) != f.name) continue;
+    const auto args = template_args(functor);
+    return args.size() > f.index && classify_type(args[f.index], cls, dt);
+  }
+  return lambda_result(functor, cls, dt);
+}
+
+int lambda_arity(std::string_view functor) {
+  std::string_view params;
+  if (!last_lambda_params(functor, params)) return -1;
+  return static_cast<int>(split_top(params).size());
+}
+
+int char_array_size(std::string_view text) {
+  constexpr std::string_view kArr = "std::array<char*, ";
+  const std::size_t at = text.find(kArr);
+  if (at == std::string_view::npos) return 0;
+  int n = 0;
+  for (std::size_t i = at + kArr.size(); i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
+    n = n * 10 + (text[i] - '0');
+  return n;
+}
+
+}  // namespace nanscope::decode::aten

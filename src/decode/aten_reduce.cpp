@@ -1,0 +1,65 @@
+// reduce_kernel<nt, output_vec_size, ReduceOp<...>>(ReduceOp) (Reduce.cuh).
+//
+// struct ReduceOp { ops_t ops; arg_t ident; ReduceConfig config; OffsetCalculator<1> input_calc;
+//   OffsetCalculator<2> output_calc; const void* src; const char* dst[2]; void* acc_buf;
+//   void* cta_buf; int* semaphores; int64_t base_idx; bool accumulate; bool final_output;
+//   int noutputs; };
+// ops and ident vary in size, so the head is found from the fixed tail: src at size-64. The
+// 4-aligned config + calculators (68 + 404 + 504 = 976 bytes) end at size-64, or at size-68
+// when padding sits before the 8-aligned src. Both candidates are checked against the
+// calculator's own invariants and config.num_outputs; exactly one must fit.
+#include "decode/aten_internal.hpp"
+
+namespace nanscope::decode::aten {
+
+namespace {
+
+constexpr uint32_t kConfigBytes = 68;  // ReduceConfig: 15 ints, a bool (padded), an int
+constexpr uint32_t kHeadBytes = kConfigBytes + offset_calc_size(1) + offset_calc_size(2);  // 976
+
+// Tail offsets from the end of the struct.
+constexpr uint32_t kSrc = 64, kDst0 = 56, kDst1 = 48, kAccBuf = 40, kFinal = 7, kNoutputs = 4;
+
+// The output calculator's extent for config at `c`, if that placement is self-consistent.
+bool config_at(const char* op, uint32_t c, CalcExtent& out) {
+  const int32_t elem = load<int32_t>(op, c);
+  const int32_t num_outputs = load<int32_t>(op, c + 8);
+  CalcExtent in;
+  if (elem <= 0 || elem > 64 || num_outputs <= 0) return false;
+  if (!offset_calc_extent(op + c + kConfigBytes, 1, 0, in)) return false;
+  const char* oc = op + c + kConfigBytes + offset_calc_size(1);
+  return offset_calc_extent(oc, 2, 0, out) && out.numel == static_cast<uint64_t>(num_outputs);
+}
+
+}  // namespace
+
+Decoded decode_reduce(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
+  const char* op = v.params[0];
+  const uint32_t size = m.blob_size;
+  CalcExtent e0, e1;
+  const bool fit0 = config_at(op, size - kSrc - kHeadBytes, e0);
+  const bool fit1 = size >= kSrc + 4 + kHeadBytes + 4 && config_at(op, size - kSrc - 4 - kHeadBytes, e1);
+  if (fit0 == fit1) return Decoded::mismatch("extent unknown");
+  const CalcExtent& e = fit0 ? e0 : e1;
+  const int32_t noutputs = load<int32_t>(op, size - kNoutputs);
+  if (noutputs != 1 && noutputs != 2) return Decoded::mismatch("layout mismatch");
+  Decoded d;
+  d.add_read(load<uint64_t>(op, size - kSrc));
+  if (m.out_type != OutType::static_dtype) return d;
+  // Not the final pass of a split reduction: partials of arg_t go to acc_buf (layout not
+  // decoded, so not reported); without acc_buf they are stored as out_scalar_t in dst[0].
+  const bool final_output = load<uint8_t>(op, size - kFinal) != 0;
+  const uint64_t acc_buf = load<uint64_t>(op, size - kAccBuf);
+  if (!final_output && acc_buf) {
+    d.reason = "partials in acc_buf";
+    return d;
+  }
+  const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
+  d.add_write(make_write(load<uint64_t>(op, size - kDst0), e.distinct, e.max_off, m.out, es, 0));
+  // set_results: dst[1] at base_offset / sizeof(T1) * sizeof(T2); T1 == T2 for Welford.
+  if (noutputs == 2 && m.second_output && final_output)
+    d.add_write(make_write(load<uint64_t>(op, size - kDst1), e.distinct, e.max_off, m.out, es, 0));
+  return d;
+}
+
+}  // namespace nanscope::decode::aten

@@ -1,0 +1,357 @@
+// The family table: qualified kernel name -> static facts from the name + layout gate.
+// Each matcher returns `matched` only when the driver's layout is exactly the one the family's
+// struct gives; anything else is layout_mismatch with a reason, never a guess.
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <string>
+
+#include "decode/aten_internal.hpp"
+#include "signature.hpp"
+
+namespace nanscope::decode {
+
+using namespace aten;
+
+namespace {
+
+using Param = std::pair<uint32_t, uint32_t>;
+
+FamilyMatch mismatch(AtenFamily f, std::string_view why) {
+  FamilyMatch m;
+  m.kind = MatchKind::layout_mismatch;
+  m.family = f;
+  m.reason = why;
+  return m;
+}
+
+FamilyMatch matched(AtenFamily f, const Layout& l) {
+  FamilyMatch m;
+  m.kind = MatchKind::matched;
+  m.family = f;
+  m.param_count = static_cast<uint32_t>(l.size());
+  return m;
+}
+
+bool layout_is(const Layout& l, std::initializer_list<Param> want) {
+  return l.size() == want.size() && std::equal(want.begin(), want.end(), l.begin());
+}
+
+// The output type of an elementwise functor into m; false: the name does not say it.
+bool set_out(FamilyMatch& m, std::string_view functor) {
+  return functor_result(functor, m.out_type, m.out);
+}
+
+// vectorized_elementwise_kernel<vec, func_t, array_t>(int N, func_t f, array_t data):
+// 0:4, the functor at 4 or 8, data = 8 * (arity + 1) bytes, 8-aligned.
+FamilyMatch match_vectorized(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  const int n = args.size() == 3 ? char_array_size(args[2]) : 0;
+  if (n < 1 || l.size() != 3 || l[0] != Param{0, 4} || l[2].second != 8u * n || l[2].first % 8)
+    return mismatch(AtenFamily::vectorized, "layout mismatch");
+  FamilyMatch m = matched(AtenFamily::vectorized, l);
+  m.nargs = static_cast<uint8_t>(n);
+  if (!set_out(m, args[1])) return mismatch(AtenFamily::vectorized, "functor result type unknown");
+  return m;
+}
+
+// unrolled_elementwise_kernel<func, array, ept, inp_calc, out_calc, loader, storer>
+// (N, f, data, ic, oc, l, s): contiguous only (TrivialOffsetCalculator, 1 byte); the storer is
+// StoreWithoutCast (1 byte, functor type) or StoreWithCast<1> (8 bytes: ScalarType, uint32 size).
+FamilyMatch match_unrolled(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  const int n = args.size() == 7 ? char_array_size(args[1]) : 0;
+  if (n < 1 || l.size() != 7 || l[0] != Param{0, 4} || l[2].second != 8u * n)
+    return mismatch(AtenFamily::unrolled, "layout mismatch");
+  if (args[4].find("TrivialOffsetCalculator<1") != 0 || l[4].second != 1)
+    return mismatch(AtenFamily::unrolled, "layout mismatch");
+  FamilyMatch m = matched(AtenFamily::unrolled, l);
+  m.nargs = static_cast<uint8_t>(n);
+  if (args[6] == "at::native::memory::StoreWithCast<1>" && l[6].second == 8) {
+    m.out_type = OutType::runtime;
+    return m;
+  }
+  if (args[6] != "at::native::memory::StoreWithoutCast" || l[6].second != 1)
+    return mismatch(AtenFamily::unrolled, "layout mismatch");
+  if (!set_out(m, args[0])) return mismatch(AtenFamily::unrolled, "functor result type unknown");
+  return m;
+}
+
+// unrolled_elementwise_kernel_for_multi_outputs<num_outputs, func, array, ic, oc>(N, f, data,
+// ic, oc): oc is TrivialOffsetCalculator (1 byte) or OffsetCalculator<num_outputs> whose
+// strides are in elements (make_output_offset_calculator passes element sizes).
+FamilyMatch match_multi_output(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  const int n = args.size() == 5 ? char_array_size(args[2]) : 0;
+  const int outs = args.size() == 5 ? std::atoi(std::string(args[0]).c_str()) : 0;
+  if (n < 1 || outs < 1 || outs >= n || l.size() != 5 || l[0] != Param{0, 4} ||
+      l[2].second != 8u * n)
+    return mismatch(AtenFamily::multi_output, "layout mismatch");
+  FamilyMatch m = matched(AtenFamily::multi_output, l);
+  m.nargs = static_cast<uint8_t>(n);
+  m.num_outputs = static_cast<uint8_t>(outs);
+  m.trivial_out = args[4].find("TrivialOffsetCalculator<") == 0;
+  const uint32_t oc = m.trivial_out ? 1 : offset_calc_size(outs);
+  if (l[4].second != oc || (!m.trivial_out && args[4].find("OffsetCalculator<") != 0))
+    return mismatch(AtenFamily::multi_output, "layout mismatch");
+  if (!set_out(m, args[1])) return mismatch(AtenFamily::multi_output, "functor result type unknown");
+  return m;
+}
+
+// elementwise_kernel<nt, vt, lambda>(int N, lambda): only gpu_kernel_impl_nocast's lambda has a
+// known closure (OffsetCalculator<NARGS>, then data, then the functor). The cast variant keeps
+// the runtime output ScalarType after a functor of unknown size: not decoded.
+FamilyMatch match_legacy(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  if (args.size() != 3 || l.size() != 2 || l[0] != Param{0, 4} || l[1].first != 8 ||
+      l[1].second < offset_calc_size(1) + 8)
+    return mismatch(AtenFamily::legacy, "layout mismatch");
+  constexpr std::string_view kNocast = "at::native::gpu_kernel_impl_nocast<";
+  if (args[2].find(kNocast) != 0)
+    return mismatch(AtenFamily::legacy, "closure not decoded (cast or other lambda)");
+  const auto impl = template_args(args[2]);
+  FamilyMatch m = matched(AtenFamily::legacy, l);
+  m.blob_size = l[1].second;
+  if (impl.size() != 1 || !set_out(m, impl[0]))
+    return mismatch(AtenFamily::legacy, "functor result type unknown");
+  // NARGS = arity + 1 when the functor is a lambda (its name ends "#n}"); for named functors
+  // it is inferred per launch from which data pointers are live.
+  const int arity = impl[0].back() == '}' ? lambda_arity(impl[0]) : -1;
+  m.nargs = arity >= 0 && arity <= 5 ? static_cast<uint8_t>(arity + 1) : 0;
+  return m;
+}
+
+// reduce_kernel<nt, output_vec_size, ReduceOp<scalar_t, ops_t, index_t, out_scalar_t, ...>>:
+// one ReduceOp param; index_t must be unsigned int (32-bit calculators).
+FamilyMatch match_reduce(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  if (args.size() != 3 || l.size() != 1 || l[0].first != 0 || l[0].second % 8 ||
+      l[0].second < 64 + 68 + offset_calc_size(1) + offset_calc_size(2))
+    return mismatch(AtenFamily::reduce, "layout mismatch");
+  const auto op = template_args(args[2]);
+  if (op.size() < 4 || op[2] != "unsigned int") return mismatch(AtenFamily::reduce, "layout mismatch");
+  FamilyMatch m = matched(AtenFamily::reduce, l);
+  m.blob_size = l[0].second;
+  if (!classify_type(op[3], m.out_type, m.out))
+    return mismatch(AtenFamily::reduce, "output type unknown");
+  // Welford's project() returns pair<T, T>: dst[1] (var or std) has the output type too. Other
+  // two-output reductions (min/max with indices) write int64 indices to dst[1].
+  if (op[1].find("at::native::WelfordOps<") == 0) {
+    const auto w = template_args(op[1]);
+    const auto pair = w.size() == 4 ? template_args(w[3]) : std::vector<std::string_view>{};
+    OutType c1, c2;
+    DType d1 = DType::none, d2 = DType::none;
+    m.second_output = pair.size() == 2 && classify_type(pair[0], c1, d1) &&
+                      classify_type(pair[1], c2, d2) && d1 == m.out && d2 == m.out;
+  }
+  return m;
+}
+
+bool set_norm_types(FamilyMatch& m, const std::vector<std::string_view>& args) {
+  OutType acc_cls;
+  return args.size() >= 2 && classify_type(args[0], m.out_type, m.out) &&
+         classify_type(args[1], acc_cls, m.acc) && acc_cls == OutType::static_dtype;
+}
+
+// vectorized_layer_norm_kernel<T, T_ACC, rms>(int N, T_ACC eps, X, gamma, beta, mean, rstd, Y).
+FamilyMatch match_layer_norm_vec(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::layer_norm_vec, l);
+  if (!set_norm_types(m, template_args(dem))) return mismatch(m.family, "layout mismatch");
+  const uint32_t acc = static_cast<uint32_t>(dtype_size(m.acc));
+  const uint32_t p2 = acc == 8 ? 16 : 8;
+  Layout want{{0, 4}, {acc == 8 ? 8 : 4, acc}};
+  for (uint32_t i = 0; i < 6; ++i) want.push_back({p2 + 8 * i, 8});
+  return l == want ? m : mismatch(m.family, "layout mismatch");
+}
+
+// Two kernels share the name: group norm's RowwiseMomentsCUDAKernel<T>(int64_t N, T eps,
+// const T* X, T* mean, T* rstd), moments in the input's type, and layer norm's
+// RowwiseMomentsCUDAKernel<T, T_ACC, rms>(int64_t N, T_ACC eps, const T* X, T_ACC* mean,
+// T_ACC* rstd).
+FamilyMatch match_rowwise_moments(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::rowwise_moments, l);
+  const auto args = template_args(dem);
+  const bool group = args.size() == 1, layer = args.size() == 3;
+  if (!(group || layer) || !set_norm_types(m, {args[0], args[group ? 0 : 1]}))
+    return mismatch(m.family, "layout mismatch");
+  const uint32_t acc = static_cast<uint32_t>(dtype_size(m.acc));
+  return layout_is(l, {{0, 8}, {8, acc}, {16, 8}, {24, 8}, {32, 8}}) ? m
+                                                                      : mismatch(m.family, "layout mismatch");
+}
+
+// LayerNormForwardCUDAKernel<T, T_ACC, rms>(int64_t N, X, mean, rstd, gamma, beta, T* Y).
+FamilyMatch match_layer_norm_fwd(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::layer_norm_fwd, l);
+  if (!set_norm_types(m, template_args(dem))) return mismatch(m.family, "layout mismatch");
+  return layout_is(l, {{0, 8}, {8, 8}, {16, 8}, {24, 8}, {32, 8}, {40, 8}, {48, 8}})
+             ? m
+             : mismatch(m.family, "layout mismatch");
+}
+
+// softmax_warp_forward<in, out, acc, log2, is_log, masked>(out* dst, const in* src, int batch,
+// int stride, int element_count, const bool* mask, int head_chunk, bool is_transformer_mask).
+FamilyMatch match_softmax_warp(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::softmax_warp, l);
+  const auto args = template_args(dem);
+  if (args.size() < 2 || !classify_type(args[1], m.out_type, m.out) ||
+      !layout_is(l, {{0, 8}, {8, 8}, {16, 4}, {20, 4}, {24, 4}, {32, 8}, {40, 4}, {44, 1}}))
+    return mismatch(m.family, "layout mismatch");
+  return m;
+}
+
+// cunn_SoftMaxForward{,Smem}<ILP, scalar_t, accscalar_t, outscalar_t, Epilogue[, index_t]> and
+// cunn_SoftMaxForwardReg<scalar_t, accscalar_t, outscalar_t, Epilogue, index_t, ILP>
+// (outscalar_t* out, const scalar_t* in, index_t classes).
+FamilyMatch match_softmax_block(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::softmax_block, l);
+  const auto args = template_args(dem);
+  const std::size_t out = qualified_name(dem) == "at::native::cunn_SoftMaxForwardReg" ? 2 : 3;
+  if (args.size() <= out || !classify_type(args[out], m.out_type, m.out) ||
+      !(layout_is(l, {{0, 8}, {8, 8}, {16, 4}}) || layout_is(l, {{0, 8}, {8, 8}, {16, 8}})))
+    return mismatch(m.family, "layout mismatch");
+  m.blob_size = l[2].second;  // width of `classes`
+  return m;
+}
+
+// indexSelect{Small,Large}Index<T, IndicesType, IndexType, DstDim, SrcDim, IdxDim...>
+// (TensorInfo<T, U> dst, TensorInfo src, TensorInfo indices, int, int, U innerSize, int64_t):
+// U = unsigned int, so a TensorInfo is {T* data; U sizes[25]; U strides[25]; int dims;} = 216.
+FamilyMatch match_index_select(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::index_select, l);
+  const auto args = template_args(dem);
+  if (args.size() < 3 || args[2] != "unsigned int" ||
+      !layout_is(l, {{0, 216}, {216, 216}, {432, 216}, {648, 4}, {652, 4}, {656, 4}, {664, 8}}))
+    return mismatch(m.family, "layout mismatch");
+  if (!classify_type(args[0], m.out_type, m.out)) return mismatch(m.family, "output type unknown");
+  return m;
+}
+
+// vectorized_gather_kernel<Align, index_t>(char* out, char* inp, index_t* idx, int num_ind,
+// int64_t slice_size, int64_t ind_dim_size, int64_t inp_stride, int64_t out_stride, bool).
+FamilyMatch match_gather(std::string_view, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::gather, l);
+  m.out_type = OutType::bytes_only;
+  return layout_is(l, {{0, 8}, {8, 8}, {16, 8}, {24, 4}, {32, 8}, {40, 8}, {48, 8}, {56, 8}, {64, 1}})
+             ? m
+             : mismatch(m.family, "layout mismatch");
+}
+
+// CatArrayBatchedCopy{,_contig,_aligned16_contig,_alignedK_contig,_vectorized}<T, IndexType,
+// Dims, batch_size, stride_size[, K]>(T* out, CatArrInputTensorMetadata<T, U, batch_size,
+// stride_size> inputs, TensorSizeStride<U, 4> os, int concatDim, U dimStride), with
+// CatArrInputTensorMetadata {const T* input[n]; U offset[n]; U dimSize[n]; U nElements[n];
+// bool isContiguous[n]; TensorSizeStride<U, 4> tensorStride[stride_size];} (Shape.cu).
+FamilyMatch match_cat(std::string_view dem, const Layout& l) {
+  FamilyMatch m = mismatch(AtenFamily::cat, "layout mismatch");
+  const auto args = template_args(dem);
+  constexpr std::string_view kOpaque = "OpaqueType<";  // at::native::(anonymous namespace)::
+  const std::size_t at = args.empty() ? std::string_view::npos : args[0].find(kOpaque);
+  if (args.size() < 5 || at == std::string_view::npos || args[1] != "unsigned int") return m;
+  const int elem = std::atoi(std::string(args[0].substr(at + kOpaque.size())).c_str());
+  const int dims = std::atoi(std::string(args[2]).c_str());
+  const int batch = std::atoi(std::string(args[3]).c_str());
+  const int strides = std::atoi(std::string(args[4]).c_str());
+  if (elem < 1 || elem > 64 || dims < 1 || dims > 4 || batch < 1 || batch > 1024 || strides < 1)
+    return m;
+  const uint32_t meta = ((21u * batch + 3) & ~3u) + 32u * strides;
+  if (!layout_is(l, {{0, 8}, {8, meta}, {8 + meta, 32}, {40 + meta, 4}, {44 + meta, 4}})) return m;
+  m = matched(AtenFamily::cat, l);
+  m.out_type = OutType::bytes_only;
+  m.elem_bytes = static_cast<uint8_t>(elem);
+  m.dims = static_cast<uint8_t>(dims);
+  m.batch = static_cast<uint16_t>(batch);
+  return m;
+}
+
+// pytorch_flash::flash_fwd_kernel<Kernel_traits, ...>(Flash_fwd_params), 472 bytes; the element
+// type is Kernel_traits' elem_type (cutlass::bfloat16_t / cutlass::half_t).
+FamilyMatch match_flash_fwd(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::flash_fwd, l);
+  m.out_type = OutType::static_dtype;
+  const bool bf16 = dem.find("cutlass::bfloat16_t") != std::string_view::npos;
+  const bool f16 = dem.find("cutlass::half_t") != std::string_view::npos;
+  if (bf16 == f16) return mismatch(m.family, "element type unknown");
+  m.out = bf16 ? DType::bf16 : DType::f16;
+  m.blob_size = 472;
+  return layout_is(l, {{0, 472}}) ? m : mismatch(m.family, "layout mismatch");
+}
+
+// flash_fwd_kernel<Kernel_traits, Is_dropout, Is_causal, Is_local, Has_alibi, Is_even_MN,
+// Is_even_K, Is_softcap, Return_softmax>: Return_softmax also writes P (p_ptr), not decoded.
+FamilyMatch match_flash_plain(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  if (args.size() != 9) return mismatch(AtenFamily::flash_fwd, "layout mismatch");
+  if (args[8] != "false") return mismatch(AtenFamily::flash_fwd, "softmax matrix output not decoded");
+  return match_flash_fwd(dem, l);
+}
+
+// flash_fwd_splitkv_kernel<Kernel_traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,
+// Is_softcap, Split, Append_KV>(Flash_fwd_params): with Split false it writes O and the LSE
+// exactly as flash_fwd_kernel does (n_split_idx 0); Split writes the float accumulators (left to
+// the combine kernel, not decoded) and Append_KV also writes the new keys into the KV cache.
+FamilyMatch match_flash_splitkv(std::string_view dem, const Layout& l) {
+  const auto args = template_args(dem);
+  if (args.size() != 9) return mismatch(AtenFamily::flash_other, "layout mismatch");
+  if (args[7] != "false") return mismatch(AtenFamily::flash_other, "split-kv accumulators not decoded");
+  if (args[8] != "false") return mismatch(AtenFamily::flash_other, "KV-cache append not decoded");
+  return match_flash_fwd(dem, l);
+}
+
+// Families claimed so that their kernels are reported with a reason, not decoded.
+template <AtenFamily F>
+FamilyMatch claim_only(std::string_view, const Layout&) {
+  switch (F) {
+    case AtenFamily::index_elementwise: return mismatch(F, "closure not decoded");
+    case AtenFamily::flash_other: return mismatch(F, "split-kv accumulators not decoded");
+    default: return mismatch(F, "extent unknown");
+  }
+}
+
+using Matcher = FamilyMatch (*)(std::string_view demangled, const Layout&);
+struct Entry {
+  std::string_view name;  // qualified name without "(anonymous namespace)::"
+  bool prefix;            // name is a prefix (variants such as cunn_SoftMaxForwardSmem)
+  Matcher match;
+};
+
+constexpr std::array<Entry, 19> kTable{
+    Entry{"at::native::vectorized_elementwise_kernel", false, match_vectorized},
+    Entry{"at::native::unrolled_elementwise_kernel", false, match_unrolled},
+    Entry{"at::native::unrolled_elementwise_kernel_for_multi_outputs", false, match_multi_output},
+    Entry{"at::native::elementwise_kernel", false, match_legacy},
+    Entry{"at::native::reduce_kernel", false, match_reduce},
+    Entry{"at::native::vectorized_layer_norm_kernel", false, match_layer_norm_vec},
+    Entry{"at::native::RowwiseMomentsCUDAKernel", false, match_rowwise_moments},
+    Entry{"at::native::LayerNormForwardCUDAKernel", false, match_layer_norm_fwd},
+    Entry{"softmax_warp_forward", false, match_softmax_warp},
+    Entry{"at::native::cunn_SoftMaxForward", true, match_softmax_block},
+    Entry{"at::native::indexSelectSmallIndex", false, match_index_select},
+    Entry{"at::native::indexSelectLargeIndex", false, match_index_select},
+    Entry{"at::native::vectorized_gather_kernel", false, match_gather},
+    Entry{"at::native::CatArrayBatchedCopy", true, match_cat},
+    Entry{"at::native::index_elementwise_kernel", false, claim_only<AtenFamily::index_elementwise>},
+    Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_plain},
+    Entry{"pytorch_flash::flash_fwd_splitkv_kernel", false, match_flash_splitkv},
+    Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
+    Entry{"fmha_cutlassF_", true, claim_only<AtenFamily::mem_eff>},
+};
+
+}  // namespace
+
+FamilyMatch match_aten(std::string_view mangled, std::string_view demangled, const Layout& layout) {
+  std::string owned;
+  if (demangled.empty()) {
+    owned = demangle(mangled);
+    demangled = owned;
+  }
+  const std::string q = qualified_name(demangled);
+  for (const auto& e : kTable) {
+    const bool hit = e.prefix ? q.compare(0, e.name.size(), e.name) == 0 : q == e.name;
+    if (hit) return e.match(demangled, layout);
+  }
+  FamilyMatch none;
+  none.reason = "not an ATen family";
+  return none;
+}
+
+}  // namespace nanscope::decode

@@ -1,0 +1,310 @@
+// ATen TensorIterator and reduction decoders against real torch 2.11 sm_90 layouts.
+#include <gtest/gtest.h>
+
+#include "aten_fixture.hpp"
+
+using namespace nanscope;
+using namespace nanscope::decode;
+using namespace aten_test;
+
+namespace {
+
+const KernelRow& add_bf16() {
+  return row("vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>");
+}
+
+}  // namespace
+
+TEST(DecodeAtenVectorized, RealLayoutDecodesOutputAsDataZero) {
+  const auto m = match(add_bf16());
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.family, AtenFamily::vectorized);
+  EXPECT_EQ(m.out, DType::bf16);
+  EXPECT_EQ(m.nargs, 3);
+  Launch l(add_bf16().layout);
+  l.set<int32_t>(0, 0, 1000).set<uint64_t>(2, 0, 0x1000).set<uint64_t>(2, 8, 0x2000).set<uint64_t>(2, 16, 0x3000);
+  const Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.status, Status::decoded);
+  ASSERT_EQ(d.write_count, 1u);
+  expect_write(d.writes[0], 0x1000, 1000, 2000, DType::bf16);
+  EXPECT_EQ(d.writes[0].arg, 2u);
+  ASSERT_EQ(d.read_count, 2u);
+  EXPECT_EQ(d.reads[0], 0x2000u);
+  EXPECT_EQ(d.reads[1], 0x3000u);
+}
+
+TEST(DecodeAtenVectorized, FunctorResultTypes) {
+  EXPECT_EQ(match(row("vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor")).out, DType::f32);
+  EXPECT_EQ(match(row("AUnaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16")).out, DType::bf16);
+  EXPECT_EQ(match(row("vectorized_elementwise_kernel<4, at::native::FillFunctor<float>")).out, DType::f32);
+  // Lambdas: the parameter type, unless the op is a predicate.
+  EXPECT_EQ(match(row("silu_kernel")).out, DType::bf16);
+  const auto copy = match(row("vectorized_elementwise_kernel<4, at::native::direct_copy_kernel_cuda"));
+  EXPECT_EQ(copy.out, DType::bf16);
+  EXPECT_EQ(copy.nargs, 2);
+  const auto cmp = match(row("BinaryFunctor<c10::BFloat16, c10::BFloat16, bool"));
+  ASSERT_EQ(cmp.kind, MatchKind::matched);
+  EXPECT_EQ(cmp.out_type, OutType::not_float);
+  const auto lnot = match(row("logical_not"));
+  ASSERT_EQ(lnot.kind, MatchKind::matched);
+  EXPECT_EQ(lnot.out_type, OutType::not_float);
+  Launch l(row("logical_not").layout);
+  l.set<int32_t>(0, 0, 10).set<uint64_t>(2, 0, 0x1000);
+  EXPECT_EQ(decode_aten(lnot, l.view, kNoQuery).write_count, 0u);
+}
+
+TEST(DecodeAtenVectorized, PredicatesAreNameComponentsNotSubstrings) {
+  // "angle_kernel" and "masked_scale_kernel" contain "le_kernel"; they are not comparisons.
+  const auto angle = match(row("angle_kernel_cuda"));
+  ASSERT_EQ(angle.kind, MatchKind::matched) << angle.reason;
+  EXPECT_EQ(angle.out, DType::f32);
+  // Dropout's lambda(c10::BFloat16, bool): mixed types, so refused, never "no float output".
+  const auto dropout = match(row("masked_scale_kernel<bool, c10::BFloat16, float>"));
+  EXPECT_EQ(dropout.kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(dropout.reason, "functor result type unknown");
+  EXPECT_EQ(match(row("compare_scalar_kernel<float>")).out_type, OutType::not_float);
+  // A complex lambda may return the real type (abs, angle): refused, not "no float output".
+  EXPECT_EQ(match(row("acos_kernel_cuda")).kind, MatchKind::layout_mismatch);
+}
+
+TEST(DecodeAtenVectorized, RejectsOtherLayouts) {
+  // One array slot too few, the unrolled family's layout, a missing parameter.
+  const auto a = match(add_bf16(), {{0, 4}, {4, 4}, {8, 16}});
+  EXPECT_EQ(a.kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(a.reason, "layout mismatch");
+  const auto& unrolled = row("unrolled_elementwise_kernel<at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>, 4, TrivialOffsetCalculator<2, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast");
+  EXPECT_EQ(match(add_bf16(), unrolled.layout).kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(match(add_bf16(), {{0, 4}, {4, 4}}).kind, MatchKind::layout_mismatch);
+  // And the decoder refuses a launch whose parameter count differs from the gated one.
+  Launch l({{0, 4}, {4, 4}});
+  EXPECT_EQ(decode_aten(match(add_bf16()), l.view, kNoQuery).status, Status::layout_mismatch);
+}
+
+namespace {
+const KernelRow& abs_cast() { return row("unrolled_elementwise_kernel<at::native::AbsFunctor<float>"); }
+
+Decoded abs_cast_with(uint8_t scalar_type, uint32_t elem_size) {
+  Launch l(abs_cast().layout);
+  l.set<int32_t>(0, 0, 64).set<uint64_t>(2, 0, 0xA000).set<uint64_t>(2, 8, 0xB000);
+  l.set<uint8_t>(6, 0, scalar_type).set<uint32_t>(6, 4, elem_size);
+  return decode_aten(match(abs_cast()), l.view, kNoQuery);
+}
+}  // namespace
+
+TEST(DecodeAtenUnrolled, StoreWithCastDtypeIsFirstByteOfLastParam) {
+  const auto m = match(abs_cast());
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.out_type, OutType::runtime);
+  const Decoded bf = abs_cast_with(15, 2);
+  ASSERT_EQ(bf.write_count, 1u);
+  expect_write(bf.writes[0], 0xA000, 64, 128, DType::bf16);
+  expect_write(abs_cast_with(6, 4).writes[0], 0xA000, 64, 256, DType::f32);
+  expect_write(abs_cast_with(5, 2).writes[0], 0xA000, 64, 128, DType::f16);
+  expect_write(abs_cast_with(7, 8).writes[0], 0xA000, 64, 512, DType::f64);
+  // Bool output: decoded, nothing floating written. Unknown byte or inconsistent size: mismatch.
+  const Decoded b = abs_cast_with(11, 1);
+  EXPECT_EQ(b.status, Status::decoded);
+  EXPECT_EQ(b.write_count, 0u);
+  EXPECT_EQ(abs_cast_with(25, 1).status, Status::layout_mismatch);
+  EXPECT_EQ(abs_cast_with(6, 2).status, Status::layout_mismatch);
+}
+
+TEST(DecodeAtenUnrolled, WithoutCastUsesFunctorAndRejectsVectorizedLayout) {
+  const auto& r = row("unrolled_elementwise_kernel<at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>, 4, TrivialOffsetCalculator<2, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.out_type, OutType::static_dtype);
+  EXPECT_EQ(m.out, DType::f32);
+  EXPECT_EQ(match(r, add_bf16().layout).kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(match(abs_cast(), r.layout).kind, MatchKind::layout_mismatch);
+}
+
+TEST(DecodeAtenMultiOutput, TrivialAndStridedOutputs) {
+  const auto& triv = row("unrolled_elementwise_kernel_for_multi_outputs<2, at::native::prelu_backward_kernel(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}, std::array<char*, 5ul>, TrivialOffsetCalculator");
+  const auto mt = match(triv);
+  ASSERT_EQ(mt.kind, MatchKind::matched) << mt.reason;
+  EXPECT_EQ(mt.num_outputs, 2);
+  Launch lt(triv.layout);
+  lt.set<int32_t>(0, 0, 12);
+  for (uint32_t i = 0; i < 5; ++i) lt.set<uint64_t>(2, 8 * i, 0x1000 * (i + 1));
+  const Decoded dt = decode_aten(mt, lt.view, kNoQuery);
+  ASSERT_EQ(dt.write_count, 2u);
+  expect_write(dt.writes[0], 0x1000, 12, 24, DType::bf16);
+  expect_write(dt.writes[1], 0x2000, 12, 24, DType::bf16);
+  EXPECT_EQ(dt.read_count, 3u);
+
+  const auto& strided = row("unrolled_elementwise_kernel_for_multi_outputs<2, at::native::prelu_backward_kernel(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}, std::array<char*, 5ul>, OffsetCalculator");
+  const auto ms = match(strided);
+  ASSERT_EQ(ms.kind, MatchKind::matched) << ms.reason;
+  EXPECT_FALSE(ms.trivial_out);
+  Launch ls(strided.layout);
+  ls.set<int32_t>(0, 0, 12).set<uint64_t>(2, 0, 0x1000).set<uint64_t>(2, 8, 0x2000);
+  // Shape 4 x 3; output 0 dense {1, 4}, output 1 with a gap {1, 8} (strides in elements).
+  put_offset_calc(ls, 4, 0, 2, {4, 3}, {{1, 1}, {4, 8}});
+  const Decoded ds = decode_aten(ms, ls.view, kNoQuery);
+  ASSERT_EQ(ds.write_count, 2u);
+  expect_write(ds.writes[0], 0x1000, 12, 24, DType::bf16);
+  expect_write(ds.writes[1], 0x2000, 12, (3 + 2 * 8 + 1) * 2, DType::bf16);
+  // A calculator whose sizes do not multiply to N is not this launch's.
+  ls.set<int32_t>(0, 0, 13);
+  EXPECT_EQ(decode_aten(ms, ls.view, kNoQuery).status, Status::layout_mismatch);
+  EXPECT_EQ(match(strided, triv.layout).kind, MatchKind::layout_mismatch);
+}
+
+namespace {
+const KernelRow& legacy_add() {
+  return row("elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >");
+}
+// OffsetCalculator<3> at 0 of the 648-byte closure, data at align8(604) = 608.
+Launch legacy_launch(int32_t n, const std::vector<uint32_t>& sizes,
+                     const std::vector<std::vector<uint32_t>>& strides) {
+  Launch l(legacy_add().layout);
+  l.set<int32_t>(0, 0, n);
+  put_offset_calc(l, 1, 0, 3, sizes, strides);
+  l.set<uint64_t>(1, 608, 0x10000).set<uint64_t>(1, 616, 0x20000).set<uint64_t>(1, 624, 0x30000);
+  return l;
+}
+LiveSet live3() { return LiveSet{{0x10000, 0x20000, 0x30000}}; }
+}  // namespace
+
+TEST(DecodeAtenLegacy, OffsetCalculatorExtentStridedAndBroadcast) {
+  const auto m = match(legacy_add());
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.nargs, 0);  // named functor: NARGS inferred from live pointers
+  const LiveSet live = live3();
+  // 8 x 5, byte strides: output dense {2, 16}, input 2 broadcast along dim 0 (stride 0).
+  Launch dense = legacy_launch(40, {8, 5}, {{2, 2, 0}, {16, 16, 2}});
+  Decoded d = decode_aten(m, dense.view, live.query());
+  ASSERT_EQ(d.status, Status::decoded) << d.reason;
+  ASSERT_EQ(d.write_count, 1u);
+  expect_write(d.writes[0], 0x10000, 40, 80, DType::bf16);
+  EXPECT_EQ(d.writes[0].arg, 1u);
+  EXPECT_EQ(d.read_count, 2u);
+  // Output rows with a gap: span 7*2 + 4*32 + 2, still 40 elements.
+  Launch gap = legacy_launch(40, {8, 5}, {{2, 2, 0}, {32, 16, 2}});
+  expect_write(decode_aten(m, gap.view, live.query()).writes[0], 0x10000, 40, 144, DType::bf16);
+  // A broadcast (stride 0) dim of the output: 8 distinct elements in 16 bytes.
+  Launch bcast = legacy_launch(40, {8, 5}, {{2, 2, 0}, {0, 16, 2}});
+  expect_write(decode_aten(m, bcast.view, live.query()).writes[0], 0x10000, 8, 16, DType::bf16);
+}
+
+TEST(DecodeAtenLegacy, RefusesWhatItCannotProve) {
+  const auto m = match(legacy_add());
+  Launch l = legacy_launch(40, {8, 5}, {{2, 2, 0}, {16, 16, 2}});
+  // No address query: NARGS of a named functor cannot be inferred.
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
+  // A dead input pointer, or N that is not the calculator's numel.
+  EXPECT_EQ(decode_aten(m, l.view, LiveSet{{0x10000, 0x20000}}.query()).status, Status::layout_mismatch);
+  Launch wrong_n = legacy_launch(41, {8, 5}, {{2, 2, 0}, {16, 16, 2}});
+  EXPECT_EQ(decode_aten(m, wrong_n.view, live3().query()).status, Status::layout_mismatch);
+  // Corrupt divider magic.
+  l.set<uint32_t>(1, 8, 12345);
+  EXPECT_EQ(decode_aten(m, l.view, live3().query()).status, Status::layout_mismatch);
+  // The cast variant's closure is not decoded; the vectorized layout is not a legacy closure.
+  const auto cast = match(row("elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >"));
+  EXPECT_EQ(cast.kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(cast.family, AtenFamily::legacy);
+  EXPECT_EQ(match(legacy_add(), add_bf16().layout).kind, MatchKind::layout_mismatch);
+}
+
+TEST(DecodeAtenLegacy, LambdaArityGivesNargs) {
+  const auto& r = row("elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.nargs, 2);
+  EXPECT_EQ(m.out, DType::bf16);
+  Launch l(r.layout);  // 536 bytes: OffsetCalculator<2>, data at 504
+  l.set<int32_t>(0, 0, 6);
+  put_offset_calc(l, 1, 0, 2, {3, 2}, {{2, 4}, {6, 12}});
+  l.set<uint64_t>(1, 504, 0x5000).set<uint64_t>(1, 512, 0x6000);
+  const Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 1u) << d.reason;
+  expect_write(d.writes[0], 0x5000, 6, 12, DType::bf16);
+}
+
+namespace {
+// ReduceOp with config at `c`: element size, num_outputs, a 1-D input calculator of `k`
+// inputs and a 1-D output calculator of `r` outputs of `es` bytes.
+Launch reduce_launch(const KernelRow& kr, uint32_t c, uint32_t r, uint32_t es, bool final_output,
+                     uint64_t acc_buf, int32_t noutputs) {
+  Launch l(kr.layout);
+  const uint32_t s = kr.layout[0].second;
+  l.set<int32_t>(0, c, 4).set<int32_t>(0, c + 4, 128).set<int32_t>(0, c + 8, static_cast<int32_t>(r));
+  put_offset_calc(l, 0, c + 68, 1, {128}, {{4}});
+  put_offset_calc(l, 0, c + 68 + 404, 2, {r}, {{es, 512}});
+  l.set<uint64_t>(0, s - 64, 0x7000).set<uint64_t>(0, s - 56, 0x8000).set<uint64_t>(0, s - 48, 0x9000);
+  l.set<uint64_t>(0, s - 40, acc_buf).set<uint8_t>(0, s - 7, final_output ? 1 : 0);
+  l.set<int32_t>(0, s - 4, noutputs);
+  return l;
+}
+const KernelRow& sum_bf16() {
+  return row("reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, float>");
+}
+const KernelRow& welford() { return row("ReduceOp<float, at::native::WelfordOps<float, float, int, cuda::std::__4::pair<float, float> >"); }
+}  // namespace
+
+TEST(DecodeAtenReduce, TailOffsetsForBothStructSizes) {
+  // 1048 bytes (ops 1, float ident, config at 8) and 1064 (Welford: config at 24).
+  const auto ms = match(sum_bf16());
+  ASSERT_EQ(ms.kind, MatchKind::matched) << ms.reason;
+  EXPECT_EQ(ms.out, DType::f32);  // ReduceOp's 4th template argument, not the input type
+  Launch ls = reduce_launch(sum_bf16(), 1048 - 64 - 976, 32, 4, true, 0, 1);
+  Decoded d = decode_aten(ms, ls.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 1u) << d.reason;
+  expect_write(d.writes[0], 0x8000, 32, 128, DType::f32);
+  EXPECT_EQ(d.reads[0], 0x7000u);
+
+  const auto mw = match(welford());
+  ASSERT_EQ(mw.kind, MatchKind::matched) << mw.reason;
+  EXPECT_TRUE(mw.second_output);
+  Launch lw = reduce_launch(welford(), 1064 - 64 - 976, 10, 4, true, 0, 2);
+  d = decode_aten(mw, lw.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 2u) << d.reason;
+  expect_write(d.writes[0], 0x8000, 10, 40, DType::f32);
+  expect_write(d.writes[1], 0x9000, 10, 40, DType::f32);
+}
+
+TEST(DecodeAtenReduce, PaddedHeadAndUnknownExtent) {
+  const auto m = match(sum_bf16());
+  // Config 4 mod 8: 4 bytes of padding before src.
+  Launch padded = reduce_launch(sum_bf16(), 1048 - 68 - 976, 6, 4, true, 0, 1);
+  const Decoded d = decode_aten(m, padded.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 1u) << d.reason;
+  expect_write(d.writes[0], 0x8000, 6, 24, DType::f32);
+  // Neither placement fits (num_outputs disagrees with the calculator): extent unknown.
+  Launch bad = reduce_launch(sum_bf16(), 1048 - 64 - 976, 6, 4, true, 0, 1);
+  bad.set<int32_t>(0, 8 + 8, 7);
+  const Decoded b = decode_aten(m, bad.view, kNoQuery);
+  EXPECT_EQ(b.status, Status::layout_mismatch);
+  EXPECT_EQ(b.reason, "extent unknown");
+}
+
+TEST(DecodeAtenReduce, PartialsAndOutputTypes) {
+  const auto m = match(sum_bf16());
+  // Not final, with acc_buf: partials of arg_t in acc_buf, nothing reported.
+  Launch acc = reduce_launch(sum_bf16(), 8, 6, 4, false, 0xAAAA, 1);
+  const Decoded a = decode_aten(m, acc.view, kNoQuery);
+  EXPECT_EQ(a.status, Status::decoded);
+  EXPECT_EQ(a.write_count, 0u);
+  // Not final, no acc_buf: partials stored in dst[0] as out_scalar_t.
+  Launch inplace = reduce_launch(sum_bf16(), 8, 6, 4, false, 0, 1);
+  EXPECT_EQ(decode_aten(m, inplace.view, kNoQuery).write_count, 1u);
+  EXPECT_EQ(match(row("ReduceOp<double, at::native::func_wrapper_t<double")).out, DType::f64);
+  const auto mx = match(row("ReduceOp<c10::BFloat16, at::native::MaxOps<c10::BFloat16>"));
+  EXPECT_EQ(mx.out, DType::bf16);
+  EXPECT_FALSE(mx.second_output);  // dst[1] holds int64 indices
+  EXPECT_EQ(match(row("ReduceOp<bool, at::native::MinMaxOps<bool, bool, int>")).out_type, OutType::not_float);
+  EXPECT_EQ(match(row("ReduceOp<c10::complex<double>")).out_type, OutType::not_float);
+  EXPECT_EQ(match(sum_bf16(), {{0, 8}, {8, 1040}}).kind, MatchKind::layout_mismatch);
+  EXPECT_EQ(match(sum_bf16(), {{0, 472}}).kind, MatchKind::layout_mismatch);
+}
+
+TEST(DecodeAtenCost, LegacyInferenceAndReduce) {
+  // NARGS inferred by trying 1..6 against a live set (a std::set here; the engine's map is
+  // its own cost), then the 2-D calculator walk.
+  const LiveSet live = live3();
+  Launch l = legacy_launch(40, {8, 5}, {{2, 2, 0}, {16, 16, 2}});
+  time_decode("elementwise (NARGS inferred)", match(legacy_add()), l.view, live.query());
+  Launch r = reduce_launch(sum_bf16(), 8, 32, 4, true, 0, 1);
+  time_decode("reduce", match(sum_bf16()), r.view, kNoQuery);
+}
