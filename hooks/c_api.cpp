@@ -42,7 +42,7 @@ bool index_type(nanscope_index_type_t t, nanscope::IndexType& out) {
 
 // nanscope_watch on a desc of this version (older ones were widened with zero defaults).
 nanscope_status_t watch_from(const nanscope_watch_desc_t* desc, nanscope_watch_t* watch) {
-  if (desc->dtype < NANSCOPE_DTYPE_F64 || desc->dtype > NANSCOPE_DTYPE_F8E5M2)
+  if (nanscope_scan_dtype_bytes(static_cast<uint32_t>(desc->dtype)) == 0)  // not in the dtype list
     return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, fmt::format("nanscope_watch: dtype {} is not a nanscope_dtype_t", static_cast<int>(desc->dtype)));
   nanscope::WatchSpec w;
   w.name = desc->name ? desc->name : fmt::format("watch@{}", desc->ptr);
