@@ -98,8 +98,8 @@ class ContextState {
   CUmodule module_ = nullptr;
   CUfunction scan_fn_ = nullptr;
   CUfunction scan_rows_fn_ = nullptr;
-  CUfunction scan_zero_fn_ = nullptr;
-  CUfunction scan_grouped_fn_ = nullptr;  // read-only scans of several launches in one graph node  // row-aware, for launches mixing zero_padding with other outputs
+  CUfunction scan_zero_fn_ = nullptr;     // row-aware, for launches mixing zero_padding with other outputs
+  CUfunction scan_grouped_fn_ = nullptr;  // read-only scans of several launches in one graph node
   CUfunction zero_rows_fns_[std::size(kZeroRowsEntries)] = {};  // zero_padding tasks: zero, read nothing
   bool zero_rows(CUfunction f) const {
     return f && std::find(std::begin(zero_rows_fns_), std::end(zero_rows_fns_), f) != std::end(zero_rows_fns_);

@@ -11,50 +11,6 @@
 
 namespace nanscope::report {
 
-void Event::reset() {
-  has = 0;
-  kind = Kind::other;
-  schema.clear();
-  event.clear();
-  id = ts_ns = pid = 0;
-  rank = local_rank = -1;
-  device = launch_id = correlation_id = 0;
-  stream.clear();
-  kernel.clear();
-  kernel_mangled.clear();
-  buffer.arg = -1;
-  buffer.elements = 0;
-  buffer.ptr.clear();
-  buffer.dtype.clear();
-  buffer.name.clear();
-  counts = {};
-  first_index = last_index = 0;
-  graph_id = graph_node = replay = 0;
-  region = Region::none;
-  counts_padding = counts_real = 0;
-  rows_padding.clear();
-  rows_real.clear();
-  rows_truncated = false;
-  rows_total = 0;
-  watch.clear();
-  fixed = false;
-  origin = Origin::none;
-  parents.clear();
-  root.clear();
-  leak = false;
-  dump.clear();
-  of = count = total = first_replay = last_replay = 0;
-  final_ = false;
-  version.clear();
-  attach.clear();
-  argv0.clear();
-  reason.clear();
-  message.clear();
-  what.clear();
-  launches = scans = findings = kernels_inspected = kernels_not_inspected = scans_dropped =
-      overflow = duration_ns = 0;
-}
-
 bool schema_supported(std::string_view s) {
   // "nanscope/1"; a future "nanscope/1.x" minor revision only adds optional fields.
   constexpr std::string_view v = schema::kVersion;
