@@ -143,6 +143,25 @@ inline constexpr char first_leak[] = "first_leak";
 // (a pointer string here), rows, findings, leaks, rows_before, rows_after (key::, origins_key::)
 }  // namespace root_key
 
+// The JSON sidecar of a tensor dump (`dump` of a nonfinite event, path + ".json"), read by
+// `nanscope report --dump` (src/report/dump.cpp). Also: pid, kernel, buffer, counts,
+// padding_source (key::), dtype (buffer_key::).
+inline constexpr char kDumpVersion[] = "nanscope-dump/1";
+namespace dump_key {
+inline constexpr char event_id[] = "event_id";
+inline constexpr char storage[] = "storage";          // the .npy descr
+inline constexpr char shape[] = "shape";
+inline constexpr char row_verdicts[] = "row_verdicts";
+inline constexpr char note[] = "note";
+// members of each row_verdicts entry
+inline constexpr char rows[] = "rows";        // [lo, hi]
+inline constexpr char row[] = "row";          // one row: older sidecars (reader only)
+inline constexpr char kind[] = "kind";        // region_str: padding, real, unknown
+inline constexpr char verdict[] = "verdict";  // verdict_nonfinite
+inline constexpr char fixed[] = "fixed";
+}  // namespace dump_key
+inline constexpr char verdict_nonfinite[] = "nonfinite";
+
 // ---- enum strings ------------------------------------------------------------------------
 
 // A finding's first cause (docs/origin.md). `none` is the reader's "not recorded"; the writer
