@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "abi_struct.hpp"
 #include "engine.hpp"
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
@@ -37,6 +38,36 @@ bool index_type(nanscope_index_type_t t, nanscope::IndexType& out) {
   else if (t == NANSCOPE_INDEX_INT64) out = nanscope::IndexType::i64;
   else return false;
   return true;
+}
+
+// nanscope_watch on a desc of this version (older ones were widened with zero defaults).
+nanscope_status_t watch_from(const nanscope_watch_desc_t* desc, nanscope_watch_t* watch) {
+  if (nanscope_scan_dtype_bytes(static_cast<uint32_t>(desc->dtype)) == 0)  // not in the dtype list
+    return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, fmt::format("nanscope_watch: dtype {} is not a nanscope_dtype_t", static_cast<int>(desc->dtype)));
+  nanscope::WatchSpec w;
+  w.name = desc->name ? desc->name : fmt::format("watch@{}", desc->ptr);
+  w.ptr = reinterpret_cast<uint64_t>(desc->ptr);
+  w.dtype = static_cast<nanscope::DType>(desc->dtype);
+  w.rows = desc->rows;
+  w.row_elements = desc->row_elements;
+  w.row_stride = desc->row_stride;
+  switch (desc->action) {
+    case NANSCOPE_ACTION_DEFAULT:
+    case NANSCOPE_ACTION_DETECT: w.action = nanscope::Action::detect; break;
+    case NANSCOPE_ACTION_FIX: w.action = nanscope::Action::fix; break;
+    case NANSCOPE_ACTION_ABORT: w.action = nanscope::Action::abort; break;
+    case NANSCOPE_ACTION_ZERO_PADDING: w.action = nanscope::Action::zero_padding; break;
+    default: return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_watch: action is not a nanscope_action_t");
+  }
+  if (desc->padding) w.padding = desc->padding->spec;
+  if (std::string err = nanscope::validate(w); !err.empty())
+    return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, fmt::format("nanscope_watch '{}': {}", w.name, err));
+  if (!nanscope::Engine::instance()) nanscope_init();  // a watch declared first initialises, CUDA or not
+  nanscope::Engine* e = nanscope::Engine::instance();
+  if (!e || !e->subscribed())
+    return fail(NANSCOPE_ERROR_UNAVAILABLE, "nanscope_watch: nanscope is disabled or could not attach to CUPTI");
+  *watch = new nanscope_watch_st{e->add_watch(std::move(w))};
+  return NANSCOPE_SUCCESS;
 }
 
 }  // namespace
@@ -93,36 +124,12 @@ NANSCOPE_API nanscope_status_t nanscope_padding_spec_destroy(nanscope_padding_sp
 
 NANSCOPE_API nanscope_status_t nanscope_watch(const nanscope_watch_desc_t* desc, nanscope_watch_t* watch) {
   if (!desc || !watch) return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_watch: desc and watch must not be NULL");
-  if (desc->struct_size < sizeof(nanscope_watch_desc_t))
+  nanscope_watch_desc_t d{};  // fields an older, smaller desc lacks stay zero (their defaults)
+  if (!nanscope::abi_read(*desc, NANSCOPE_WATCH_DESC_V1_SIZE, d))
     return fail(NANSCOPE_ERROR_INVALID_ARGUMENT,
                 fmt::format("nanscope_watch: desc->struct_size is {}, expected at least {}", desc->struct_size,
-                            sizeof(nanscope_watch_desc_t)));
-  if (desc->dtype < NANSCOPE_DTYPE_F64 || desc->dtype > NANSCOPE_DTYPE_F8E5M2)
-    return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, fmt::format("nanscope_watch: dtype {} is not a nanscope_dtype_t", static_cast<int>(desc->dtype)));
-  nanscope::WatchSpec w;
-  w.name = desc->name ? desc->name : fmt::format("watch@{}", desc->ptr);
-  w.ptr = reinterpret_cast<uint64_t>(desc->ptr);
-  w.dtype = static_cast<nanscope::DType>(desc->dtype);
-  w.rows = desc->rows;
-  w.row_elements = desc->row_elements;
-  w.row_stride = desc->row_stride;
-  switch (desc->action) {
-    case NANSCOPE_ACTION_DEFAULT:
-    case NANSCOPE_ACTION_DETECT: w.action = nanscope::Action::detect; break;
-    case NANSCOPE_ACTION_FIX: w.action = nanscope::Action::fix; break;
-    case NANSCOPE_ACTION_ABORT: w.action = nanscope::Action::abort; break;
-    case NANSCOPE_ACTION_ZERO_PADDING: w.action = nanscope::Action::zero_padding; break;
-    default: return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_watch: action is not a nanscope_action_t");
-  }
-  if (desc->padding) w.padding = desc->padding->spec;
-  if (std::string err = nanscope::validate(w); !err.empty())
-    return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, fmt::format("nanscope_watch '{}': {}", w.name, err));
-  if (!nanscope::Engine::instance()) nanscope_init();  // a watch declared first initialises, CUDA or not
-  nanscope::Engine* e = nanscope::Engine::instance();
-  if (!e || !e->subscribed())
-    return fail(NANSCOPE_ERROR_UNAVAILABLE, "nanscope_watch: nanscope is disabled or could not attach to CUPTI");
-  *watch = new nanscope_watch_st{e->add_watch(std::move(w))};
-  return NANSCOPE_SUCCESS;
+                            NANSCOPE_WATCH_DESC_V1_SIZE));
+  return watch_from(&d, watch);
 }
 
 NANSCOPE_API nanscope_status_t nanscope_unwatch(nanscope_watch_t watch) {

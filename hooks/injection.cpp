@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "abi_struct.hpp"
 #include "engine.hpp"
 #include "nanscope/nanscope.h"
 
@@ -100,10 +101,14 @@ NANSCOPE_API nanscope_status_t nanscope_flush(void) {
 }
 
 NANSCOPE_API nanscope_status_t nanscope_get_stats(nanscope_stats_t* stats) {
-  if (!stats || stats->struct_size < sizeof(nanscope_stats_t)) return NANSCOPE_ERROR_INVALID_ARGUMENT;
+  if (!stats || nanscope::abi_struct_bytes(stats->struct_size, NANSCOPE_STATS_V1_SIZE, sizeof(nanscope_stats_t)) == 0)
+    return NANSCOPE_ERROR_INVALID_ARGUMENT;
   Engine* e = Engine::instance();
   if (!e) return NANSCOPE_ERROR_NOT_INITIALIZED;
-  e->fill_stats(*stats);
+  nanscope_stats_t s{};
+  s.struct_size = sizeof s;
+  e->fill_stats(s);
+  nanscope::abi_write(s, NANSCOPE_STATS_V1_SIZE, *stats);  // only the fields the caller's version carries
   return NANSCOPE_SUCCESS;
 }
 

@@ -1,35 +1,111 @@
 #include "launch_params.hpp"
 
+#include <iterator>
+
 namespace nanscope {
 
-bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchKernel_params*>(params);
-      out = {p->f, p->hStream, p->kernelParams, p->extra};
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(params);
-      out = {p->f, p->hStream, p->kernelParams, nullptr};
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
-      out = {p->f, p->config ? p->config->hStream : nullptr, p->kernelParams, p->extra};
-      break;
-    }
-    default: return false;
-  }
+namespace {
+
+using H = DriverHook;
+constexpr bool kPtsz = true, kV1 = true;
+
+void launch_kernel(const void* params, LaunchArgs& out) {
+  auto* p = static_cast<const cuLaunchKernel_params*>(params);
+  out = {p->f, p->hStream, p->kernelParams, p->extra};
+}
+void launch_cooperative(const void* params, LaunchArgs& out) {
+  auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(params);
+  out = {p->f, p->hStream, p->kernelParams, nullptr};
+}
+void launch_ex(const void* params, LaunchArgs& out) {
+  auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
+  out = {p->f, p->config ? p->config->hStream : nullptr, p->kernelParams, p->extra};
+}
+
+constexpr DriverHookForm kDriverHooks[] = {
+    // Launches first: the most frequent callbacks.
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, H::launch, false, false, launch_kernel},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, H::launch, kPtsz, false, launch_kernel},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, H::launch, false, false, launch_ex},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, H::launch, kPtsz, false, launch_ex},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, H::launch, false, false, launch_cooperative},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz, H::launch, kPtsz, false, launch_cooperative},
+    // Every instantiate variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate, H::instantiate, false, kV1, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, H::instantiate, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, H::instantiate, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, H::instantiate, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz, H::instantiate, kPtsz, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate, H::exec_update, false, kV1, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2, H::exec_update, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, H::end_capture, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, H::end_capture, kPtsz, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams, H::node_params, false, kV1, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2, H::node_params, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams, H::exec_node_params, false, kV1, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2, H::exec_node_params, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, H::graph_launch, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, H::graph_launch, kPtsz, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, H::alloc, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, H::alloc, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, H::alloc, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, H::alloc, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, H::alloc, kPtsz, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, H::alloc, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, H::alloc, kPtsz, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemMap, H::alloc, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, H::free, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, H::free, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, H::free, kPtsz, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, H::free, false, false, nullptr},
+};
+
+// Row index + 1 per cbid (0: not hooked), so a callback finds its row without a search.
+const std::vector<uint8_t>& hook_index() {
+  static const std::vector<uint8_t> index = [] {
+    std::vector<uint8_t> v(CUPTI_DRIVER_TRACE_CBID_SIZE, 0);
+    for (std::size_t i = 0; i < std::size(kDriverHooks); ++i) v[kDriverHooks[i].cbid] = static_cast<uint8_t>(i + 1);
+    return v;
+  }();
+  return index;
+}
+static_assert(std::size(kDriverHooks) < 255, "hook_index holds row numbers in a byte");
+
+}  // namespace
+
+const DriverHookForm* driver_hook_form(CUpti_CallbackId cbid) {
+  const std::vector<uint8_t>& index = hook_index();
+  if (cbid >= index.size() || index[cbid] == 0) return nullptr;
+  return &kDriverHooks[index[cbid] - 1];
+}
+
+DriverHook driver_hook(CUpti_CallbackId cbid) {
+  const DriverHookForm* f = driver_hook_form(cbid);
+  return f ? f->hook : DriverHook::none;
+}
+
+const std::vector<CUpti_CallbackId>& driver_hook_cbids() {
+  static const std::vector<CUpti_CallbackId> ids = [] {
+    std::vector<CUpti_CallbackId> v;
+    for (const DriverHookForm& f : kDriverHooks) v.push_back(f.cbid);
+    return v;
+  }();
+  return ids;
+}
+
+CUstream hooked_stream(CUpti_CallbackId cbid, CUstream named) {
   // The _ptsz forms mean the per-thread default stream when given 0; our scan must follow
   // the app's kernel on that same stream, not on the legacy one.
-  const bool ptsz = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-                    cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
-                    cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-  if (ptsz && out.stream == nullptr) out.stream = CU_STREAM_PER_THREAD;
+  if (named) return named;
+  const DriverHookForm* f = driver_hook_form(cbid);
+  return f && f->per_thread ? CU_STREAM_PER_THREAD : named;
+}
+
+bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
+  const DriverHookForm* f = driver_hook_form(cbid);
+  if (!f || !f->decode) return false;
+  f->decode(params, out);
+  out.stream = hooked_stream(cbid, out.stream);
   return true;
 }
 

@@ -22,6 +22,37 @@ struct LaunchArgs {
 // Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
 
+// What nanscope does with a driver callback. One table (kDriverHooks in launch_params.cpp)
+// lists every hooked driver cbid but the copies and sets (kCopyForms): it drives enabling them
+// (driver_hook_cbids), dispatching them (driver_hook) and decoding launches (decode_launch).
+enum class DriverHook : uint8_t {
+  none,              // not hooked (or a copy or set: decode_copy)
+  launch,            // cuLaunchKernel*, cuLaunchCooperativeKernel*, cuLaunchKernelEx*: exit site
+  instantiate,       // cuGraphInstantiate*: instrument at the enter site, keep the exec at exit
+  exec_update,       // cuGraphExecUpdate*: enter site
+  end_capture,       // cuStreamEndCapture*: enter site
+  node_params,       // cuGraphKernelNodeSetParams*: exit site
+  exec_node_params,  // cuGraphExecKernelNodeSetParams*: exit site
+  graph_launch,      // cuGraphLaunch*: exit site
+  alloc,             // cuMemAlloc*, cuMemMap: exit site
+  free,              // cuMemFree*, cuMemUnmap: exit site
+};
+
+struct DriverHookForm {
+  CUpti_CallbackId cbid;
+  DriverHook hook;
+  bool per_thread;  // a _ptsz/_ptds form: a null stream is the per-thread default stream
+  bool v1_params;   // the first of a _v2 pair (its params struct predates the _v2 one)
+  void (*decode)(const void* params, LaunchArgs& out);  // launches: read its params struct
+};
+
+DriverHook driver_hook(CUpti_CallbackId cbid);  // O(1): the dispatch runs it on every callback
+const DriverHookForm* driver_hook_form(CUpti_CallbackId cbid);  // null when not hooked
+// Every cbid of the table, to enable (copies and sets: copy_cbids()).
+const std::vector<CUpti_CallbackId>& driver_hook_cbids();
+// The stream a hooked call named: a per-thread form's null stream is CU_STREAM_PER_THREAD.
+CUstream hooked_stream(CUpti_CallbackId cbid, CUstream named);
+
 // A copy or set into device memory (NaN origin: it changes a tracked buffer's state).
 struct CopyArgs {
   enum class Kind { host_to_device, device_to_device, unified, set } kind = Kind::set;

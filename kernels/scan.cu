@@ -1,6 +1,11 @@
-// Non-finite scan kernels. Thin __global__ entry point over the per-dtype classification
-// below. Built into a fatbin and embedded in libnanscope.so; the host loads it with
-// cuModuleLoadData and launches `nanscope_scan` with cuLaunchKernel (never the runtime API).
+// Non-finite scan kernels: nine thin extern "C" __global__ entry points (at the end of the file)
+// over shared per-dtype classification and row code. nanscope_scan (plain), nanscope_scan_grouped
+// (merged graph scan nodes), nanscope_scan_rows and nanscope_scan_rows_zero (row-aware: watches
+// and rules) scan and report; the five nanscope_zero_rows* (one per padding source, and one for
+// several buffers) only zero padding rows. Separate entry points keep each variant's registers
+// and occupancy its own. Built into a fatbin and embedded in libnanscope.so; the host
+// (hooks/context_state.cpp) loads it with cuModuleLoadData and launches with cuLaunchKernel
+// (never the runtime API), with the geometry of src/scan_launch.hpp.
 #include <stdint.h>
 
 #include <type_traits>
@@ -8,12 +13,10 @@
 
 namespace {
 
-constexpr int kThreads = 256;   // must match kScanThreads on the host
-constexpr int kUnroll = 4;      // 16-byte loads in flight per thread
+constexpr int kThreads = NANSCOPE_SCAN_THREADS;  // ScanPolicy::threads launches this many
+constexpr int kUnroll = NANSCOPE_SCAN_UNROLL;    // 16-byte loads in flight per thread
 
-__device__ __forceinline__ int element_bytes(uint32_t dt) {
-  return dt == NS_F64 ? 8 : dt == NS_F32 ? 4 : (dt == NS_F16 || dt == NS_BF16) ? 2 : 1;
-}
+__device__ __forceinline__ int element_bytes(uint32_t dt) { return static_cast<int>(nanscope_scan_dtype_bytes(dt)); }
 
 // 0 finite, 1 NaN, 2 +Inf, 3 -Inf for one element's bits.
 __device__ __forceinline__ int classify(uint32_t dt, uint64_t bits) {
@@ -249,12 +252,10 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
 template <bool kRows, bool kFix>
 __device__ void scan_buffer_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
   switch (b.dtype) {
-    case NS_F64: scan_buffer_typed<NS_F64, kRows, kFix>(b, c, rows); break;
-    case NS_F32: scan_buffer_typed<NS_F32, kRows, kFix>(b, c, rows); break;
-    case NS_F16: scan_buffer_typed<NS_F16, kRows, kFix>(b, c, rows); break;
-    case NS_BF16: scan_buffer_typed<NS_BF16, kRows, kFix>(b, c, rows); break;
-    case NS_F8E4M3: scan_buffer_typed<NS_F8E4M3, kRows, kFix>(b, c, rows); break;
-    case NS_F8E5M2: scan_buffer_typed<NS_F8E5M2, kRows, kFix>(b, c, rows); break;
+#define NS_SCAN_TYPED_(suffix, name, code, bytes) \
+  case NS_##suffix: scan_buffer_typed<NS_##suffix, kRows, kFix>(b, c, rows); break;
+    NANSCOPE_SCAN_DTYPES(NS_SCAN_TYPED_)
+#undef NS_SCAN_TYPED_
     default: break;
   }
 }
@@ -342,12 +343,10 @@ __device__ void scan_rows_chunked(const nanscope_scan_buffer b, ThreadCounts& c,
 template <bool kFix, bool kZeroOnly>
 __device__ void scan_rows_chunked_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
   switch (b.dtype) {
-    case NS_F64: scan_rows_chunked<NS_F64, kFix, kZeroOnly>(b, c, rows); break;
-    case NS_F32: scan_rows_chunked<NS_F32, kFix, kZeroOnly>(b, c, rows); break;
-    case NS_F16: scan_rows_chunked<NS_F16, kFix, kZeroOnly>(b, c, rows); break;
-    case NS_BF16: scan_rows_chunked<NS_BF16, kFix, kZeroOnly>(b, c, rows); break;
-    case NS_F8E4M3: scan_rows_chunked<NS_F8E4M3, kFix, kZeroOnly>(b, c, rows); break;
-    case NS_F8E5M2: scan_rows_chunked<NS_F8E5M2, kFix, kZeroOnly>(b, c, rows); break;
+#define NS_SCAN_CHUNKED_(suffix, name, code, bytes) \
+  case NS_##suffix: scan_rows_chunked<NS_##suffix, kFix, kZeroOnly>(b, c, rows); break;
+    NANSCOPE_SCAN_DTYPES(NS_SCAN_CHUNKED_)
+#undef NS_SCAN_CHUNKED_
     default: break;
   }
 }
@@ -732,12 +731,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
 // block marks the padding rows itself in a shared bitmap (one batch of row-status loads in
 // flight, one barrier), then takes its share of the (padding row, chunk) items. No counters and
 // no ticket: a node costs an empty kernel, one round trip and the stores.
-#ifndef NANSCOPE_ZERO_THREADS
-// Must match kZeroRowsThreads on the host (src/scan_launch.hpp); 128 measured best of 64-512 by
-// about 0.05 us a node (run S5-14).
-#define NANSCOPE_ZERO_THREADS 128
-#endif
-constexpr int kZeroThreads = NANSCOPE_ZERO_THREADS;
+constexpr int kZeroThreads = NANSCOPE_ZERO_THREADS;  // scan_abi.h; kZeroRowsThreads on the host
 constexpr int kZeroUnroll = 1024 / kZeroThreads;               // a chunk is 1024 16-byte vectors
 constexpr int kZeroRowsPerThread = 1024 / kZeroThreads;        // row statuses a thread loads per batch
 constexpr int kZeroBatchRows = kZeroThreads * kZeroRowsPerThread;  // rows marked per batch

@@ -41,7 +41,8 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   }
   out.verdict = RowVerdict{};
   if (!out.row_aware) return true;
-  if (r.counts_padding > out.total() || r.range_count > NANSCOPE_MAX_ROW_RANGES || r.padding_source > NS_PAD_MASK)
+  if (r.counts_padding > out.total() || r.range_count > NANSCOPE_MAX_ROW_RANGES ||
+      !padding_source_valid(r.padding_source))
     return false;
   out.watch_id = r.watch_id;
   out.rows_total = r.rows_total;

@@ -9,7 +9,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
-#include "nanscope/version.h"
+#include "log_schema.hpp"
 
 namespace nanscope {
 
@@ -68,14 +68,15 @@ uint64_t EventLog::emit(std::string_view event, const Json& body) {
 
 void EventLog::emit_with_id(uint64_t id, std::string_view event, const Json& body) {
   if (!file_) return;
+  namespace key = schema::key;
   Json j;
-  j["schema"] = NANSCOPE_LOG_SCHEMA;
-  j["event"] = event;
-  j["id"] = id;
-  j["ts_ns"] = wall_clock_ns();
-  j["pid"] = pid_;
-  if (rank_) j["rank"] = *rank_;
-  if (local_rank_) j["local_rank"] = *local_rank_;
+  j[key::schema] = schema::kVersion;
+  j[key::event] = event;
+  j[key::id] = id;
+  j[key::ts_ns] = wall_clock_ns();
+  j[key::pid] = pid_;
+  if (rank_) j[key::rank] = *rank_;
+  if (local_rank_) j[key::local_rank] = *local_rank_;
   for (auto it = body.begin(); it != body.end(); ++it) j[it.key()] = it.value();
   // Invalid UTF-8 in kernel names must not lose the event: replace, don't throw.
   file_->info(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));

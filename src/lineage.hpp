@@ -1,7 +1,9 @@
-// NaN lineage on the host: classifies every finding as introduced, propagated, host or
-// unknown, links it to its parents and root origins, spots leaks from padding into real rows,
-// and keeps a bounded per-root summary (first cause, first leak, reach). The engine feeds it
-// launches, scans, copies and sets in device order; it never touches CUDA. See docs/origin.md.
+// NaN lineage on the host: turns findings whose inputs were judged on the device (DeviceFinding)
+// into origins (introduced, propagated, host or unknown), parents and root origins, spots leaks
+// from padding into real rows, and keeps a bounded per-root summary (first cause, first leak,
+// reach). The engine's drain feeds it one finding at a time, in device order; it never touches
+// CUDA. (The host-side model of buffer states it replaced lives on in tests/unit as the
+// reference the device classification is checked against.) See docs/origin.md.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "log_schema.hpp"
 #include "padding.hpp"
 
 namespace nanscope::lineage {
@@ -41,25 +44,9 @@ struct Site {
   uint32_t replay = 0;
 };
 
-// One scanned kernel launch or graph node execution.
-struct KernelLaunch {
-  Site site;
-  std::vector<BufferId> inputs;   // tracked buffers it reads (in-place buffers go here too)
-  std::vector<BufferId> outputs;  // tracked buffers it writes; one without a ScanResult is lost
-  bool reads_untracked = false;   // it also reads memory nanscope does not track
-};
-
-// The state of one written buffer after the launch (or copy / set).
-struct ScanResult {
-  BufferId buffer;
-  bool nonfinite = false;
-  RowSet rows;                    // for non-finite results
-  uint64_t event_id = 0;          // id of the `nonfinite` event logged for it
-  bool fixed = false;             // the fix zeroed its padding rows right after the scan
-};
-
-enum class Origin : uint8_t { introduced, propagated, host, unknown };
-const char* origin_name(Origin);  // the log's strings
+// The log's origin values (log_schema.hpp); a classified finding is never Origin::none.
+using schema::Origin;
+using schema::origin_name;
 // Why an origin is unknown: an untracked read, or an input whose state was evicted.
 enum class Unknown : uint8_t { none, untracked_read, state_lost };
 const char* unknown_name(Unknown);
@@ -79,12 +66,11 @@ struct Verdict {
 };
 
 struct Limits {
-  std::size_t max_buffers = 1 << 16;       // buffers with state kept; LRU evicted beyond
+  std::size_t max_buffers = 1 << 16;       // findings remembered for their children; LRU beyond
   std::size_t max_roots = 64;              // roots with a summary entry; later ones are counted
   std::size_t max_roots_per_finding = 8;
   std::size_t max_reach = 64;              // distinct kernel ids / buffers listed per root
   std::size_t max_row_ranges = 64;         // ranges in a merged rows_before
-  std::size_t lost_filter_bits = 1 << 16;  // Bloom filter of evicted non-finite buffers
 };
 
 // Per root: where it started, where it first leaked, and how far it spread.
@@ -115,9 +101,7 @@ struct Summary {
   uint64_t roots_not_listed = 0;   // roots past Limits::max_roots
   uint64_t findings = 0;
   uint64_t introduced = 0, propagated = 0, host = 0, unknown = 0, leaks = 0;
-  uint64_t evictions = 0;          // buffer states dropped by the LRU bound
-  uint64_t outputs_unscanned = 0;  // written outputs without a scan: their state became lost
-  std::size_t buffers = 0;         // states held now
+  uint64_t evictions = 0;          // remembered findings dropped by the LRU bound
 };
 
 // A finding whose inputs were judged on the device: the engine keeps every tracked buffer's
@@ -149,18 +133,6 @@ class Tracker {
  public:
   explicit Tracker(Limits limits = {});
 
-  // A launch and the scans of its outputs. Returns one Verdict per non-finite ScanResult, in
-  // order. Inputs are judged by their state before the launch.
-  std::vector<Verdict> on_launch(const KernelLaunch& launch, const std::vector<ScanResult>& scans);
-  // cuMemcpyHtoD* / cuMemset*: the values come from the host. `after` is dst's state after the
-  // write (a rescan, or the memset value judged on the host). A verdict (origin host) when
-  // non-finite; a finite write closes dst's lineage.
-  std::optional<Verdict> on_host_write(const ScanResult& after, const Site& site = {});
-  // Full device-to-device copy: dst takes src's state and lineage. Partial copies should be
-  // fed as a launch reading src (and dst) and writing dst, with a rescan of dst.
-  void on_copy_device(BufferId dst, BufferId src);
-  // cuMemFree*: forget the buffer; a new allocation at the address starts clean.
-  void on_free(BufferId buffer);
   // A finding classified from device state (see DeviceFinding). Parents must have been fed
   // first, which device order guarantees: a parent's scan ran before its child's.
   Verdict on_device_finding(const DeviceFinding& f);
@@ -168,30 +140,17 @@ class Tracker {
   Summary summary() const;
   const Limits& limits() const { return limits_; }
 
- private:
-  struct State {
-    bool nonfinite = false;             // false: a known-clean entry shadowing the lost filter
-    uint64_t event_id = 0;
-    RowSet rows;
-    std::vector<uint64_t> roots;
-    bool roots_truncated = false;
-    std::list<uint64_t>::iterator lru;
-  };
-  enum class Seen : uint8_t { clean, nonfinite, lost };
-
-  // on_launch; `host`: values not read from any tracked input are host values.
-  std::vector<Verdict> record(const KernelLaunch& launch, const std::vector<ScanResult>& scans,
-                              bool host);
-  Seen look(uint64_t ptr, const State** out);
-  State& put(uint64_t ptr);
-  void set_clean(uint64_t ptr);
-  void set_lost(uint64_t ptr);
-  bool maybe_lost(uint64_t ptr) const;
+ protected:
+  // Roots, reach and totals: shared with the host reference model (tests/unit).
   void add_root(const Verdict& v, const Site& site);
   void reach(const Verdict& v, const Site& site);
-  void reach_buffer(RootSummary& r, uint64_t ptr, uint64_t event_id);
+  void reach_buffer(uint64_t root_event, uint64_t ptr, uint64_t event_id);
   void count(const Verdict& v);
 
+  Limits limits_;
+  Summary totals_;
+
+ private:
   // What a device finding left behind, for its children: by sequence number, LRU-bounded.
   struct SeqInfo {
     uint64_t event_id = 0;
@@ -203,15 +162,14 @@ class Tracker {
   const SeqInfo* find_seq(uint64_t seq);
   void put_seq(uint64_t seq, SeqInfo info);
 
-  Limits limits_;
   std::unordered_map<uint64_t, SeqInfo> seqs_;
   std::list<uint64_t> seq_lru_;
-  std::unordered_map<uint64_t, State> states_;
-  std::list<uint64_t> lru_;                 // front: most recently used
-  std::vector<uint64_t> lost_;              // Bloom filter of evicted non-finite buffers
   std::vector<RootSummary> roots_;
   std::unordered_map<uint64_t, std::size_t> root_index_;
-  Summary totals_;
 };
+
+// Sorted union of two root id lists, at most `cap` kept (the smallest: the earliest events);
+// sets *truncated when some were dropped.
+void union_roots(std::vector<uint64_t>& into, const std::vector<uint64_t>& add, std::size_t cap, bool* truncated);
 
 }  // namespace nanscope::lineage

@@ -9,13 +9,22 @@ namespace nanscope {
 
 const char* padding_source_name(PaddingSource s) {
   switch (s) {
-    case PaddingSource::none: return "none";
-    case PaddingSource::seq_lens: return "seq_lens";
-    case PaddingSource::real_count_device: return "real_count_device";
-    case PaddingSource::real_count_host: return "real_count_host";
-    case PaddingSource::mask: return "mask";
+#define NANSCOPE_PADDING_NAME_(suffix, name, code) \
+  case PaddingSource::name: return #name;
+    NANSCOPE_PADDING_SOURCES(NANSCOPE_PADDING_NAME_)
+#undef NANSCOPE_PADDING_NAME_
   }
   return "none";
+}
+
+bool padding_source_valid(uint32_t code) {
+  switch (code) {
+#define NANSCOPE_PADDING_CODE_(suffix, name, code) case NS_PAD_##suffix:
+    NANSCOPE_PADDING_SOURCES(NANSCOPE_PADDING_CODE_)
+#undef NANSCOPE_PADDING_CODE_
+    return true;
+    default: return false;
+  }
 }
 
 const char* action_name(Action a) {

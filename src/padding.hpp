@@ -7,18 +7,24 @@
 #include <string>
 #include <vector>
 
+#include "scan_abi.h"
 #include "signature.hpp"
 
 namespace nanscope {
 
-enum class PaddingSource : uint8_t {
-  none,         // no padding information: region "unknown"
-  seq_lens,     // device int32/int64 array; row r is padding when seq_lens[r] == pad_value
-  real_count_device,  // device int32/int64 scalar; rows >= *count are padding
-  real_count_host,    // host value frozen at declaration; rows >= count are padding
-  mask,         // device byte array; row r is padding when mask[r] != 0
-};
-const char* padding_source_name(PaddingSource);
+// From the one list in scan_abi.h (meanings there): a PaddingSource's value is its NS_PAD_*
+// code, so the engine hands it to the device, and the channel reads it back, by a cast.
+// seq_lens and real_count_device read a device int32/int64 array or scalar, mask a device byte
+// array; real_count_host is a host value frozen at declaration.
+#define NANSCOPE_PADDING_ENUMERATOR_(suffix, name, code) name = code,
+enum class PaddingSource : uint8_t { NANSCOPE_PADDING_SOURCES(NANSCOPE_PADDING_ENUMERATOR_) };
+#undef NANSCOPE_PADDING_ENUMERATOR_
+#define NANSCOPE_PADDING_AGREE_(suffix, name, code) \
+  static_assert(static_cast<int>(PaddingSource::name) == NS_PAD_##suffix, "PaddingSource is cast to NS_PAD_*");
+NANSCOPE_PADDING_SOURCES(NANSCOPE_PADDING_AGREE_)
+#undef NANSCOPE_PADDING_AGREE_
+const char* padding_source_name(PaddingSource);  // the log's string; "none" for no source
+bool padding_source_valid(uint32_t code);         // a NS_PAD_* code (a record from the device)
 
 enum class IndexType : uint8_t { i32, i64 };
 

@@ -7,6 +7,15 @@
 #include <stdint.h>
 
 #define NANSCOPE_SCAN_MAX_BUFFERS 8
+
+// Launch geometry the kernels are compiled for (__launch_bounds__, shared arrays, strides) and
+// the host launches with (src/scan_launch.hpp): one constant each, so neither side can change
+// alone. A tuning run that overrides NANSCOPE_ZERO_THREADS must define it for both.
+#define NANSCOPE_SCAN_THREADS 256  // threads of a nanscope_scan* block
+#define NANSCOPE_SCAN_UNROLL 4     // 16-byte loads in flight per thread
+#ifndef NANSCOPE_ZERO_THREADS
+#define NANSCOPE_ZERO_THREADS 128  // nanscope_zero_rows*: measured best of 64-512 by ~0.05 us a node (run S5-14)
+#endif
 #define NANSCOPE_MAX_ROW_RANGES 14
 
 // NaN origin: the non-finite state of every tracked buffer lives in one device array of 64-bit
@@ -29,14 +38,23 @@
 #define NS_ORIGIN_INPUT_UNKNOWN 4u    /* (record) a tracked input's state was unknown */
 #define NS_ORIGIN_TRACKED 8u          /* (record) origin fields are valid */
 
-// Where a row-aware scan learns which rows are padding (read on the device at scan time).
-enum nanscope_padding_source {
-  NS_PAD_NONE = 0,
-  NS_PAD_SEQ_LENS = 1,      // row r is padding when seq_lens[r] == pad_value
-  NS_PAD_COUNT_DEVICE = 2,  // rows >= *count are padding
-  NS_PAD_COUNT_HOST = 3,    // rows >= host_count are padding
-  NS_PAD_MASK = 4           // row r is padding when mask[r] != 0
-};
+// Where a row-aware scan learns which rows are padding (read on the device at scan time), the
+// one list: X(SUFFIX, name, code). NS_PAD_<SUFFIX> is the device's code, `name` the host's
+// nanscope::PaddingSource enumerator (padding.hpp) and the log's padding_source string.
+//   NONE          no spec: region "unknown"
+//   SEQ_LENS      row r is padding when seq_lens[r] == pad_value
+//   COUNT_DEVICE  rows >= *count are padding
+//   COUNT_HOST    rows >= host_count are padding
+//   MASK          row r is padding when mask[r] != 0
+#define NANSCOPE_PADDING_SOURCES(X)           \
+  X(NONE, none, 0)                            \
+  X(SEQ_LENS, seq_lens, 1)                    \
+  X(COUNT_DEVICE, real_count_device, 2)       \
+  X(COUNT_HOST, real_count_host, 3)           \
+  X(MASK, mask, 4)
+#define NS_PAD_ENUM_(suffix, name, code) NS_PAD_##suffix = code,
+enum nanscope_padding_source { NANSCOPE_PADDING_SOURCES(NS_PAD_ENUM_) };
+#undef NS_PAD_ENUM_
 
 // Row layout and padding source of one buffer. Element index i lies in row i / row_stride,
 // column i % row_stride; columns >= row_elements are gaps between rows and are not scanned.
@@ -64,8 +82,42 @@ typedef struct nanscope_row_spec {
 // Per-watch device state compared by each scan: nan, +inf, -inf, first, last, padding.
 #define NANSCOPE_STATE_WORDS 6
 
-// Element types. Must match nanscope::DType in signature.hpp.
-enum nanscope_scan_dtype { NS_F64 = 0, NS_F32 = 1, NS_F16 = 2, NS_BF16 = 3, NS_F8E4M3 = 4, NS_F8E5M2 = 5 };
+// The element types, the one list: X(SUFFIX, name, code, bytes). SUFFIX names the C ABI's
+// NANSCOPE_DTYPE_<SUFFIX> (include/nanscope/nanscope.h, which must stay self-contained) and the
+// device's NS_<SUFFIX>; `name` is the host's nanscope::DType enumerator (signature.hpp) and the
+// log's dtype string; `bytes` is one element's size. signature.cpp static_asserts that all three
+// enums agree; python/nanscope's table is checked against nanscope.h by tests/python.
+#define NANSCOPE_SCAN_DTYPES(X) \
+  X(F64, f64, 0, 8)             \
+  X(F32, f32, 1, 4)             \
+  X(F16, f16, 2, 2)             \
+  X(BF16, bf16, 3, 2)           \
+  X(F8E4M3, f8e4m3, 4, 1)       \
+  X(F8E5M2, f8e5m2, 5, 1)
+
+#define NS_DTYPE_ENUM_(suffix, name, code, bytes) NS_##suffix = code,
+enum nanscope_scan_dtype { NANSCOPE_SCAN_DTYPES(NS_DTYPE_ENUM_) };
+#undef NS_DTYPE_ENUM_
+#define NS_DTYPE_ONE_(suffix, name, code, bytes) +1
+enum { NS_DTYPE_COUNT = 0 NANSCOPE_SCAN_DTYPES(NS_DTYPE_ONE_) };
+#undef NS_DTYPE_ONE_
+
+#ifdef __CUDACC__
+#define NS_HOST_DEVICE __host__ __device__
+#else
+#define NS_HOST_DEVICE
+#endif
+// Bytes of one element of a nanscope_scan_dtype; 0 for a code that is none. A switch on the
+// code, so neither the order of the list nor gaps in the codes matter.
+static inline NS_HOST_DEVICE uint32_t nanscope_scan_dtype_bytes(uint32_t dtype) {
+  switch (dtype) {
+#define NS_DTYPE_BYTES_(suffix, name, code, bytes) \
+  case NS_##suffix: return bytes;
+    NANSCOPE_SCAN_DTYPES(NS_DTYPE_BYTES_)
+#undef NS_DTYPE_BYTES_
+    default: return 0;
+  }
+}
 
 // One buffer to scan.
 typedef struct nanscope_scan_buffer {

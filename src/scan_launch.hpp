@@ -10,9 +10,9 @@
 namespace nanscope {
 
 struct ScanPolicy {
-  unsigned threads = 256;          // kThreads in kernels/scan.cu
+  unsigned threads = NANSCOPE_SCAN_THREADS;  // the kernels' kThreads: their __launch_bounds__
   unsigned blocks_per_sm = 4;      // enough 16-byte loads in flight to saturate HBM
-  uint64_t bytes_per_block_step = 256 * 4 * 16;  // threads x unroll x 16-byte loads
+  uint64_t bytes_per_block_step = uint64_t{NANSCOPE_SCAN_THREADS} * NANSCOPE_SCAN_UNROLL * 16;  // threads x unroll x 16-byte loads
 };
 
 // A graph scan node that runs beside the app's next kernels (hooks/graph_beside.cpp) is off the
@@ -33,10 +33,8 @@ inline unsigned scan_grid(const ScanPolicy& p, uint64_t max_bytes, int sm_count)
       std::clamp<uint64_t>(needed, 1, uint64_t{p.blocks_per_sm} * static_cast<unsigned>(sm_count)));
 }
 
-// Bytes of one element of a nanscope_scan_dtype (element_bytes in kernels/scan.cu).
-inline uint64_t scan_dtype_bytes(uint32_t dtype) {
-  return dtype == NS_F64 ? 8 : dtype == NS_F32 ? 4 : dtype <= NS_BF16 ? 2 : 1;
-}
+// Bytes of one element of a nanscope_scan_dtype: the one table in scan_abi.h, as on the device.
+inline uint64_t scan_dtype_bytes(uint32_t dtype) { return nanscope_scan_dtype_bytes(dtype); }
 
 // Blocks for a task: enough for its bytes, and for row-chunked fixes at least one block per
 // (row, chunk) item, so a batch of short rows is read in parallel rather than by one block
@@ -80,7 +78,7 @@ inline unsigned zero_rows_grid(const ScanPolicy& p, const nanscope_scan_task& t,
   return static_cast<unsigned>(std::min<uint64_t>(items, static_cast<unsigned>(sm_count)));
 }
 
-inline constexpr unsigned kZeroRowsThreads = 128;  // NANSCOPE_ZERO_THREADS in kernels/scan.cu
+inline constexpr unsigned kZeroRowsThreads = NANSCOPE_ZERO_THREADS;  // the zero kernels' block (scan_abi.h)
 
 // Entry points of the zero-rows kernel: one buffer runs the entry of its padding source (no
 // source switch in the node), several buffers the general one.

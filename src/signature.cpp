@@ -7,6 +7,8 @@
 // ("operator<", "operator()", "operator,") are skipped as a whole.
 #include "signature.hpp"
 
+#include "nanscope/nanscope.h"
+
 #include <cxxabi.h>
 
 #include <array>
@@ -273,19 +275,27 @@ KernelSignature unparsed(std::string_view text) {
 
 }  // namespace
 
-// Indexed by the DType value; DType::none and anything unknown fall outside.
-constexpr std::array<const char*, 6> kDTypeNames{"f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2"};
-constexpr std::array<std::size_t, 6> kDTypeSizes{8, 4, 2, 2, 1, 1};
+// The C ABI's nanscope_dtype_t, the device's nanscope_scan_dtype and DType are one list
+// (NANSCOPE_SCAN_DTYPES): a value crosses between them by a cast, so they must agree.
+#define NANSCOPE_DTYPE_AGREE_(suffix, name, code, bytes)                          \
+  static_assert(static_cast<int>(NANSCOPE_DTYPE_##suffix) == static_cast<int>(NS_##suffix), "C ABI and device"); \
+  static_assert(static_cast<int>(DType::name) == NS_##suffix, "host and device dtype");
+NANSCOPE_SCAN_DTYPES(NANSCOPE_DTYPE_AGREE_)
+#undef NANSCOPE_DTYPE_AGREE_
+static_assert(NS_DTYPE_COUNT == NANSCOPE_DTYPE_F8E5M2 + 1, "a dtype in nanscope.h is missing from the list");
 
 const char* dtype_name(DType t) {
-  const auto i = static_cast<std::size_t>(t);
-  return i < kDTypeNames.size() ? kDTypeNames[i] : "none";
+  switch (t) {
+#define NANSCOPE_DTYPE_NAME_(suffix, name, code, bytes) \
+  case DType::name: return #name;
+    NANSCOPE_SCAN_DTYPES(NANSCOPE_DTYPE_NAME_)
+#undef NANSCOPE_DTYPE_NAME_
+    case DType::none: break;
+  }
+  return "none";
 }
 
-std::size_t dtype_size(DType t) {
-  const auto i = static_cast<std::size_t>(t);
-  return i < kDTypeSizes.size() ? kDTypeSizes[i] : 0;
-}
+std::size_t dtype_size(DType t) { return nanscope_scan_dtype_bytes(static_cast<uint32_t>(t)); }
 
 std::size_t KernelSignature::output_count() const {
   std::size_t n = 0;

@@ -11,12 +11,18 @@
 #include <string_view>
 #include <vector>
 
+#include "scan_abi.h"
+
 namespace nanscope {
 
-enum class DType : uint8_t { f64 = 0, f32 = 1, f16 = 2, bf16 = 3, f8e4m3 = 4, f8e5m2 = 5, none = 255 };
+// Element types, from the one list in scan_abi.h: a DType's value is its nanscope_scan_dtype
+// (and nanscope_dtype_t) code, so it crosses the C API and the device ABI by a cast.
+#define NANSCOPE_DTYPE_ENUMERATOR_(suffix, name, code, bytes) name = code,
+enum class DType : uint8_t { NANSCOPE_SCAN_DTYPES(NANSCOPE_DTYPE_ENUMERATOR_) none = 255 };
+#undef NANSCOPE_DTYPE_ENUMERATOR_
 
-const char* dtype_name(DType);  // "f64","f32","f16","bf16","f8e4m3","f8e5m2","none"
-std::size_t dtype_size(DType);  // bytes of one scalar element (8,4,2,2,1,1; 0 for none)
+const char* dtype_name(DType);  // the log's dtype string ("f64", "bf16", ...); "none"
+std::size_t dtype_size(DType);  // bytes of one scalar element; 0 for none
 
 enum class ParamRole : uint8_t { output, input, other };
 

@@ -38,7 +38,7 @@ typedef enum nanscope_attach_t {
 
 /* Counters since initialisation. */
 typedef struct nanscope_stats_t {
-  size_t struct_size; /* set to sizeof(nanscope_stats_t) before the call */
+  size_t struct_size; /* set to sizeof(nanscope_stats_t) before the call (at least V1_SIZE) */
   uint64_t launches;
   uint64_t scans;
   uint64_t findings;
@@ -47,6 +47,10 @@ typedef struct nanscope_stats_t {
   uint64_t scans_dropped;
   uint64_t overflow;
 } nanscope_stats_t;
+/* Size of the first version of the struct: a caller built against any later version (its
+ * struct_size larger) or any earlier one down to this is served the fields both know. New
+ * fields are only ever appended. */
+#define NANSCOPE_STATS_V1_SIZE (offsetof(nanscope_stats_t, overflow) + sizeof(uint64_t))
 
 /* Initialise nanscope in this process (no-op if it is already initialised by injection,
  * preload or an earlier call). Configuration comes from NANSCOPE_* environment variables. */
@@ -115,7 +119,7 @@ NANSCOPE_API nanscope_status_t nanscope_padding_spec_mask(nanscope_padding_spec_
 NANSCOPE_API nanscope_status_t nanscope_padding_spec_destroy(nanscope_padding_spec_t spec);
 
 typedef struct nanscope_watch_desc_t {
-  size_t struct_size;            /* sizeof(nanscope_watch_desc_t) */
+  size_t struct_size;            /* sizeof(nanscope_watch_desc_t), at least V1_SIZE */
   const char* name;              /* shown in the log; copied */
   const void* ptr;               /* device address of row 0 */
   nanscope_dtype_t dtype;
@@ -125,6 +129,8 @@ typedef struct nanscope_watch_desc_t {
   nanscope_action_t action;
   nanscope_padding_spec_t padding; /* may be NULL: verdicts are "unknown"; the spec is copied */
 } nanscope_watch_desc_t;
+/* First version's size; fields a smaller (older) desc lacks take their zero defaults. */
+#define NANSCOPE_WATCH_DESC_V1_SIZE (offsetof(nanscope_watch_desc_t, padding) + sizeof(nanscope_padding_spec_t))
 
 NANSCOPE_API nanscope_status_t nanscope_watch(const nanscope_watch_desc_t* desc, nanscope_watch_t* watch);
 NANSCOPE_API nanscope_status_t nanscope_unwatch(nanscope_watch_t watch);

@@ -45,19 +45,24 @@ __all__ = [
 SUCCESS = 0
 STATUS_NAMES = {0: "success", 1: "invalid argument", 2: "not initialised", 3: "unavailable", 4: "internal error"}
 
-DTYPE_F64, DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_F8E4M3, DTYPE_F8E5M2 = range(6)
 INDEX_INT32, INDEX_INT64 = 0, 1
 ACTION_DEFAULT, ACTION_DETECT, ACTION_FIX, ACTION_ABORT, ACTION_ZERO_PADDING = range(5)
 
-# Element dtypes, keyed by str(torch dtype) so that fake tensors work too.
-DTYPES = {
-    "torch.float64": (DTYPE_F64, 8),
-    "torch.float32": (DTYPE_F32, 4),
-    "torch.float16": (DTYPE_F16, 2),
-    "torch.bfloat16": (DTYPE_BF16, 2),
-    "torch.float8_e4m3fn": (DTYPE_F8E4M3, 1),
-    "torch.float8_e5m2": (DTYPE_F8E5M2, 1),
-}
+# Element dtypes, one row each: (nanscope_dtype_t suffix, its code, element bytes, str(torch
+# dtype)). The codes are the C ABI's, not positions: tests/python checks every row against
+# NANSCOPE_DTYPE_<suffix> in nanscope.h and the bytes against src/scan_abi.h's list.
+DTYPE_TABLE = (
+    ("F64", 0, 8, "torch.float64"),
+    ("F32", 1, 4, "torch.float32"),
+    ("F16", 2, 2, "torch.float16"),
+    ("BF16", 3, 2, "torch.bfloat16"),
+    ("F8E4M3", 4, 1, "torch.float8_e4m3fn"),
+    ("F8E5M2", 5, 1, "torch.float8_e5m2"),
+)
+# DTYPE_F64, DTYPE_F32, ...: the codes by name, as nanscope.h spells them.
+globals().update({"DTYPE_" + suffix: code for suffix, code, _, _ in DTYPE_TABLE})
+# Keyed by str(torch dtype) so that fake tensors work too: (code, element bytes).
+DTYPES = {torch_name: (code, size) for _, code, size, torch_name in DTYPE_TABLE}
 INDEX_DTYPES = {"torch.int32": INDEX_INT32, "torch.int64": INDEX_INT64}
 MASK_DTYPES = ("torch.bool", "torch.uint8")
 ACTIONS = {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "dump.hpp"
+#include "log_schema.hpp"
 #include "model.hpp"
 #include "util.hpp"
 
@@ -18,6 +19,7 @@ namespace nanscope::report {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace dk = schema::dump_key;
 
 namespace {
 
@@ -201,7 +203,7 @@ int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, st
       err << "nanscope report: " << side_path << ": invalid JSON sidecar: " << ex.what() << '\n';
     }
   }
-  std::string dtype_hint = have_side && side.contains("dtype") && side["dtype"].is_string() ? side["dtype"].get<std::string>() : "";
+  std::string dtype_hint = have_side && side.contains(schema::buffer_key::dtype) && side[schema::buffer_key::dtype].is_string() ? side[schema::buffer_key::dtype].get<std::string>() : "";
   NpyStats st;
   std::string error;
   if (!read_npy(npy, dtype_hint, st, error)) {
@@ -210,8 +212,8 @@ int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, st
   }
   out << "DUMP  " << npy << '\n';
   if (ref && a) out << "  event    " << ref->id << " · " << a->proc_label(ref->proc) << " · " << ref->kernel << '\n';
-  else if (have_side && side.contains("kernel") && side["kernel"].is_string())
-    out << "  kernel   " << side["kernel"].get<std::string>() << '\n';
+  else if (have_side && side.contains(schema::key::kernel) && side[schema::key::kernel].is_string())
+    out << "  kernel   " << side[schema::key::kernel].get<std::string>() << '\n';
   std::string shape;
   for (std::size_t i = 0; i < st.shape.size(); ++i) shape += (i ? "×" : "") + std::to_string(st.shape[i]);
   out << "  tensor   " << st.dtype << " (stored as " << st.descr << "), shape " << (shape.empty() ? "scalar" : shape)
@@ -230,16 +232,16 @@ int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, st
       << " finite: " << mm << '\n';
   // Row verdicts.
   std::vector<std::vector<std::string>> rows;
-  if (have_side && side.contains("row_verdicts") && side["row_verdicts"].is_array()) {
-    for (const json& v : side["row_verdicts"]) {
+  if (have_side && side.contains(dk::row_verdicts) && side[dk::row_verdicts].is_array()) {
+    for (const json& v : side[dk::row_verdicts]) {
       if (!v.is_object()) continue;
       std::int64_t lo = 0, hi = 0;
-      if (v.contains("rows") && v["rows"].is_array() && v["rows"].size() == 2 && v["rows"][0].is_number_integer() &&
-          v["rows"][1].is_number_integer()) {
-        lo = v["rows"][0].get<std::int64_t>();
-        hi = v["rows"][1].get<std::int64_t>();
-      } else if (v.contains("row") && v["row"].is_number_integer()) {
-        lo = hi = v["row"].get<std::int64_t>();
+      if (v.contains(dk::rows) && v[dk::rows].is_array() && v[dk::rows].size() == 2 && v[dk::rows][0].is_number_integer() &&
+          v[dk::rows][1].is_number_integer()) {
+        lo = v[dk::rows][0].get<std::int64_t>();
+        hi = v[dk::rows][1].get<std::int64_t>();
+      } else if (v.contains(dk::row) && v[dk::row].is_number_integer()) {
+        lo = hi = v[dk::row].get<std::int64_t>();
       } else {
         continue;
       }
@@ -247,9 +249,9 @@ int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, st
       for (std::int64_t r = std::max<std::int64_t>(lo, 0); r <= hi && r < std::int64_t(st.row_nan.size()); ++r)
         nan += st.row_nan[std::size_t(r)], inf += st.row_inf[std::size_t(r)];
       auto s = [&](const char* k) { return v.contains(k) && v[k].is_string() ? v[k].get<std::string>() : std::string("-"); };
-      std::string verdict = s("verdict");
-      if (v.contains("fixed") && v["fixed"].is_boolean() && v["fixed"].get<bool>()) verdict += " (fixed)";
-      rows.push_back({lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi), s("kind"), verdict,
+      std::string verdict = s(dk::verdict);
+      if (v.contains(dk::fixed) && v[dk::fixed].is_boolean() && v[dk::fixed].get<bool>()) verdict += " (fixed)";
+      rows.push_back({lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi), s(dk::kind), verdict,
                       group_digits(nan), group_digits(inf)});
     }
   }

@@ -11,12 +11,17 @@
 #include <utility>
 #include <vector>
 
+#include "log_schema.hpp"
+
 namespace nanscope::report {
 
 enum class Kind : std::uint8_t { other, start, nonfinite, repeat, not_inspected, warning, summary };
 
-enum class Region : std::uint8_t { none, padding, real, mixed, unknown };
-enum class Origin : std::uint8_t { none, introduced, propagated, host, unknown };
+// The log's enums and their strings are the schema's (log_schema.hpp), shared with the writer.
+using schema::Origin;
+using schema::Region;
+using schema::origin_name;
+using schema::region_name;
 
 struct Counts {
   std::int64_t nan = 0, pos_inf = 0, neg_inf = 0;
@@ -130,8 +135,6 @@ struct ParseError {
 // (which is reset first). Never throws on bad input.
 ParseError parse_line(std::string_view line, Event& ev);
 
-const char* region_name(Region r);
-const char* origin_name(Origin o);
 bool schema_supported(std::string_view schema);
 
 }  // namespace nanscope::report

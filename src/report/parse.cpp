@@ -1,80 +1,20 @@
 // Strict single-pass JSON line parser for nanscope/1 events. See event.hpp.
 #include "event.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+
+#include "fields.hpp"
+#include "log_schema.hpp"
 
 namespace nanscope::report {
 
-void Event::reset() {
-  has = 0;
-  kind = Kind::other;
-  schema.clear();
-  event.clear();
-  id = ts_ns = pid = 0;
-  rank = local_rank = -1;
-  device = launch_id = correlation_id = 0;
-  stream.clear();
-  kernel.clear();
-  kernel_mangled.clear();
-  buffer.arg = -1;
-  buffer.elements = 0;
-  buffer.ptr.clear();
-  buffer.dtype.clear();
-  buffer.name.clear();
-  counts = {};
-  first_index = last_index = 0;
-  graph_id = graph_node = replay = 0;
-  region = Region::none;
-  counts_padding = counts_real = 0;
-  rows_padding.clear();
-  rows_real.clear();
-  rows_truncated = false;
-  rows_total = 0;
-  watch.clear();
-  fixed = false;
-  origin = Origin::none;
-  parents.clear();
-  root.clear();
-  leak = false;
-  dump.clear();
-  of = count = total = first_replay = last_replay = 0;
-  final_ = false;
-  version.clear();
-  attach.clear();
-  argv0.clear();
-  reason.clear();
-  message.clear();
-  what.clear();
-  launches = scans = findings = kernels_inspected = kernels_not_inspected = scans_dropped =
-      overflow = duration_ns = 0;
-}
-
-const char* region_name(Region r) {
-  switch (r) {
-    case Region::padding: return "padding";
-    case Region::real: return "real";
-    case Region::mixed: return "mixed";
-    case Region::unknown: return "unknown";
-    case Region::none: break;
-  }
-  return "";
-}
-
-const char* origin_name(Origin o) {
-  switch (o) {
-    case Origin::introduced: return "introduced";
-    case Origin::propagated: return "propagated";
-    case Origin::host: return "host";
-    case Origin::unknown: return "unknown";
-    case Origin::none: break;
-  }
-  return "";
-}
-
 bool schema_supported(std::string_view s) {
   // "nanscope/1"; a future "nanscope/1.x" minor revision only adds optional fields.
-  return s == "nanscope/1" || s.starts_with("nanscope/1.");
+  constexpr std::string_view v = schema::kVersion;
+  return s.starts_with(v) && (s.size() == v.size() || s[v.size()] == '.');
 }
 
 namespace {
@@ -107,6 +47,7 @@ class Parser {
   const char* e_;
   Event& ev_;
   std::string key_scratch_, str_scratch_, field_error_;
+  std::string_view scope_;  // the nested object being read ("buffer"), for error messages
 
   [[noreturn]] void syntax(const char* what) {
     std::string m;
@@ -123,6 +64,7 @@ class Parser {
   void type_error(std::string_view key, const char* expected) {
     if (!field_error_.empty()) return;
     field_error_ = "field '";
+    if (!scope_.empty()) field_error_.append(scope_).append(".");
     field_error_ += key;
     field_error_ += "': expected ";
     field_error_ += expected;
@@ -514,174 +456,80 @@ class Parser {
     });
   }
 
-  // A nested object field: fn(key) consumes each member's value.
-  template <class Fn>
-  void sub_object(std::string_view key, Has h, Fn&& fn) {
+  // A nested object: each member's value decoded by the object's table (fields.cpp).
+  template <typename O>
+  void sub_object(std::string_view key, Has h, std::span<const Field<O>> table, O& obj) {
     if (*p_ != '{') {
       if (!null()) type_error(key, "an object");
       return;
     }
     ev_.has |= h;
-    members(fn);
-  }
-
-  void counts_obj(std::string_view key, Counts& c) {
-    sub_object(key, h_counts, [&](std::string_view k) {
-      if (k == "nan") int_field("counts.nan", c.nan);
-      else if (k == "pos_inf") int_field("counts.pos_inf", c.pos_inf);
-      else if (k == "neg_inf") int_field("counts.neg_inf", c.neg_inf);
-      else skip_value(2);
+    scope_ = key;
+    members([&](std::string_view k) {
+      auto f = std::find_if(table.begin(), table.end(), [&](const Field<O>& x) { return x.key == k; });
+      if (f == table.end()) skip_value(2);
+      else value(*f, k, obj, 2);
     });
+    scope_ = {};
   }
 
-  void buffer_obj(std::string_view key) {
-    auto& b = ev_.buffer;
-    sub_object(key, h_buffer, [&](std::string_view k) {
-      if (k == "arg") int_field("buffer.arg", b.arg);
-      else if (k == "ptr") str_field("buffer.ptr", b.ptr);
-      else if (k == "dtype") str_field("buffer.dtype", b.dtype);
-      else if (k == "elements") int_field("buffer.elements", b.elements);
-      else if (k == "name") str_field("buffer.name", b.name);
-      else skip_value(2);
-    });
-  }
-
-  void rows_obj(std::string_view key) {
-    sub_object(key, h_rows, [&](std::string_view k) {
-      if (k == "padding") ranges("rows.padding", ev_.rows_padding);
-      else if (k == "real") ranges("rows.real", ev_.rows_real);
-      else if (k == "truncated") bool_field("rows.truncated", ev_.rows_truncated);
-      else skip_value(2);
-    });
-  }
-
-  void flag_int(std::string_view key, std::int64_t& out, Has h) {
-    if (int_field(key, out)) ev_.has |= h;
-  }
-
-  void flag_str(std::string_view key, std::string& out, Has h) {
-    bool was_string = *p_ == '"';
-    str_field(key, out);
-    if (was_string) ev_.has |= h;
-  }
-
-  void enum_field(std::string_view key, std::string_view v) {
-    if (key == "region") {
-      ev_.has |= h_region;
-      if (v == "padding") ev_.region = Region::padding;
-      else if (v == "real") ev_.region = Region::real;
-      else if (v == "mixed") ev_.region = Region::mixed;
-      else ev_.region = Region::unknown;
-    } else {
-      ev_.has |= h_origin;
-      if (v == "introduced") ev_.origin = Origin::introduced;
-      else if (v == "propagated") ev_.origin = Origin::propagated;
-      else if (v == "host") ev_.origin = Origin::host;
-      else ev_.origin = Origin::unknown;
+  // A string field whose value is one of the schema's enum strings.
+  void enum_string(std::string_view key, FieldKind kind) {
+    if (*p_ != '"') {
+      if (!null()) type_error(key, "a string");
+      return;
     }
+    const std::string_view v = string(&str_scratch_);
+    if (kind == FieldKind::region) {
+      ev_.has |= h_region;
+      ev_.region = schema::region_from(v);
+    } else if (kind == FieldKind::origin) {
+      ev_.has |= h_origin;
+      ev_.origin = schema::origin_from(v);
+    } else if (v == schema::action_str::zeroed) {  // action
+      ev_.fixed = true;
+      ev_.has |= h_fixed;
+    }
+  }
+
+  void object_field(std::string_view k) {
+    if (k == schema::key::buffer) sub_object(k, h_buffer, buffer_fields(), ev_.buffer);
+    else if (k == schema::key::counts) sub_object(k, h_counts, counts_fields(), ev_.counts);
+    else sub_object(k, h_rows, rows_fields(), ev_);  // rows
+  }
+
+  // Decodes one value by its table entry into obj; `depth` for skipping an ignored value.
+  template <typename O>
+  void value(const Field<O>& f, std::string_view k, O& obj, int depth) {
+    switch (f.kind) {
+      case FieldKind::i64:
+        if (int_field(k, obj.*f.i)) ev_.has |= f.has;
+        return;
+      case FieldKind::str: {
+        const bool was_string = *p_ == '"';
+        str_field(k, obj.*f.s);
+        if (was_string) ev_.has |= f.has;
+        return;
+      }
+      case FieldKind::boolean:
+        if (bool_field(k, obj.*f.b)) ev_.has |= f.has;
+        return;
+      case FieldKind::ints: return int_array(k, obj.*f.v);
+      case FieldKind::ranges: return ranges(k, obj.*f.r);
+      case FieldKind::region:
+      case FieldKind::origin:
+      case FieldKind::action: return enum_string(k, f.kind);
+      case FieldKind::object:
+        if constexpr (std::is_same_v<O, Event>) return object_field(k);
+        break;
+      case FieldKind::ignored: break;
+    }
+    skip_value(depth);  // validated and ignored
   }
 
   void field(std::string_view k) {
-    Event& e = ev_;
-    bool bv = false;
-    switch (k.size()) {
-      case 2:
-        if (k == "id") return flag_int(k, e.id, h_id);
-        if (k == "of") return flag_int(k, e.of, h_of);
-        break;
-      case 3:
-        if (k == "pid") return flag_int(k, e.pid, h_pid);
-        break;
-      case 4:
-        if (k == "rank") return flag_int(k, e.rank, h_rank);
-        if (k == "leak") {
-          if (bool_field(k, e.leak)) e.has |= h_leak;
-          return;
-        }
-        if (k == "dump") return flag_str(k, e.dump, h_dump);
-        if (k == "rows") return rows_obj(k);
-        if (k == "root") return int_array(k, e.root);
-        break;
-      case 5:
-        if (k == "event") return flag_str(k, e.event, h_event);
-        if (k == "ts_ns") return flag_int(k, e.ts_ns, h_ts);
-        if (k == "count") return flag_int(k, e.count, h_count);
-        if (k == "total") return flag_int(k, e.total, h_total);
-        if (k == "final") {
-          if (bool_field(k, e.final_)) e.has |= h_final;
-          return;
-        }
-        if (k == "scans") return void(int_field(k, e.scans));
-        if (k == "watch") return void(str_field(k, e.watch));
-        if (k == "fixed") {
-          if (bool_field(k, bv)) e.fixed = bv, e.has |= h_fixed;
-          return;
-        }
-        if (k == "argv0") return void(str_field(k, e.argv0));
-        break;
-      case 6:
-        if (k == "schema") return flag_str(k, e.schema, h_schema);
-        if (k == "kernel") return flag_str(k, e.kernel, h_kernel);
-        if (k == "stream") return void(str_field(k, e.stream));
-        if (k == "device") return flag_int(k, e.device, h_device);
-        if (k == "buffer") return buffer_obj(k);
-        if (k == "counts") return counts_obj(k, e.counts);
-        if (k == "replay") return flag_int(k, e.replay, h_replay);
-        if (k == "attach") return void(str_field(k, e.attach));
-        if (k == "reason") return void(str_field(k, e.reason));
-        if (k == "region" || k == "origin") {
-          if (*p_ == '"') enum_field(k, string(&str_scratch_));
-          else if (!null()) type_error(k, "a string");
-          return;
-        }
-        break;
-      case 7:
-        if (k == "parents") return int_array(k, e.parents);
-        if (k == "version") return void(str_field(k, e.version));
-        if (k == "message") return void(str_field(k, e.message));
-        break;
-      case 8:
-        if (k == "graph_id") return flag_int(k, e.graph_id, h_graph_id);
-        if (k == "findings") return void(int_field(k, e.findings));
-        if (k == "overflow") return flag_int(k, e.overflow, h_overflow);
-        if (k == "launches") return void(int_field(k, e.launches));
-        break;
-      case 9:
-        if (k == "launch_id") return flag_int(k, e.launch_id, h_launch_id);
-        break;
-      case 10:
-        if (k == "local_rank") return flag_int(k, e.local_rank, h_local_rank);
-        if (k == "graph_node") return flag_int(k, e.graph_node, h_graph_node);
-        if (k == "last_index") return void(int_field(k, e.last_index));
-        if (k == "rows_total") return flag_int(k, e.rows_total, h_rows_total);
-        break;
-      case 11:
-        if (k == "first_index") return flag_int(k, e.first_index, h_first_index);
-        if (k == "counts_real") return flag_int(k, e.counts_real, h_counts_real);
-        if (k == "last_replay") return flag_int(k, e.last_replay, h_last_replay);
-        if (k == "duration_ns") return void(int_field(k, e.duration_ns));
-        break;
-      case 12:
-        if (k == "first_replay") return flag_int(k, e.first_replay, h_first_replay);
-        break;
-      case 13:
-        if (k == "scans_dropped") return flag_int(k, e.scans_dropped, h_scans_dropped);
-        break;
-      case 14:
-        if (k == "kernel_mangled") return void(str_field(k, e.kernel_mangled));
-        if (k == "correlation_id") return flag_int(k, e.correlation_id, h_correlation_id);
-        if (k == "counts_padding") return flag_int(k, e.counts_padding, h_counts_padding);
-        break;
-      case 17:
-        if (k == "kernels_inspected") return void(int_field(k, e.kernels_inspected));
-        break;
-      case 21:
-        if (k == "kernels_not_inspected") return void(int_field(k, e.kernels_not_inspected));
-        break;
-      default: break;
-    }
-    if (k == "what") return void(str_field(k, e.what));
-    skip_value(1);  // unknown field: validated and ignored
+    if (const Field<Event>* f = top_field(k)) value(*f, k, ev_, 1);
+    else skip_value(1);  // unknown field: validated and ignored
   }
 
   void object_top() {
@@ -703,29 +551,29 @@ class Parser {
     auto missing = [](const char* f) {
       return ParseError{ErrorKind::field, std::string("missing field '") + f + "'"};
     };
-    if (!(e.has & h_schema)) return missing("schema");
+    if (!(e.has & h_schema)) return missing(schema::key::schema);
     if (!schema_supported(e.schema))
       return {ErrorKind::schema, "unsupported schema \"" + e.schema + "\" (this report reads nanscope/1)"};
-    if (!(e.has & h_event)) return missing("event");
-    if (!(e.has & h_id)) return missing("id");
-    if (!(e.has & h_ts)) return missing("ts_ns");
-    if (!(e.has & h_pid)) return missing("pid");
+    if (!(e.has & h_event)) return missing(schema::key::event);
+    if (!(e.has & h_id)) return missing(schema::key::id);
+    if (!(e.has & h_ts)) return missing(schema::key::ts_ns);
+    if (!(e.has & h_pid)) return missing(schema::key::pid);
     const std::string& n = e.event;
-    if (n == "nonfinite") {
+    if (n == schema::event::nonfinite) {
       e.kind = Kind::nonfinite;
-      if (!(e.has & h_kernel)) return missing("kernel");
-      if (!(e.has & h_counts)) return missing("counts");
-    } else if (n == "repeat") {
+      if (!(e.has & h_kernel)) return missing(schema::key::kernel);
+      if (!(e.has & h_counts)) return missing(schema::key::counts);
+    } else if (n == schema::event::repeat) {
       e.kind = Kind::repeat;
-      if (!(e.has & h_of)) return missing("of");
-      if (!(e.has & h_count)) return missing("count");
-    } else if (n == "summary") {
+      if (!(e.has & h_of)) return missing(schema::key::of);
+      if (!(e.has & h_count)) return missing(schema::key::count);
+    } else if (n == schema::event::summary) {
       e.kind = Kind::summary;
-    } else if (n == "start") {
+    } else if (n == schema::event::start) {
       e.kind = Kind::start;
-    } else if (n == "not_inspected") {
+    } else if (n == schema::event::not_inspected) {
       e.kind = Kind::not_inspected;
-    } else if (n == "warning") {
+    } else if (n == schema::event::warning) {
       e.kind = Kind::warning;
     } else {
       e.kind = Kind::other;  // a future event kind: ignored

@@ -2,7 +2,8 @@
 """GPU tests for nanscope (ctest label `gpu`). Exit 77 = skipped (no CUDA device).
 
 Each test runs real programs under the real launcher and checks the JSONL log.
-Environment (set by CMake): NANSCOPE_BIN, NANSCOPE_LIB, NANSCOPE_BIN_DIR.
+Environment (set by CMake, or by tests/gpu/run_suite.sh from a staged tree): NANSCOPE_BIN,
+NANSCOPE_LIB, NANSCOPE_BIN_DIR. `run_gpu_test.py --list` names every test.
 """
 import ctypes
 import json
@@ -1160,8 +1161,18 @@ def test_cuda_ext():
           f"the guarded kernel gives no finding; outputs bit-identical")
 
 
+def gpu_tests():
+    """Every test, in definition order: the one list CMake and tests/gpu/run_suite.sh read."""
+    return [n[len("test_"):] for n, f in globals().items() if n.startswith("test_") and callable(f)]
+
+
 def main():
     name = sys.argv[1]
+    if name == "--list":
+        print("\n".join(gpu_tests()))
+        return
+    if name not in gpu_tests():
+        fail(f"unknown test {name!r}; --list names them")
     if not has_gpu():
         print(f"skip {name}: no CUDA device visible")
         sys.exit(SKIP)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Copies what the GPU machine needs from build/ into .stage/ (stripped, links resolved), so a
-# device run carries a few MiB instead of the whole build tree.
+# device run carries a few MiB instead of the whole build tree. On the device,
+# tests/gpu/run_suite.sh [--bench] runs the suite from it (docs/gpu-testing.md); the test
+# scripts, bench/ and python/ travel with the repository tree.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -10,4 +12,14 @@ for f in "$build"/bin/*; do
 done
 strip -o "$root/.stage/lib/libnanscope.so" "$(readlink -f "$build/lib/libnanscope.so")"
 ln -s libnanscope.so "$root/.stage/lib/libnanscope.so.0"  # soname of linked apps: one file, one engine
+# The binaries the GPU tests and benchmarks run, as their scripts name them: a stage without
+# one would only fail on the device.
+needed=$( { echo nanscope
+             grep -o 'BIN_DIR, "[^"]*"' "$root/tests/gpu/run_gpu_test.py" | cut -d'"' -f2
+             grep -o '\$bin/[A-Za-z0-9_]*' "$root/bench/run_benchmarks.sh" | cut -d/ -f2; } | sort -u)
+for app in $needed; do
+  [ -x "$root/.stage/bin/$app" ] || echo "stage.sh: warning: $build/bin/$app is missing" >&2
+done
+# Which tree the device ran: run_suite.sh prints it above its results.
+(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) >"$root/.stage/commit"
 du -sh "$root/.stage"

@@ -511,15 +511,21 @@ class Abi(unittest.TestCase):
     def test_enums_follow_the_header(self):
         text = header_text()
         values = {m.group(1): int(m.group(2)) for m in re.finditer(r"\b(NANSCOPE_\w+)\s*=\s*(\d+)\s*,", text)}
-        for name, (code, _) in nanscope.DTYPES.items():
-            suffix = {"torch.float64": "F64", "torch.float32": "F32", "torch.float16": "F16",
-                      "torch.bfloat16": "BF16", "torch.float8_e4m3fn": "F8E4M3", "torch.float8_e5m2": "F8E5M2"}[name]
-            self.assertEqual(values["NANSCOPE_DTYPE_" + suffix], code, name)
+        header_dtypes = {n[len("NANSCOPE_DTYPE_"):]: v for n, v in values.items() if n.startswith("NANSCOPE_DTYPE_")}
+        self.assertEqual({suffix: code for suffix, code, _, _ in nanscope.DTYPE_TABLE}, header_dtypes)
         for name, code in nanscope.ACTIONS.items():
             self.assertEqual(values["NANSCOPE_ACTION_" + name.upper()], code, name)
         self.assertEqual(values["NANSCOPE_INDEX_INT32"], nanscope.INDEX_INT32)
         self.assertEqual(values["NANSCOPE_INDEX_INT64"], nanscope.INDEX_INT64)
         self.assertEqual(values["NANSCOPE_SUCCESS"], nanscope.SUCCESS)
+
+    def test_dtype_bytes_follow_the_scan_abi(self):
+        # src/scan_abi.h: NANSCOPE_SCAN_DTYPES(X) rows X(SUFFIX, name, code, bytes), the C++ list.
+        with open(os.path.join(ROOT, "src", "scan_abi.h")) as f:
+            rows = re.findall(r"X\((\w+), (\w+), (\d+), (\d+)\)", f.read())
+        self.assertTrue(rows)
+        self.assertEqual({s: (int(c), int(b)) for s, _, c, b in rows},
+                         {s: (c, b) for s, c, b, _ in nanscope.DTYPE_TABLE})
 
     def test_prototypes_are_in_the_header(self):
         declared = set(re.findall(r"NANSCOPE_API\s+[\w\s\*]+?\b(nanscope_\w+)\s*\(", header_text()))

@@ -5,10 +5,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "event_log.hpp"
+#include "log_schema.hpp"
 
 using namespace nanscope;
 
@@ -97,5 +100,10 @@ TEST(EventLog, RankComesFromTheEnvironment) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["rank"], 3);
   EXPECT_EQ(lines[0]["local_rank"], 1);
+  // With every optional header field present, the header is exactly the schema's common keys
+  // (log_schema.hpp), the list the reader is checked against (tests/report/test_schema.cpp).
+  std::set<std::string> written, declared(std::begin(schema::kCommonKeys), std::end(schema::kCommonKeys));
+  for (auto it = lines[0].begin(); it != lines[0].end(); ++it) written.insert(it.key());
+  EXPECT_EQ(written, declared);
   std::filesystem::remove(path);
 }

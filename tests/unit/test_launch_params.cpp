@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "launch_params.hpp"
@@ -104,4 +105,92 @@ TEST(LaunchParams, NoParameterFormMeansUnknown) {
   LaunchArgs a;
   const std::vector<std::pair<uint32_t, uint32_t>> layout = {{0, 8}};
   EXPECT_EQ(param_bytes(a, layout, 0), nullptr);
+}
+
+// The hook table (kDriverHooks): one row per enabled cbid, and what the dispatch reads from it.
+TEST(DriverHooks, EveryEnabledCbidHasOneRowAndAHook) {
+  const std::vector<CUpti_CallbackId>& ids = driver_hook_cbids();
+  std::set<CUpti_CallbackId> seen;
+  for (CUpti_CallbackId id : ids) {
+    EXPECT_TRUE(seen.insert(id).second) << "cbid " << id << " listed twice";
+    ASSERT_NE(driver_hook_form(id), nullptr);
+    EXPECT_EQ(driver_hook_form(id)->cbid, id);
+    EXPECT_NE(driver_hook(id), DriverHook::none);
+  }
+  // Copies and sets have their own table: a cbid in both would be dispatched twice.
+  for (CUpti_CallbackId id : copy_cbids()) EXPECT_EQ(seen.count(id), 0u) << "cbid " << id;
+  EXPECT_EQ(driver_hook(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2), DriverHook::none);
+  EXPECT_EQ(driver_hook(CUPTI_DRIVER_TRACE_CBID_INVALID), DriverHook::none);
+  EXPECT_EQ(driver_hook_form(CUPTI_DRIVER_TRACE_CBID_SIZE + 5), nullptr);
+}
+
+TEST(DriverHooks, EveryHookKindHasARow) {
+  std::set<DriverHook> kinds;
+  for (CUpti_CallbackId id : driver_hook_cbids()) kinds.insert(driver_hook(id));
+  for (DriverHook h : {DriverHook::launch, DriverHook::instantiate, DriverHook::exec_update, DriverHook::end_capture,
+                       DriverHook::node_params, DriverHook::exec_node_params, DriverHook::graph_launch,
+                       DriverHook::alloc, DriverHook::free})
+    EXPECT_EQ(kinds.count(h), 1u) << "hook " << static_cast<int>(h) << " has no cbid";
+}
+
+// decode_launch reads exactly the launch rows: every one decodes, nothing else does.
+TEST(DriverHooks, LaunchRowsAndOnlyThoseDecode) {
+  void* args[1] = {nullptr};
+  CUlaunchConfig config{};
+  config.hStream = kStream;
+  // The three params structs share no layout; fill each and let the row pick the right one.
+  cuLaunchKernel_params k{};
+  k.f = static_cast<CUfunction>(kFunc), k.hStream = kStream, k.kernelParams = args;
+  cuLaunchCooperativeKernel_params c{};
+  c.f = static_cast<CUfunction>(kFunc), c.hStream = kStream, c.kernelParams = args;
+  cuLaunchKernelEx_params x{};
+  x.f = static_cast<CUfunction>(kFunc), x.config = &config, x.kernelParams = args;
+  int launches = 0;
+  for (CUpti_CallbackId id : driver_hook_cbids()) {
+    const bool launch = driver_hook(id) == DriverHook::launch;
+    EXPECT_EQ(driver_hook_form(id)->decode != nullptr, launch) << "cbid " << id;
+    if (!launch) {
+      LaunchArgs a;
+      EXPECT_FALSE(decode_launch(id, &k, a)) << "cbid " << id;
+      continue;
+    }
+    ++launches;
+    LaunchArgs a;
+    const bool ex = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+    const bool coop = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
+                      id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+    const void* p = ex ? static_cast<const void*>(&x) : coop ? static_cast<const void*>(&c) : &k;
+    ASSERT_TRUE(decode_launch(id, p, a)) << "cbid " << id;
+    EXPECT_EQ(a.function, kFunc);
+    EXPECT_EQ(a.stream, kStream);
+    EXPECT_EQ(a.kernel_params, args);
+  }
+  EXPECT_EQ(launches, 6);  // cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz
+}
+
+// A per-thread form's null stream is the per-thread default stream; a legacy form's stays 0.
+TEST(DriverHooks, HookedStreamFollowsThePerThreadForms) {
+  int per_thread = 0;
+  for (CUpti_CallbackId id : driver_hook_cbids()) {
+    const DriverHookForm& f = *driver_hook_form(id);
+    EXPECT_EQ(hooked_stream(id, nullptr), f.per_thread ? CU_STREAM_PER_THREAD : nullptr) << "cbid " << id;
+    EXPECT_EQ(hooked_stream(id, kStream), kStream);
+    per_thread += f.per_thread;
+  }
+  EXPECT_EQ(hooked_stream(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, nullptr), CU_STREAM_PER_THREAD);
+  EXPECT_EQ(hooked_stream(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, nullptr), CU_STREAM_PER_THREAD);
+  EXPECT_EQ(hooked_stream(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, nullptr), nullptr);
+  EXPECT_GT(per_thread, 0);
+}
+
+// Five ways to instantiate a graph; each must be instrumented, or a graph runs unscanned.
+TEST(DriverHooks, EveryInstantiateVariantIsHooked) {
+  for (CUpti_CallbackId id :
+       {CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz})
+    EXPECT_EQ(driver_hook(id), DriverHook::instantiate) << "cbid " << id;
+  EXPECT_TRUE(driver_hook_form(CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams)->v1_params);
+  EXPECT_FALSE(driver_hook_form(CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2)->v1_params);
+  EXPECT_TRUE(driver_hook_form(CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams)->v1_params);
 }

@@ -1,4 +1,5 @@
-// Tests for src/lineage.cpp: the host lineage state machine driven by synthetic records
+// Tests for the host lineage model (lineage_host_model.hpp, on lineage::Tracker's roots and
+// reach): the reference state machine driven by synthetic records
 // (chains, diamonds, independent origins, clean-up, host writes, device copies, leaks, unknown
 // origins, the fix, graph replays and the memory bounds).
 #include <gtest/gtest.h>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lineage.hpp"
+#include "lineage_host_model.hpp"
 #include "lineage_rows.hpp"
 
 namespace nanscope::lineage {
@@ -23,7 +24,7 @@ using namespace testing_rows;
 
 class Lineage : public ::testing::Test {
  protected:
-  explicit Lineage(Limits limits = {}) : t(limits) {}
+  explicit Lineage(Limits limits = {}, std::size_t lost_filter_bits = 1 << 16) : t(limits, lost_filter_bits) {}
 
   // A scan that found non-finite values; takes the next event id.
   ScanResult nan(BufferId buf, RowSet r = {}, bool fixed = false) {
@@ -56,7 +57,7 @@ class Lineage : public ::testing::Test {
     EXPECT_TRUE(launch(kernel, std::move(in), {ok(out)}).empty());
   }
 
-  Tracker t;
+  HostTracker t;
   uint64_t next_event = 1, next_launch = 1;
 };
 
@@ -99,7 +100,7 @@ TEST_F(Lineage, ChainNamesTheFirstKernel) {
   EXPECT_EQ(vc.parents, Ids{2});
   EXPECT_EQ(vc.roots, Ids{1});
 
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 1u);
   const RootSummary& r = s.roots[0];
   EXPECT_EQ(r.event_id, 1u);
@@ -124,7 +125,7 @@ TEST_F(Lineage, DiamondHasBothParentsAndOneRoot) {
   EXPECT_EQ(vd.origin, Origin::propagated);
   EXPECT_EQ(vd.parents, (Ids{2, 3}));
   EXPECT_EQ(vd.roots, Ids{1});
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 1u);
   EXPECT_EQ(s.roots[0].findings, 3u);
   EXPECT_EQ(s.roots[0].kernels, (std::vector<uint32_t>{2, 3, 4}));
@@ -139,7 +140,7 @@ TEST_F(Lineage, IndependentOriginsInTimeOrder) {
   EXPECT_EQ(vd.parents, (Ids{1, 3}));
   EXPECT_EQ(vd.roots, (Ids{1, 2}));
 
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 2u);
   EXPECT_EQ(s.roots[0].event_id, 1u);
   EXPECT_EQ(s.roots[0].site.kernel_id, 7u);
@@ -162,7 +163,7 @@ TEST_F(Lineage, CleanScanClosesLineageThenANewOrigin) {
   Verdict va = one(1, {}, nan(a));      // 4: a goes bad again: new root, not a continuation
   EXPECT_EQ(va.origin, Origin::introduced);
   EXPECT_EQ(va.roots, Ids{4});
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 3u);
   EXPECT_EQ(s.roots[0].findings, 1u);
   EXPECT_EQ(s.buffers, 2u);      // a and c hold state; b is clean and needs none
@@ -193,7 +194,7 @@ TEST_F(Lineage, HostCopiesAreHostOrigins) {
   EXPECT_FALSE(t.on_host_write(ok(a)));  // a finite copy closes the lineage
   EXPECT_EQ(one(3, {a}, nan(c)).origin, Origin::introduced);
 
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 2u);
   EXPECT_EQ(s.roots[0].origin, Origin::host);
   EXPECT_EQ(s.roots[0].site.stream, 0x42u);
@@ -220,7 +221,7 @@ TEST_F(Lineage, DeviceCopyCarriesLineage) {
   EXPECT_EQ(vc.parents, Ids{1});     // the event that made the source non-finite
   EXPECT_EQ(vc.roots, Ids{1});
   EXPECT_EQ(show(vc.rows_before), "6-7:p");
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 1u);
   EXPECT_EQ(s.roots[0].buffers, (Ids{b.ptr, c.ptr}));
   EXPECT_EQ(s.roots[0].findings, 1u);  // the copy reaches a buffer, it is not a finding
@@ -248,7 +249,7 @@ TEST_F(Lineage, LeakFromPaddingIntoRealRows) {
   EXPECT_FALSE(vd.leak);
   EXPECT_EQ(vd.roots, Ids{1});
 
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 1u);
   const RootSummary& r = s.roots[0];
   EXPECT_EQ(r.site.kernel_id, 1u);
@@ -283,7 +284,7 @@ TEST_F(Lineage, UntrackedReadIsUnknownNeverAGuess) {
   EXPECT_EQ(vc.roots, Ids{1});
   // A non-finite tracked input decides it, untracked reads or not.
   EXPECT_EQ(one(3, {c}, nan(d), true).origin, Origin::propagated);
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 1u);
   EXPECT_EQ(s.roots[0].origin, Origin::unknown);
   EXPECT_EQ(s.roots[0].why, Unknown::untracked_read);
@@ -328,7 +329,7 @@ TEST_F(Lineage, GraphReplaysWithNanInSomeReplays) {
     EXPECT_EQ(v1[0].roots, Ids{v0[0].event_id});
   }
   // The clean replay in between closed the lineage: replay 3 is a new origin.
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   ASSERT_EQ(s.roots.size(), 2u);
   EXPECT_EQ(s.roots[0].event_id, 1u);
   EXPECT_EQ(s.roots[0].site.replay, 1u);
@@ -364,14 +365,14 @@ TEST_F(Lineage, FreeForgetsTheBuffer) {
 
 class LineageSmall : public Lineage {
  protected:
-  LineageSmall() : Lineage(Limits{2, 2, 2, 2, 8, 1 << 12}) {}
+  LineageSmall() : Lineage(Limits{2, 2, 2, 2, 8}, 1 << 12) {}
 };
 
 TEST_F(LineageSmall, LruBoundEvictsAndNeverGuesses) {
   one(1, {}, nan(a));  // 1
   one(2, {}, nan(b));  // 2
   one(3, {a}, nan(c));  // 3: touches a, so b is the least recently used and goes
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   EXPECT_EQ(s.evictions, 1u);
   EXPECT_EQ(s.buffers, 2u);
   Verdict vb = one(4, {b}, nan(d));  // b's state is gone: say so
@@ -390,7 +391,7 @@ TEST_F(LineageSmall, LruBoundEvictsAndNeverGuesses) {
 
 class LineageFewRoots : public Lineage {
  protected:
-  LineageFewRoots() : Lineage(Limits{64, 2, 2, 2, 8, 1 << 12}) {}
+  LineageFewRoots() : Lineage(Limits{64, 2, 2, 2, 8}, 1 << 12) {}
 };
 
 TEST_F(LineageFewRoots, RootsAndReachAreBounded) {
@@ -402,7 +403,7 @@ TEST_F(LineageFewRoots, RootsAndReachAreBounded) {
   EXPECT_TRUE(v.roots_truncated);
   one(5, {d}, nan(e));
   one(6, {e}, nan(a));
-  Summary s = t.summary();
+  HostSummary s = t.summary();
   EXPECT_EQ(s.roots.size(), 2u);
   EXPECT_EQ(s.roots_not_listed, 1u);
   EXPECT_EQ(s.roots[0].findings, 3u);

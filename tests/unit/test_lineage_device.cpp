@@ -96,7 +96,6 @@ TEST_F(DeviceLineage, ChainIntroducedThenPropagated) {
   EXPECT_EQ(s.introduced, 1u);
   EXPECT_EQ(s.propagated, 2u);
   EXPECT_EQ(s.leaks, 0u);
-  EXPECT_EQ(s.buffers, 0u);  // device findings keep no per-buffer host state
 }
 
 TEST_F(DeviceLineage, LeakFromPaddingIntoRealRows) {
@@ -463,7 +462,7 @@ TEST_F(DeviceLineage, SummaryListsRootsInEventOrderAndCounts) {
 class DeviceLineageSmall : public DeviceLineage {
  protected:
   // max_buffers 2 (sequence numbers remembered), max_roots 2, max_roots_per_finding 2.
-  DeviceLineageSmall() : DeviceLineage(Limits{2, 2, 2, 8, 8, 1 << 12}) {}
+  DeviceLineageSmall() : DeviceLineage(Limits{2, 2, 2, 8, 8}) {}
 };
 
 TEST_F(DeviceLineageSmall, EvictedParentMakesItIncomplete) {
@@ -498,7 +497,7 @@ TEST_F(DeviceLineageSmall, RootsPerFindingAndListedRootsAreBounded) {
 
 class DeviceLineageNarrow : public DeviceLineage {
  protected:
-  DeviceLineageNarrow() : DeviceLineage(Limits{64, 64, 2, 8, 8, 1 << 12}) {}
+  DeviceLineageNarrow() : DeviceLineage(Limits{64, 64, 2, 8, 8}) {}
 };
 
 TEST_F(DeviceLineageNarrow, RootsPerFindingKeepTheEarliest) {

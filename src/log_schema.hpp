@@ -1,0 +1,310 @@
+// The nanscope/1 log schema (docs/log-schema.md) as data, shared by the writer (the engine,
+// event_log.cpp, lineage.cpp) and the reader (`nanscope report`, src/report/parse.cpp): event
+// names, JSON keys, the enum strings, and which keys each event carries. A key spelled here is
+// spelled once; tests/unit/test_log_schema.cpp fails when the writer's key lists and the
+// parser's known keys drift apart, in either direction.
+//
+// Names are char arrays, so they serve as `const char*` (nlohmann keys, C-style returns) and
+// as std::string_view (the parser's tables) alike. No dependencies: the parser includes it.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "nanscope/version.h"
+
+namespace nanscope::schema {
+
+inline constexpr char kVersion[] = NANSCOPE_LOG_SCHEMA;  // the `schema` field's value
+
+namespace event {
+inline constexpr char start[] = "start";
+inline constexpr char nonfinite[] = "nonfinite";
+inline constexpr char repeat[] = "repeat";
+inline constexpr char not_inspected[] = "not_inspected";
+inline constexpr char warning[] = "warning";
+inline constexpr char abort[] = "abort";
+inline constexpr char summary[] = "summary";
+}  // namespace event
+
+// Top-level keys of the events (one namespace: several events share a key, e.g. `kernel`).
+namespace key {
+// every event (EventLog::emit_with_id)
+inline constexpr char schema[] = "schema";
+inline constexpr char event[] = "event";
+inline constexpr char id[] = "id";
+inline constexpr char ts_ns[] = "ts_ns";
+inline constexpr char pid[] = "pid";
+inline constexpr char rank[] = "rank";
+inline constexpr char local_rank[] = "local_rank";
+// start
+inline constexpr char version[] = "version";
+inline constexpr char attach[] = "attach";
+inline constexpr char config[] = "config";
+inline constexpr char config_errors[] = "config_errors";
+inline constexpr char argv0[] = "argv0";
+// nonfinite (and not_inspected, abort)
+inline constexpr char device[] = "device";
+inline constexpr char stream[] = "stream";
+inline constexpr char kernel[] = "kernel";
+inline constexpr char kernel_mangled[] = "kernel_mangled";
+inline constexpr char launch_id[] = "launch_id";
+inline constexpr char correlation_id[] = "correlation_id";
+inline constexpr char buffer[] = "buffer";
+inline constexpr char counts[] = "counts";
+inline constexpr char first_index[] = "first_index";
+inline constexpr char last_index[] = "last_index";
+inline constexpr char graph_id[] = "graph_id";
+inline constexpr char graph_node[] = "graph_node";
+inline constexpr char replay[] = "replay";
+inline constexpr char region[] = "region";
+inline constexpr char counts_padding[] = "counts_padding";
+inline constexpr char counts_real[] = "counts_real";
+inline constexpr char rows[] = "rows";
+inline constexpr char rows_total[] = "rows_total";
+inline constexpr char watch[] = "watch";
+inline constexpr char padding_source[] = "padding_source";
+inline constexpr char rows_inferred[] = "rows_inferred";
+inline constexpr char action[] = "action";
+inline constexpr char origin[] = "origin";
+inline constexpr char origin_why[] = "origin_why";
+inline constexpr char parents[] = "parents";
+inline constexpr char root[] = "root";
+inline constexpr char origin_incomplete[] = "origin_incomplete";
+inline constexpr char leak[] = "leak";
+inline constexpr char rows_before[] = "rows_before";
+inline constexpr char rows_after[] = "rows_after";
+inline constexpr char dump[] = "dump";
+// repeat
+inline constexpr char of[] = "of";
+inline constexpr char count[] = "count";
+inline constexpr char total[] = "total";
+inline constexpr char first_replay[] = "first_replay";
+inline constexpr char last_replay[] = "last_replay";
+inline constexpr char final_[] = "final";
+// not_inspected, warning, abort
+inline constexpr char reason[] = "reason";
+inline constexpr char message[] = "message";
+inline constexpr char what[] = "what";
+// summary
+inline constexpr char launches[] = "launches";
+inline constexpr char scans[] = "scans";
+inline constexpr char findings[] = "findings";
+inline constexpr char kernels_inspected[] = "kernels_inspected";
+inline constexpr char kernels_not_inspected[] = "kernels_not_inspected";
+inline constexpr char scans_dropped[] = "scans_dropped";
+inline constexpr char graph_scans_overlapped[] = "graph_scans_overlapped";
+inline constexpr char graph_scans_merged[] = "graph_scans_merged";
+inline constexpr char overflow[] = "overflow";
+inline constexpr char corrupt_records[] = "corrupt_records";
+inline constexpr char rescans_unchanged[] = "rescans_unchanged";
+inline constexpr char duration_ns[] = "duration_ns";
+inline constexpr char origins[] = "origins";
+// Read from older logs only; no writer emits it (a fixed finding says action: zeroed).
+inline constexpr char fixed[] = "fixed";
+}  // namespace key
+
+// Keys of the nested objects.
+namespace buffer_key {  // nonfinite.buffer
+inline constexpr char arg[] = "arg";
+inline constexpr char ptr[] = "ptr";
+inline constexpr char dtype[] = "dtype";
+inline constexpr char elements[] = "elements";
+inline constexpr char name[] = "name";
+}  // namespace buffer_key
+namespace counts_key {  // nonfinite.counts, summary.counts
+inline constexpr char nan[] = "nan";
+inline constexpr char pos_inf[] = "pos_inf";
+inline constexpr char neg_inf[] = "neg_inf";
+}  // namespace counts_key
+namespace rows_key {  // nonfinite.rows, rows_before, rows_after; origins roots' rows
+inline constexpr char padding[] = "padding";
+inline constexpr char real[] = "real";
+inline constexpr char unknown[] = "unknown";  // rows, only when a watch without a spec has some
+inline constexpr char truncated[] = "truncated";
+}  // namespace rows_key
+namespace origins_key {  // summary.origins
+inline constexpr char roots[] = "roots";
+inline constexpr char roots_not_listed[] = "roots_not_listed";
+inline constexpr char introduced[] = "introduced";
+inline constexpr char propagated[] = "propagated";
+inline constexpr char host[] = "host";
+inline constexpr char unknown[] = "unknown";
+inline constexpr char leaks[] = "leaks";
+inline constexpr char evictions[] = "evictions";
+}  // namespace origins_key
+namespace root_key {  // summary.origins.roots[i] and its first_leak
+inline constexpr char event[] = "event";
+inline constexpr char kernels_reached[] = "kernels_reached";
+inline constexpr char buffers_reached[] = "buffers_reached";
+inline constexpr char last_event[] = "last_event";
+inline constexpr char first_leak[] = "first_leak";
+// also: kernel, origin, origin_why, launch_id, stream, graph_id, graph_node, replay, buffer
+// (a pointer string here), rows, findings, leaks, rows_before, rows_after (key::, origins_key::)
+}  // namespace root_key
+
+// The JSON sidecar of a tensor dump (`dump` of a nonfinite event, path + ".json"), read by
+// `nanscope report --dump` (src/report/dump.cpp). Also: pid, kernel, buffer, counts,
+// padding_source (key::), dtype (buffer_key::).
+inline constexpr char kDumpVersion[] = "nanscope-dump/1";
+namespace dump_key {
+inline constexpr char event_id[] = "event_id";
+inline constexpr char storage[] = "storage";          // the .npy descr
+inline constexpr char shape[] = "shape";
+inline constexpr char row_verdicts[] = "row_verdicts";
+inline constexpr char note[] = "note";
+// members of each row_verdicts entry
+inline constexpr char rows[] = "rows";        // [lo, hi]
+inline constexpr char row[] = "row";          // one row: older sidecars (reader only)
+inline constexpr char kind[] = "kind";        // region_str: padding, real, unknown
+inline constexpr char verdict[] = "verdict";  // verdict_nonfinite
+inline constexpr char fixed[] = "fixed";
+}  // namespace dump_key
+inline constexpr char verdict_nonfinite[] = "nonfinite";
+
+// ---- enum strings ------------------------------------------------------------------------
+
+// A finding's first cause (docs/origin.md). `none` is the reader's "not recorded"; the writer
+// never writes it.
+enum class Origin : uint8_t { none, introduced, propagated, host, unknown };
+// Where a finding's non-finite values lie. `none`: not recorded (reader only).
+enum class Region : uint8_t { none, padding, real, mixed, unknown };
+
+namespace origin_str {
+inline constexpr char introduced[] = "introduced";
+inline constexpr char propagated[] = "propagated";
+inline constexpr char host[] = "host";
+inline constexpr char unknown[] = "unknown";
+}  // namespace origin_str
+namespace origin_why_str {  // origin_why, for origin unknown
+inline constexpr char untracked_read[] = "untracked_read";
+inline constexpr char state_lost[] = "state_lost";
+inline constexpr char none[] = "none";  // lineage's Unknown::none; not written (origin is known)
+}  // namespace origin_why_str
+namespace region_str {
+inline constexpr char padding[] = "padding";
+inline constexpr char real[] = "real";
+inline constexpr char mixed[] = "mixed";
+inline constexpr char unknown[] = "unknown";
+}  // namespace region_str
+namespace action_str {
+inline constexpr char zeroed[] = "zeroed";  // the padding rows were zeroed after the scan
+}
+namespace attach_str {  // start.attach
+inline constexpr char injection[] = "injection";
+inline constexpr char preload[] = "preload";
+inline constexpr char linked[] = "linked";
+}  // namespace attach_str
+// buffer.dtype and padding_source strings are the names of the lists in scan_abi.h
+// (NANSCOPE_SCAN_DTYPES, NANSCOPE_PADDING_SOURCES): dtype_name(), padding_source_name().
+
+// The log's string of an origin / region; "" for none.
+constexpr const char* origin_name(Origin o) {
+  switch (o) {
+    case Origin::introduced: return origin_str::introduced;
+    case Origin::propagated: return origin_str::propagated;
+    case Origin::host: return origin_str::host;
+    case Origin::unknown: return origin_str::unknown;
+    case Origin::none: break;
+  }
+  return "";
+}
+constexpr const char* region_name(Region r) {
+  switch (r) {
+    case Region::padding: return region_str::padding;
+    case Region::real: return region_str::real;
+    case Region::mixed: return region_str::mixed;
+    case Region::unknown: return region_str::unknown;
+    case Region::none: break;
+  }
+  return "";
+}
+// The reader's inverse: a string it does not know is `unknown` (a newer writer's value).
+constexpr Origin origin_from(std::string_view s) {
+  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host})
+    if (s == origin_name(o)) return o;
+  return Origin::unknown;
+}
+constexpr Region region_from(std::string_view s) {
+  for (Region r : {Region::padding, Region::real, Region::mixed})
+    if (s == region_name(r)) return r;
+  return Region::unknown;
+}
+
+// ---- the keys of each event, as the writer emits them ------------------------------------
+
+using Keys = std::span<const std::string_view>;
+
+inline constexpr std::string_view kCommonKeys[] = {key::schema, key::event, key::id,        key::ts_ns,
+                                                   key::pid,    key::rank,  key::local_rank};
+inline constexpr std::string_view kStartKeys[] = {key::version, key::attach, key::config, key::config_errors,
+                                                  key::argv0};
+inline constexpr std::string_view kNonfiniteKeys[] = {
+    key::device,         key::stream,      key::kernel,      key::kernel_mangled,    key::launch_id,
+    key::correlation_id, key::buffer,      key::counts,      key::first_index,       key::last_index,
+    key::graph_id,       key::graph_node,  key::replay,      key::region,            key::counts_padding,
+    key::counts_real,    key::rows,        key::rows_total,  key::watch,             key::padding_source,
+    key::rows_inferred,  key::action,      key::origin,      key::origin_why,        key::parents,
+    key::root,           key::origin_incomplete, key::leak,  key::rows_before,       key::rows_after,
+    key::dump};
+inline constexpr std::string_view kRepeatKeys[] = {key::of, key::count, key::total, key::first_replay,
+                                                   key::last_replay, key::final_};
+inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason};
+inline constexpr std::string_view kWarningKeys[] = {key::what, key::message};
+inline constexpr std::string_view kAbortKeys[] = {key::reason, key::launch_id, key::watch};
+inline constexpr std::string_view kSummaryKeys[] = {
+    key::launches,          key::scans,   key::findings,    key::kernels_inspected, key::kernels_not_inspected,
+    key::scans_dropped,     key::graph_scans_overlapped,    key::graph_scans_merged, key::overflow,
+    key::corrupt_records,   key::rescans_unchanged,         key::counts,            key::duration_ns,
+    key::origins};
+
+struct EventSpec {
+  std::string_view name;
+  Keys keys;  // besides kCommonKeys
+};
+inline constexpr EventSpec kEvents[] = {
+    {event::start, kStartKeys},          {event::nonfinite, kNonfiniteKeys}, {event::repeat, kRepeatKeys},
+    {event::not_inspected, kNotInspectedKeys}, {event::warning, kWarningKeys}, {event::abort, kAbortKeys},
+    {event::summary, kSummaryKeys},
+};
+
+// Nested objects the reader decodes member by member: the object's key, and its members.
+inline constexpr std::string_view kBufferKeys[] = {buffer_key::arg, buffer_key::ptr, buffer_key::dtype,
+                                                   buffer_key::elements, buffer_key::name};
+inline constexpr std::string_view kCountsKeys[] = {counts_key::nan, counts_key::pos_inf, counts_key::neg_inf};
+inline constexpr std::string_view kRowsKeys[] = {rows_key::padding, rows_key::real, rows_key::unknown,
+                                                 rows_key::truncated};
+struct ObjectSpec {
+  std::string_view key;  // a top-level key whose value is this object
+  Keys keys;
+};
+inline constexpr ObjectSpec kObjects[] = {{key::buffer, kBufferKeys}, {key::counts, kCountsKeys}, {key::rows, kRowsKeys}};
+
+// summary.origins (Engine::origins_json): the reader skips it whole.
+inline constexpr std::string_view kOriginsKeys[] = {origins_key::roots,      origins_key::roots_not_listed,
+                                                    origins_key::introduced, origins_key::propagated,
+                                                    origins_key::host,       origins_key::unknown,
+                                                    origins_key::leaks,      origins_key::evictions};
+inline constexpr std::string_view kRootKeys[] = {
+    root_key::event, key::kernel,     key::origin,     key::origin_why,         key::launch_id,
+    key::stream,     key::graph_id,   key::graph_node, key::replay,             key::buffer,
+    key::rows,       key::findings,   origins_key::leaks, root_key::kernels_reached, root_key::buffers_reached,
+    root_key::last_event, root_key::first_leak};
+inline constexpr std::string_view kFirstLeakKeys[] = {root_key::event, key::kernel,      key::launch_id,
+                                                      key::buffer,     key::rows_before, key::rows_after};
+
+// Keys the reader still accepts from older logs that no writer emits.
+inline constexpr std::string_view kLegacyKeys[] = {key::fixed};
+
+// Whether the writer's list for `event` (or the common header) names `k`.
+constexpr bool writer_emits(std::string_view event, std::string_view k) {
+  for (std::string_view c : kCommonKeys)
+    if (c == k) return true;
+  for (const EventSpec& e : kEvents)
+    if (e.name == event)
+      for (std::string_view x : e.keys)
+        if (x == k) return true;
+  return false;
+}
+
+}  // namespace nanscope::schema

@@ -1,0 +1,214 @@
+// The parser's key tables (fields.hpp). The schema's names, never literals: a key the report
+// reads is spelled in log_schema.hpp alone.
+#include "fields.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "log_schema.hpp"
+
+namespace nanscope::report {
+
+namespace {
+
+namespace k = schema::key;
+using K = FieldKind;
+using F = Field<Event>;
+
+constexpr F integer(std::string_view key, std::int64_t Event::*m, std::uint64_t has = 0) {
+  return {key, K::i64, m, nullptr, nullptr, nullptr, nullptr, has};
+}
+constexpr F string(std::string_view key, std::string Event::*m, std::uint64_t has = 0) {
+  return {key, K::str, nullptr, m, nullptr, nullptr, nullptr, has};
+}
+constexpr F boolean(std::string_view key, bool Event::*m, std::uint64_t has = 0) {
+  return {key, K::boolean, nullptr, nullptr, m, nullptr, nullptr, has};
+}
+constexpr F ints(std::string_view key, std::vector<std::int64_t> Event::*m) {
+  return {key, K::ints, nullptr, nullptr, nullptr, m, nullptr, 0};
+}
+constexpr F special(std::string_view key, FieldKind kind) { return {key, kind}; }
+
+const F kTop[] = {
+    // every event
+    string(k::schema, &Event::schema, h_schema),
+    string(k::event, &Event::event, h_event),
+    integer(k::id, &Event::id, h_id),
+    integer(k::ts_ns, &Event::ts_ns, h_ts),
+    integer(k::pid, &Event::pid, h_pid),
+    integer(k::rank, &Event::rank, h_rank),
+    integer(k::local_rank, &Event::local_rank, h_local_rank),
+    // start
+    string(k::version, &Event::version),
+    string(k::attach, &Event::attach),
+    string(k::argv0, &Event::argv0),
+    special(k::config, K::ignored),
+    special(k::config_errors, K::ignored),
+    // nonfinite
+    integer(k::device, &Event::device, h_device),
+    string(k::stream, &Event::stream),
+    string(k::kernel, &Event::kernel, h_kernel),
+    string(k::kernel_mangled, &Event::kernel_mangled),
+    integer(k::launch_id, &Event::launch_id, h_launch_id),
+    integer(k::correlation_id, &Event::correlation_id, h_correlation_id),
+    special(k::buffer, K::object),
+    special(k::counts, K::object),
+    integer(k::first_index, &Event::first_index, h_first_index),
+    integer(k::last_index, &Event::last_index),
+    integer(k::graph_id, &Event::graph_id, h_graph_id),
+    integer(k::graph_node, &Event::graph_node, h_graph_node),
+    integer(k::replay, &Event::replay, h_replay),
+    special(k::region, K::region),
+    integer(k::counts_padding, &Event::counts_padding, h_counts_padding),
+    integer(k::counts_real, &Event::counts_real, h_counts_real),
+    special(k::rows, K::object),
+    integer(k::rows_total, &Event::rows_total, h_rows_total),
+    string(k::watch, &Event::watch),
+    special(k::padding_source, K::ignored),
+    special(k::rows_inferred, K::ignored),
+    special(k::action, K::action),
+    boolean(k::fixed, &Event::fixed, h_fixed),  // older logs
+    special(k::origin, K::origin),
+    special(k::origin_why, K::ignored),
+    ints(k::parents, &Event::parents),
+    ints(k::root, &Event::root),
+    special(k::origin_incomplete, K::ignored),
+    boolean(k::leak, &Event::leak, h_leak),
+    special(k::rows_before, K::ignored),
+    special(k::rows_after, K::ignored),
+    string(k::dump, &Event::dump, h_dump),
+    // repeat
+    integer(k::of, &Event::of, h_of),
+    integer(k::count, &Event::count, h_count),
+    integer(k::total, &Event::total, h_total),
+    integer(k::first_replay, &Event::first_replay, h_first_replay),
+    integer(k::last_replay, &Event::last_replay, h_last_replay),
+    boolean(k::final_, &Event::final_, h_final),
+    // not_inspected, warning, abort
+    string(k::reason, &Event::reason),
+    string(k::message, &Event::message),
+    string(k::what, &Event::what),
+    // summary
+    integer(k::launches, &Event::launches),
+    integer(k::scans, &Event::scans),
+    integer(k::findings, &Event::findings),
+    integer(k::kernels_inspected, &Event::kernels_inspected),
+    integer(k::kernels_not_inspected, &Event::kernels_not_inspected),
+    integer(k::scans_dropped, &Event::scans_dropped, h_scans_dropped),
+    special(k::graph_scans_overlapped, K::ignored),
+    special(k::graph_scans_merged, K::ignored),
+    integer(k::overflow, &Event::overflow, h_overflow),
+    special(k::corrupt_records, K::ignored),
+    special(k::rescans_unchanged, K::ignored),
+    integer(k::duration_ns, &Event::duration_ns),
+    special(k::origins, K::ignored),
+};
+
+const Field<Event::Buffer> kBuffer[] = {
+    {schema::buffer_key::arg, K::i64, &Event::Buffer::arg},
+    {schema::buffer_key::ptr, K::str, nullptr, &Event::Buffer::ptr},
+    {schema::buffer_key::dtype, K::str, nullptr, &Event::Buffer::dtype},
+    {schema::buffer_key::elements, K::i64, &Event::Buffer::elements},
+    {schema::buffer_key::name, K::str, nullptr, &Event::Buffer::name},
+};
+
+const Field<Counts> kCounts[] = {
+    {schema::counts_key::nan, K::i64, &Counts::nan},
+    {schema::counts_key::pos_inf, K::i64, &Counts::pos_inf},
+    {schema::counts_key::neg_inf, K::i64, &Counts::neg_inf},
+};
+
+const F kRows[] = {
+    {schema::rows_key::padding, K::ranges, nullptr, nullptr, nullptr, nullptr, &Event::rows_padding},
+    {schema::rows_key::real, K::ranges, nullptr, nullptr, nullptr, nullptr, &Event::rows_real},
+    {schema::rows_key::unknown, K::ignored},
+    boolean(schema::rows_key::truncated, &Event::rows_truncated),
+};
+
+// Keys ordered by (length, bytes): a lookup is a binary search that mostly compares lengths,
+// as cheap as the length switch it replaces.
+bool shorter(std::string_view a, std::string_view b) { return a.size() != b.size() ? a.size() < b.size() : a < b; }
+
+const std::vector<const F*>& sorted_top() {
+  static const std::vector<const F*> sorted = [] {
+    std::vector<const F*> v;
+    for (const F& f : kTop) v.push_back(&f);
+    std::sort(v.begin(), v.end(), [](const F* a, const F* b) { return shorter(a->key, b->key); });
+    return v;
+  }();
+  return sorted;
+}
+
+template <typename O>
+std::vector<std::string_view> keys_of(std::span<const Field<O>> table) {
+  std::vector<std::string_view> out;
+  for (const Field<O>& f : table) out.push_back(f.key);
+  return out;
+}
+
+}  // namespace
+
+const Field<Event>* top_field(std::string_view key) {
+  const std::vector<const F*>& v = sorted_top();
+  auto it = std::lower_bound(v.begin(), v.end(), key, [](const F* f, std::string_view x) { return shorter(f->key, x); });
+  return it != v.end() && (*it)->key == key ? *it : nullptr;
+}
+
+// Beside the tables: every field they fill starts empty again.
+void Event::reset() {
+  has = 0;
+  kind = Kind::other;
+  schema.clear();
+  event.clear();
+  id = ts_ns = pid = 0;
+  rank = local_rank = -1;
+  device = launch_id = correlation_id = 0;
+  stream.clear();
+  kernel.clear();
+  kernel_mangled.clear();
+  buffer.arg = -1;
+  buffer.elements = 0;
+  buffer.ptr.clear();
+  buffer.dtype.clear();
+  buffer.name.clear();
+  counts = {};
+  first_index = last_index = 0;
+  graph_id = graph_node = replay = 0;
+  region = Region::none;
+  counts_padding = counts_real = 0;
+  rows_padding.clear();
+  rows_real.clear();
+  rows_truncated = false;
+  rows_total = 0;
+  watch.clear();
+  fixed = false;
+  origin = Origin::none;
+  parents.clear();
+  root.clear();
+  leak = false;
+  dump.clear();
+  of = count = total = first_replay = last_replay = 0;
+  final_ = false;
+  version.clear();
+  attach.clear();
+  argv0.clear();
+  reason.clear();
+  message.clear();
+  what.clear();
+  launches = scans = findings = kernels_inspected = kernels_not_inspected = scans_dropped =
+      overflow = duration_ns = 0;
+}
+
+std::span<const Field<Event::Buffer>> buffer_fields() { return kBuffer; }
+std::span<const Field<Counts>> counts_fields() { return kCounts; }
+std::span<const Field<Event>> rows_fields() { return kRows; }
+
+std::vector<std::string_view> parser_known_keys(std::string_view object) {
+  if (object.empty()) return keys_of<Event>(kTop);
+  if (object == k::buffer) return keys_of(buffer_fields());
+  if (object == k::counts) return keys_of(counts_fields());
+  if (object == k::rows) return keys_of(rows_fields());
+  return {};
+}
+
+}  // namespace nanscope::report
