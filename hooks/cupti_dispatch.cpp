@@ -14,65 +14,50 @@ bool succeeded(const CUpti_CallbackData& cb) {
 
 // Enter site: graphs must be instrumented before the driver copies them into an exec.
 void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+  switch (driver_hook(cbid)) {
+    case DriverHook::instantiate:
       // Every variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
       e.graphs().on_graph_instantiate(static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams)->hGraph);
       return;
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
+    case DriverHook::exec_update: {
       auto* p = static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams);
       e.graphs().on_graph_exec_update(p->hGraphExec);
       e.graphs().on_graph_instantiate(p->hGraph);
       return;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
-      CUstream s = static_cast<const cuStreamEndCapture_params*>(cb.functionParams)->hStream;
-      if (!s && cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz) s = CU_STREAM_PER_THREAD;
-      e.graphs().on_end_capture(s);
+    case DriverHook::end_capture:
+      e.graphs().on_end_capture(
+          hooked_stream(cbid, static_cast<const cuStreamEndCapture_params*>(cb.functionParams)->hStream));
       return;
-    }
+    case DriverHook::module_unload:
+      e.modules().on_unload(static_cast<const cuModuleUnload_params*>(cb.functionParams)->hmod);
+      return;
     default:
       return;
   }
 }
 
 void on_graph_exit(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+  const DriverHookForm* form = driver_hook_form(cbid);
+  switch (form->hook) {
+    case DriverHook::instantiate: {
       auto* p = static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams);
       if (p->phGraphExec) e.graphs().on_graph_instantiated(*p->phGraphExec, p->hGraph);
       return;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2: {
+    case DriverHook::node_params: {
       auto* p = static_cast<const cuGraphKernelNodeSetParams_v2_params*>(cb.functionParams);
-      e.graphs().on_kernel_node_params(nullptr, p->hNode, p->nodeParams,
-                                       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams);
+      e.graphs().on_kernel_node_params(nullptr, p->hNode, p->nodeParams, form->v1_params);
       return;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
+    case DriverHook::exec_node_params: {
       auto* p = static_cast<const cuGraphExecKernelNodeSetParams_v2_params*>(cb.functionParams);
-      e.graphs().on_kernel_node_params(p->hGraphExec, p->hNode, p->nodeParams,
-                                       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams);
+      e.graphs().on_kernel_node_params(p->hGraphExec, p->hNode, p->nodeParams, form->v1_params);
       return;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+    case DriverHook::graph_launch: {
       auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
-      CUstream s = p->hStream;
-      if (!s && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) s = CU_STREAM_PER_THREAD;
-      e.graphs().on_graph_launch(p->hGraph, s);
+      e.graphs().on_graph_launch(p->hGraph, hooked_stream(cbid, p->hStream));
       return;
     }
     default:
@@ -85,46 +70,32 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     on_driver_enter(e, cbid, cb);
     return;
   }
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+  switch (driver_hook(cbid)) {
+    case DriverHook::launch:
       e.launches().on_launch(cb, cbid);
       return;
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    case DriverHook::instantiate:
+    case DriverHook::node_params:
+    case DriverHook::exec_node_params:
+    case DriverHook::graph_launch:
       if (succeeded(cb)) on_graph_exit(e, cbid, cb);
       return;
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
-    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2:
+    case DriverHook::end_capture:
+    case DriverHook::exec_update:
+    case DriverHook::module_unload:
       return;  // handled at the enter site
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+    case DriverHook::free:
       e.allocations().on_free(cbid, cb.functionParams);
       return;
-    default: {
-      CopyArgs copy;
-      if (decode_copy(cbid, cb.functionParams, copy)) {
-        if (succeeded(cb)) e.launches().on_copy(copy, cb);
-        return;
-      }
+    case DriverHook::alloc:
       if (succeeded(cb)) e.allocations().on_alloc(cbid, cb.functionParams);
+      return;
+    case DriverHook::module_load:
+      if (succeeded(cb)) e.modules().on_load(cbid, cb.functionParams);
+      return;
+    case DriverHook::none: {
+      CopyArgs copy;
+      if (decode_copy(cbid, cb.functionParams, copy) && succeeded(cb)) e.launches().on_copy(copy, cb);
       return;
     }
   }

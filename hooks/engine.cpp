@@ -116,45 +116,9 @@ bool Engine::subscribe() {
     return false;
   }
   // Only the callbacks we need: a serving process makes millions of driver calls.
-  static const CUpti_CallbackId driver_cbids[] = {
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-      CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
-      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
-      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-  };
-  for (CUpti_CallbackId id : driver_cbids)
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  if (cfg_.origin)  // copies and sets change tracked buffers' states
-    for (CUpti_CallbackId id : copy_cbids()) cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : driver_hook_cbids()) cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  // Copies and sets change tracked buffers' states (origin) and watched buffers' contents.
+  for (CUpti_CallbackId id : copy_cbids()) cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
                               CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);

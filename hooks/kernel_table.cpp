@@ -1,6 +1,10 @@
 #include "kernel_table.hpp"
 
 #include <cstring>
+
+#include <fmt/format.h>
+
+#include "triton_modules.hpp"
 #include <mutex>
 
 namespace nanscope {
@@ -75,17 +79,53 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   if (rules_)
     for (uint32_t i = 0; i < rules_->size(); ++i)
       if ((*rules_)[i].matches(k.demangled)) k.rules.push_back(i);
+  if (decode_family(handle, sig, k)) return k;
+  decode_signature(sig, k);
+  return k;
+}
+
+// ATen families by their name, Triton kernels by their module's TTIR: each decoder gates on the
+// driver's layout, and a layout it does not expect makes the kernel not inspected, never a guess.
+bool KernelTable::decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const {
+  if (!k.params_known) return false;
+  if (sig.has_params) {
+    k.aten = decode::match_aten(k.mangled, k.demangled, k.params);
+    if (k.aten.kind == decode::MatchKind::not_aten) return false;
+    if (sig.params.size() == k.params.size())
+      for (const ParamSig& p : sig.params) k.roles.push_back(p.role), k.read_only.push_back(p.read_only);
+  } else {
+    if (!triton_) return false;
+    std::string why;
+    k.triton = triton_->lookup(handle, k.mangled, why);
+    if (!k.triton) {
+      k.reason = "name carries no parameter types and no Triton TTIR was found (" + why + "); use a watch";
+      return true;
+    }
+  }
+  if (k.aten.kind == decode::MatchKind::layout_mismatch) {
+    k.layout_mismatch = true;
+    k.reason = fmt::format("layout mismatch ({}: {})", decode::aten_family_name(k.aten.family), k.aten.reason);
+    return true;
+  }
+  k.decoder = k.triton ? Decoder::triton : Decoder::aten;
+  k.hidden_reads = false;  // the decoder names every pointer the launch reads
+  k.inspected = true;
+  return true;
+}
+
+// Kernels no decoder claims: floating pointers the mangled signature types.
+void KernelTable::decode_signature(const KernelSignature& sig, KernelInfo& k) const {
   if (!sig.has_params) {
     k.reason = "name carries no parameter types (extern \"C\" or Triton); use a watch";
-    return k;
+    return;
   }
-  if (!layout.ok) {
+  if (!k.params_known) {
     k.reason = "driver gave no parameter layout";
-    return k;
+    return;
   }
-  if (layout.params.size() != sig.params.size()) {
+  if (k.params.size() != sig.params.size()) {
     k.reason = "parameter count mismatch between name and driver";
-    return k;
+    return;
   }
   for (const ParamSig& p : sig.params) k.roles.push_back(p.role), k.read_only.push_back(p.read_only);
   if (k.demangled.find("at::native::vectorized_elementwise_kernel<") != std::string::npos ||
@@ -95,7 +135,7 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   k.hidden_reads = false;
   for (uint32_t i = 0; i < sig.params.size(); ++i) {
     const ParamSig& p = sig.params[i];
-    const bool pointer_sized = layout.params[i].second == sizeof(void*);
+    const bool pointer_sized = k.params[i].second == sizeof(void*);
     if (p.role == ParamRole::output && pointer_sized) k.outputs.push_back({i, p.dtype});
     if (p.role == ParamRole::input && pointer_sized && k.inputs.size() < NANSCOPE_ORIGIN_MAX_INPUTS)
       k.inputs.push_back({i, p.dtype});
@@ -104,11 +144,10 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   }
   if (k.outputs.empty()) {
     k.reason = "no typed floating-point output pointers (pointers may hide in structs); use a watch";
-    return k;
+    return;
   }
   if (k.outputs.size() > 8) k.outputs.resize(8);  // NANSCOPE_SCAN_MAX_BUFFERS
   k.inspected = true;
-  return k;
 }
 
 const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bool& is_new) {

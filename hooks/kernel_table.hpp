@@ -6,12 +6,15 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <regex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "decode/aten.hpp"
+#include "decode/triton.hpp"
 #include "rules.hpp"
 #include "scan_abi.h"
 #include "signature.hpp"
@@ -22,6 +25,9 @@ struct OutputParam {
   uint32_t arg = 0;
   DType dtype = DType::none;
 };
+
+// Which kernel-family decoder (src/decode) names a kernel's writes at each launch.
+enum class Decoder : uint8_t { none, aten, triton };
 
 struct KernelInfo {
   uint32_t id = 0;
@@ -34,6 +40,11 @@ struct KernelInfo {
   std::vector<OutputParam> outputs;
   std::vector<OutputParam> inputs;    // const floating pointers: the tracked reads (origin)
   bool hidden_reads = true;           // parameters that may hold pointers nanscope cannot see
+  // Kernel-family decoding: exact writes per launch, in place of the signature's outputs.
+  Decoder decoder = Decoder::none;
+  bool layout_mismatch = false;       // a decoder claimed the name but the layout did not fit
+  decode::FamilyMatch aten;
+  std::shared_ptr<const decode::TritonSignature> triton;
   // PyTorch's single-output elementwise kernels (vectorized / unrolled) take their tensors as
   // one std::array<char*, N>, output first: the index of that parameter, or -1. Only its
   // first pointer is written; the others are inputs.
@@ -50,6 +61,8 @@ struct KernelInfo {
   }
 };
 
+class TritonModules;
+
 class KernelTable {
  public:
   // `rules` must outlive the table.
@@ -61,11 +74,18 @@ class KernelTable {
   const KernelInfo* by_id(uint32_t id) const;
   // An id for a writer that is not a kernel (a copy or memset), named by its driver call.
   uint32_t pseudo(const char* name);
+  // Where Triton kernels' signatures come from (set once, before the first launch).
+  void set_triton(const TritonModules* modules) { triton_ = modules; }
   uint64_t inspected_count() const { return inspected_.load(std::memory_order_relaxed); }
   uint64_t not_inspected_count() const { return not_inspected_.load(std::memory_order_relaxed); }
 
  private:
   KernelInfo decode(void* handle, const char* symbol_name) const;
+  // The kernel-family decoders; true when one claimed the kernel (decoded or refused).
+  bool decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const;
+  void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
+
+  const TritonModules* triton_ = nullptr;
 
   const std::vector<Rule>* rules_;
   bool has_filter_ = false, has_exclude_ = false;

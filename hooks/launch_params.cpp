@@ -9,17 +9,25 @@ namespace {
 using H = DriverHook;
 constexpr bool kPtsz = true, kV1 = true;
 
+template <class P>
+void set_shape(const P& p, LaunchArgs& out) {
+  out.grid[0] = p.gridDimX, out.grid[1] = p.gridDimY, out.grid[2] = p.gridDimZ;
+  out.block[0] = p.blockDimX, out.block[1] = p.blockDimY, out.block[2] = p.blockDimZ;
+}
 void launch_kernel(const void* params, LaunchArgs& out) {
   auto* p = static_cast<const cuLaunchKernel_params*>(params);
   out = {p->f, p->hStream, p->kernelParams, p->extra};
+  set_shape(*p, out);
 }
 void launch_cooperative(const void* params, LaunchArgs& out) {
   auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(params);
   out = {p->f, p->hStream, p->kernelParams, nullptr};
+  set_shape(*p, out);
 }
 void launch_ex(const void* params, LaunchArgs& out) {
   auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
   out = {p->f, p->config ? p->config->hStream : nullptr, p->kernelParams, p->extra};
+  if (p->config) set_shape(*p->config, out);
 }
 
 constexpr DriverHookForm kDriverHooks[] = {
@@ -58,6 +66,10 @@ constexpr DriverHookForm kDriverHooks[] = {
     {CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, H::free, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, H::free, kPtsz, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, H::free, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuModuleLoad, H::module_load, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, H::module_load, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx, H::module_load, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, H::module_unload, false, false, nullptr},
 };
 
 // Row index + 1 per cbid (0: not hooked), so a callback finds its row without a search.

@@ -17,6 +17,8 @@ struct LaunchArgs {
   CUstream stream = nullptr;
   void** kernel_params = nullptr;
   void** extra = nullptr;
+  uint32_t grid[3] = {1, 1, 1};  // kernel-family decoders read extents from the launch shape
+  uint32_t block[3] = {1, 1, 1};
 };
 
 // Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
@@ -36,6 +38,8 @@ enum class DriverHook : uint8_t {
   graph_launch,      // cuGraphLaunch*: exit site
   alloc,             // cuMemAlloc*, cuMemMap: exit site
   free,              // cuMemFree*, cuMemUnmap: exit site
+  module_load,       // cuModuleLoad, cuModuleLoadData(Ex): exit site (Triton's TTIR beside its cubin)
+  module_unload,     // cuModuleUnload: enter site
 };
 
 struct DriverHookForm {

@@ -62,12 +62,21 @@ struct Decoded {
   Write writes[kMaxWrites];
   uint32_t write_count = 0;
   uint64_t reads[kMaxReads] = {};  // input pointers, for the NaN origin and dtype_from
+  // What the decoder knows of each read (parallel to `reads`): its element type (none when
+  // unknown) and the elements the launch may read (0: unknown, the engine takes the extent from
+  // the allocation block). The engine scans an input nobody judged yet before its first reader's
+  // scan, so the reader's origin is decided from a known state.
+  DType read_dtypes[kMaxReads] = {};  // set by add_read; entries past read_count mean nothing
+  uint64_t read_elements[kMaxReads] = {};
   uint32_t read_count = 0;
   void add_write(const Write& w) {
     if (write_count < kMaxWrites) writes[write_count++] = w;
   }
-  void add_read(uint64_t p) {
-    if (p && read_count < kMaxReads) reads[read_count++] = p;
+  void add_read(uint64_t p, DType dtype = DType::none, uint64_t elements = 0) {
+    if (!p || read_count >= kMaxReads) return;
+    read_dtypes[read_count] = dtype;
+    read_elements[read_count] = elements;
+    reads[read_count++] = p;
   }
   static Decoded mismatch(std::string_view why) {
     Decoded d;
