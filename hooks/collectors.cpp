@@ -48,9 +48,79 @@ void WatchesCollector::collect(TaskDraft& draft) {
   draft.keep(std::move(snapshot));
 }
 
+namespace {
+
+// A plain output of `elements` values at `ptr`; rows come from the global padding spec when
+// its row count divides the elements evenly (then only reported, never fixed).
+void add_output(TaskDraft& draft, const Watches& watches, uint64_t ptr, uint64_t elements, DType dtype, uint32_t arg) {
+  if (elements == 0 || draft.full()) return;
+  const auto global = watches.global_padding();
+  if (global && global->rows && elements % global->rows == 0) {
+    WatchSpec w;
+    w.ptr = ptr;
+    w.dtype = dtype;
+    w.rows = global->rows;
+    w.row_elements = elements / global->rows;
+    w.padding = *global;
+    draft.add_rows(w, kGlobalWatchBit | arg, arg, /*inferred=*/true);
+    return;
+  }
+  draft.add_plain(ptr, elements, dtype, arg, elements * dtype_size(dtype));
+}
+
+bool is_live(const void* allocs, uint64_t ptr) { return static_cast<const Allocations*>(allocs)->is_device(ptr); }
+
+}  // namespace
+
+void DecodedWritesCollector::collect(TaskDraft& draft) {
+  const KernelInfo& k = draft.kernel;
+  if (k.decoder == Decoder::none || !cfg_.typed) return;
+  constexpr uint32_t kMaxParams = 128;
+  if (k.params.size() > kMaxParams) {
+    draft.inspection = Inspection::mismatch;
+    return;
+  }
+  const char* params[kMaxParams];
+  for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = draft.param(i);
+  decode::LaunchView view;
+  view.params = params;
+  view.count = static_cast<uint32_t>(k.params.size());
+  std::copy(draft.args.grid, draft.args.grid + 3, view.grid);
+  std::copy(draft.args.block, draft.args.block + 3, view.block);
+  const decode::Decoded out = k.decoder == Decoder::triton
+                                  ? decode::decode_triton(*k.triton, k.params, view)
+                                  : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs_});
+  if (out.status == decode::Status::layout_mismatch) {
+    draft.inspection = Inspection::mismatch;
+    return;
+  }
+  for (uint32_t i = 0; i < out.read_count; ++i) draft.add_read(out.reads[i], out.read_dtypes[i], out.read_elements[i]);
+  for (uint32_t i = 0; i < out.write_count; ++i) add_write(draft, out.writes[i]);
+}
+
+void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w) {
+  DType dtype = w.dtype;
+  if (dtype == DType::none && w.dtype_from) {  // a copy: the type of what it copies from, if judged
+    const auto src = draft.context.slots().containing(w.dtype_from);
+    if (src && (w.elem_size == 0 || dtype_size(src->dtype) == w.elem_size)) dtype = src->dtype;
+  }
+  uint64_t span = w.span_bytes, elements = w.elements;
+  if (w.extent_from_block) {
+    const auto block = allocs_.extent(w.ptr);
+    span = block ? block->base + block->size - w.ptr : 0;
+    elements = dtype == DType::none ? 0 : span / dtype_size(dtype);
+  } else if (w.elem_size == 0 && dtype != DType::none) {
+    elements = span / dtype_size(dtype);
+  }
+  draft.written_bytes += span;
+  // Only dense extents of a known type: never a neighbour's bytes, never a guessed type.
+  if (dtype == DType::none || elements == 0 || elements * dtype_size(dtype) != span || draft.covered(w.ptr)) return;
+  if (cfg_.max_scan_bytes) elements = std::min<uint64_t>(elements, cfg_.max_scan_bytes / dtype_size(dtype));
+  add_output(draft, watches_, w.ptr, elements, dtype, w.arg);
+}
+
 void TypedOutputsCollector::collect(TaskDraft& draft) {
   if (!cfg_.typed) return;  // NANSCOPE_TYPED=0: watches and rules only
-  const auto global = watches_.global_padding();
   for (const OutputParam& out : draft.kernel.outputs) {
     const char* param = draft.param(out.arg);
     if (!param) continue;
@@ -58,23 +128,10 @@ void TypedOutputsCollector::collect(TaskDraft& draft) {
     std::memcpy(&ptr, param, sizeof(ptr));
     if (ptr == 0 || draft.covered(ptr)) continue;
     const auto range = allocs_.extent(ptr);
-    if (!range) continue;  // not device memory we can scan (host pointer, freed, foreign)
+    if (!range) continue;  // not device memory we can scan (host pointer, freed, foreign, unknown extent)
     uint64_t bytes = range->base + range->size - ptr;
     if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
-    const uint64_t elements = bytes / dtype_size(out.dtype);
-    if (elements == 0 || draft.full()) continue;
-    if (global && global->rows && elements % global->rows == 0) {
-      // Rows inferred from the global spec: only when the element count divides evenly.
-      WatchSpec w;
-      w.ptr = ptr;
-      w.dtype = out.dtype;
-      w.rows = global->rows;
-      w.row_elements = elements / global->rows;
-      w.padding = *global;
-      draft.add_rows(w, kGlobalWatchBit | out.arg, out.arg, /*inferred=*/true);
-      continue;
-    }
-    draft.add_plain(ptr, elements, out.dtype, out.arg, bytes);
+    add_output(draft, watches_, ptr, bytes / dtype_size(out.dtype), out.dtype, out.arg);
   }
 }
 

@@ -27,6 +27,23 @@ class WatchesCollector : public TaskCollector {
   const Watches& watches_;
 };
 
+// Exact writes named by a kernel-family decoder (src/decode: ATen, Triton): the byte range and
+// element type each launch writes, from its parameters. A write nanscope cannot scan exactly
+// (an element size with no known type, a strided span with gaps, no extent) is left out and
+// counted, never widened to the allocation.
+class DecodedWritesCollector : public TaskCollector {
+ public:
+  DecodedWritesCollector(const Config& cfg, const Watches& watches, Allocations& allocs)
+      : cfg_(cfg), watches_(watches), allocs_(allocs) {}
+  void collect(TaskDraft& draft) override;
+
+ private:
+  void add_write(TaskDraft& draft, const decode::Write& w);
+  const Config& cfg_;
+  const Watches& watches_;
+  Allocations& allocs_;
+};
+
 // Typed outputs (floating pointers the signature says are written), not already covered
 // (TaskDraft::covered): the rest of their driver allocation, maybe given rows by the global spec.
 // Last in the list, so every exact collector before it takes precedence.

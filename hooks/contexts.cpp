@@ -68,6 +68,12 @@ Contexts::ChannelTotals Contexts::channel_totals_held() const {
 }
 
 std::optional<AddressRange> Allocations::extent(uint64_t ptr) {
+  if (torch_.state() == TorchBlockTracker::State::kAttached) {
+    if (auto block = torch_.block_of(ptr)) return block;
+    if (torch_.segment_of(ptr)) return std::nullopt;  // a torch segment, but in no live block
+  } else if (torch_blind()) {
+    return std::nullopt;
+  }
   if (auto r = map_.find(ptr)) return r;
   // Allocated before we attached, or through a path we do not hook.
   CUdeviceptr base = 0;
@@ -75,6 +81,12 @@ std::optional<AddressRange> Allocations::extent(uint64_t ptr) {
   if (cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return std::nullopt;
   map_.insert(base, size);
   return AddressRange{base, size};
+}
+
+bool Allocations::torch_blind() const {
+  if (torch_.state() != TorchBlockTracker::State::kFailed) return false;
+  // Under the cudaMallocAsync backend every tensor is its own driver allocation: exact already.
+  return torch_.reason().find("backend") == std::string::npos;
 }
 
 void Allocations::on_alloc(CUpti_CallbackId cbid, const void* params) {

@@ -13,6 +13,8 @@
 #include <unordered_map>
 
 #include "alloc_map.hpp"
+#include "opaque_writers.hpp"
+#include "torch_blocks.hpp"
 #include "context_state.hpp"
 #include "event_log.hpp"
 
@@ -57,14 +59,31 @@ class Contexts {
 class Allocations {
  public:
   explicit Allocations(Contexts& contexts) : contexts_(contexts) {}
-  // The allocation holding `ptr`; nullopt when it is not device memory we can scan.
+  // The extent to scan for a pointer whose kernel does not say how much it writes: the PyTorch
+  // tensor block holding it when the caching allocator's blocks are tracked, else the driver
+  // allocation; nullopt when unknown (not device memory we can scan, inside a torch segment but
+  // in no live block, or torch present without its block map: a scan to the segment's end would
+  // read neighbour tensors).
   std::optional<AddressRange> extent(uint64_t ptr);
+  // Inside a live driver allocation (decoders that check candidate pointers).
+  bool is_device(uint64_t ptr) const { return map_.find(ptr).has_value(); }
+  // [lowest, highest) address of every live driver allocation: the first filter for words of
+  // opaque kernels' parameters.
+  AddressRange span() const { return map_.span(); }
   void on_alloc(CUpti_CallbackId cbid, const void* params);
   void on_free(CUpti_CallbackId cbid, const void* params);
+
+  TorchBlockTracker& torch() { return torch_; }
+  // Whether extents come from driver allocations alone although torch's caching allocator
+  // carves them up (the shim could not attach): typed extents are then unknown.
+  bool torch_blind() const;
+  OpaqueWriters& opaque() { return opaque_; }
 
  private:
   Contexts& contexts_;  // freed buffers give their origin slots back
   AllocationMap map_;
+  TorchBlockTracker torch_;
+  OpaqueWriters opaque_;
 };
 
 }  // namespace nanscope

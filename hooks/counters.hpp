@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config.hpp"
+#include "coverage.hpp"
 #include "event_log.hpp"
 
 namespace nanscope {
@@ -18,6 +19,7 @@ struct Counters {
   std::atomic<uint64_t> rescans_unchanged{0};  // host-side count; the device counts the quiet ones
   std::atomic<uint64_t> scans_beside{0};       // graph scan nodes moved off the critical path
   std::atomic<uint64_t> scans_merged{0};       // graph scan nodes folded into merged ones
+  Coverage coverage;                           // launches by how they were inspected (summary)
 };
 
 // Logs `message` (console and a `warning` event) the first time `flag` is raised.

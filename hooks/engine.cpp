@@ -47,9 +47,10 @@ Engine::Engine(Config cfg)
       failures_(cfg_, *log_, counters_),
       tasks_(cfg_, kernels_, watches_, allocs_, counters_, *log_),
       graphs_(cfg_, *log_, tasks_, contexts_, allocs_, counters_, failures_),
-      launches_(cfg_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, failures_),
-      reporter_(cfg_, *log_, kernels_, watches_, contexts_, graphs_, counters_, start_ns_) {
+      launches_(cfg_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, failures_, watches_, *log_),
+      reporter_(cfg_, *log_, kernels_, watches_, contexts_, allocs_, graphs_, counters_, start_ns_) {
   watches_.load_rules(cfg_.rules_path);  // before the first launch
+  kernels_.set_triton(&modules_);
 }
 
 nanscope_status_t Engine::init(nanscope_attach_t attach) {

@@ -24,6 +24,7 @@
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
 #include "launch_instrumenter.hpp"
+#include "triton_modules.hpp"
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
 #include "task_builder.hpp"
@@ -41,6 +42,7 @@ class Engine {
   LaunchInstrumenter& launches() { return launches_; }
   GraphInstrumenter& graphs() { return graphs_; }
   Allocations& allocations() { return allocs_; }
+  TritonModules& modules() { return modules_; }
   void on_context_destroy(CUcontext ctx);
   void on_callback_error(const std::string& message);  // something escaped a handler
 
@@ -67,6 +69,7 @@ class Engine {
   std::unique_ptr<EventLog> log_;
   Counters counters_;
   Watches watches_;
+  TritonModules modules_;  // before kernels_, which asks it for Triton kernels' signatures
   KernelTable kernels_;
   Contexts contexts_;
   Allocations allocs_;

@@ -1,5 +1,7 @@
 #include "finding_reporter.hpp"
 
+#include "log_schema.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -168,6 +170,22 @@ SummaryFigures FindingReporter::figures(const Contexts::ChannelTotals& channels)
   return s;
 }
 
+// Where typed and Triton extents came from: PyTorch's caching-allocator blocks, or why not.
+Json FindingReporter::tensor_extents_json() {
+  TorchBlockTracker& torch = allocs_.torch();
+  Json j{{"torch", TorchBlockTracker::state_name(torch.state())}};
+  if (!torch.torch_version().empty()) j["torch_version"] = torch.torch_version();
+  if (!torch.reason().empty()) j["reason"] = torch.reason();
+  if (torch.state() == TorchBlockTracker::State::kAttached) {
+    const TensorBlockStats b = torch.stats();
+    j["blocks_live"] = b.live;
+    j["blocks_seen"] = b.allocs + b.seeded;
+    j["blocks_dropped"] = b.dropped;
+  }
+  j["opaque_buffers"] = allocs_.opaque().size();
+  return j;
+}
+
 void FindingReporter::write_summary(SummaryContexts contexts) {
   Contexts::ChannelTotals channels;
   if (contexts == SummaryContexts::lock) channels = contexts_.channel_totals();
@@ -178,8 +196,10 @@ void FindingReporter::write_summary(SummaryContexts contexts) {
   const lineage::Summary origins = lineage_lock ? lineage_.summary() : lineage::Summary{};
   if (lineage_lock) lineage_lock.unlock();
   const KernelName name = [this](uint32_t id) { return kernel_name(id); };
-  log_.emit(event_name::summary, summary_event(s, cfg_.origin ? std::optional<Json>(origins_json(origins, name))
-                                                             : std::nullopt));
+  Json summary = summary_event(s, cfg_.origin ? std::optional<Json>(origins_json(origins, name)) : std::nullopt);
+  summary[schema::key::coverage] = counters_.coverage.to_json();
+  summary[schema::key::tensor_extents] = tensor_extents_json();
+  log_.emit(event_name::summary, summary);
   for (const std::string& line : cause_lines(origins, name)) log_.info(line);
   log_.info(summary_line(s));
 }

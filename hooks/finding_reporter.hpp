@@ -26,9 +26,9 @@ namespace nanscope {
 class FindingReporter {
  public:
   FindingReporter(const Config& cfg, EventLog& log, KernelTable& kernels, Watches& watches, Contexts& contexts,
-                  GraphInstrumenter& graphs, Counters& counters, uint64_t start_ns)
-      : cfg_(cfg), log_(log), kernels_(kernels), watches_(watches), contexts_(contexts), graphs_(graphs),
-        counters_(counters), start_ns_(start_ns) {}
+                  Allocations& allocs, GraphInstrumenter& graphs, Counters& counters, uint64_t start_ns)
+      : cfg_(cfg), log_(log), kernels_(kernels), watches_(watches), contexts_(contexts), allocs_(allocs),
+        graphs_(graphs), counters_(counters), start_ns_(start_ns) {}
 
   void start();      // the drain thread, every NANSCOPE_POLL_US
   void drain_all();  // every context, now
@@ -50,6 +50,7 @@ class FindingReporter {
   void abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch);
   // Whether the summary may take the context lock, already holds it, or must not touch it.
   enum class SummaryContexts { lock, held, skip };
+  Json tensor_extents_json();
   void write_summary(SummaryContexts contexts = SummaryContexts::lock);
   std::string kernel_name(uint32_t kernel_id) const;
 
@@ -58,6 +59,7 @@ class FindingReporter {
   KernelTable& kernels_;
   Watches& watches_;
   Contexts& contexts_;
+  Allocations& allocs_;
   GraphInstrumenter& graphs_;
   Counters& counters_;
   const uint64_t start_ns_;

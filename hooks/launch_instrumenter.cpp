@@ -1,5 +1,7 @@
 #include "launch_instrumenter.hpp"
 
+#include <fmt/format.h>
+
 #include "finding_event.hpp"
 #include "tool_scope.hpp"
 
@@ -11,20 +13,83 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   const uint64_t launch_id = counters_.launches.fetch_add(1, std::memory_order_relaxed) + 1;
   if (cb.functionReturnValue && *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
     return;  // the kernel did not run; its error is the app's to see
+  watch_torch();  // before any nanscope lock: attaching takes torch's allocator locks
 
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
-  if (!tasks_.worth_a_look(k)) return;
-
   ToolScope scope;  // everything below is our own driver work
+  if (!tasks_.worth_a_look(k)) {
+    counters_.coverage.on_launch(k.id, k.excluded ? Inspection::excluded
+                                       : k.layout_mismatch ? Inspection::mismatch
+                                                           : Inspection::opaque, 0, 0);
+    note_opaque(k, a, launch_id, cb.context);
+    return;
+  }
   ContextState* cs = contexts_.get(cb.context);
   if (!cs) return;
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
-  if (!tasks_.build(k, a, *cs, task, max_bytes)) return;
+  LaunchPlan plan;
+  const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
+  counters_.coverage.on_launch(k.id, plan.inspection, plan.written_bytes, plan.scanned_bytes);
+  if (k.decoder == Decoder::none && k.hidden_reads) note_opaque(k, a, launch_id, cb.context);
+  for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
+  if (!scan) return;
   task.launch_id = launch_id;
   task.correlation_id = cb.correlationId;
 
   submit_scan(*cs, task, a.stream, max_bytes);
+}
+
+// A launch nanscope cannot see into may write any buffer its parameter words point into: those
+// buffers' states are unknown from here on, and the launch is remembered as their last possible
+// writer, so their next reader's initial scan names it rather than the reader.
+void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
+  if (!cfg_.origin || !k.params_known || k.excluded) return;
+  const AddressRange span = allocs_.span();
+  if (!span.size) return;
+  thread_local std::vector<uint64_t> words;
+  words.clear();
+  for (uint32_t i = 0; i < k.params.size(); ++i)
+    OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
+  if (words.empty()) return;
+  ContextState* cs = contexts_.get(ctx);
+  for (uint64_t w : words) {
+    const auto buffer = allocs_.extent(w);
+    if (!buffer) continue;
+    allocs_.opaque().note(buffer->base == w ? w : buffer->base, {k.id, launch_id});
+    if (w != buffer->base) allocs_.opaque().note(w, {k.id, launch_id});  // a view inside the block
+    if (cs) cs->slots().invalidate(w);
+  }
+}
+
+// The initial scan of a buffer read before any scan judged it, right before its reader's scan.
+void LaunchInstrumenter::submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation) {
+  if (!cs.buffer_states()) return;
+  nanscope_scan_task task{};
+  task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), kCopyArg};
+  task.buffer_count = 1;
+  task.kernel_id = s.writer ? s.writer->kernel_id : kernels_.pseudo("initial state");
+  task.launch_id = s.writer ? s.writer->launch_id : 0;
+  task.stream = reinterpret_cast<uint64_t>(stream);
+  task.correlation_id = correlation;
+  task.buffer_state = cs.buffer_states();
+  task.out_state[0] = s.ref;
+  // Written by a launch nanscope cannot see into (unknown), or by the host / before nanscope
+  // attached (host).
+  task.origin_flags = s.writer ? NS_ORIGIN_READS_UNTRACKED : NS_ORIGIN_HOST;
+  counters_.coverage.on_extra_scan(s.elements * dtype_size(s.dtype));
+  submit_scan(cs, task, stream, s.elements * dtype_size(s.dtype));
+}
+
+void LaunchInstrumenter::watch_torch() {
+  TorchBlockTracker& torch = allocs_.torch();
+  torch.try_attach();
+  if (torch.state() != TorchBlockTracker::State::kFailed || warned_torch_.load(std::memory_order_relaxed)) return;
+  warn_once(log_, warned_torch_, "torch_blocks",
+            fmt::format("PyTorch {}: tensor extents are unknown ({}); {}", torch.torch_version(), torch.reason(),
+                        allocs_.torch_blind()
+                            ? "outputs that only a kernel signature types are not scanned (decoded kernels are)"
+                            : "driver allocations give the extents"));
 }
 
 // Launches the scan of `task` on `stream` right after the app's work there; inside a stream
@@ -58,35 +123,64 @@ void LaunchInstrumenter::submit_scan(ContextState& cs, nanscope_scan_task& task,
     graphs_.remember_scan(app_node, {after[0], reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
 }
 
-// A copy or memset into a buffer whose state is tracked: rescan it on the same stream, so its
-// device state word stays true. Host copies and sets are an origin of their own ("host"); a
-// device copy carries its source's lineage.
+// A copy or memset into a watched or tracked buffer: rescan it on the same stream. A watched
+// buffer keeps its watch (name, padding spec, verdict, action); any other tracked buffer is
+// rescanned plainly so its device state word stays true. Host copies and sets are an origin of
+// their own ("host"); a device copy carries its source's lineage.
 void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb) {
-  if (!cfg_.origin || c.bytes == 0) return;
+  if (c.bytes == 0) return;
   ToolScope scope;
   ContextState* cs = contexts_.get(cb.context);
-  if (!cs || !cs->buffer_states()) return;
-  const auto dst = cs->slots().containing(c.dst);
-  if (!dst || dst->bytes < dtype_size(dst->dtype)) return;  // not a buffer nanscope tracks
+  if (!cs) return;
   nanscope_scan_task task{};
-  task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
-  task.buffer_count = 1;
-  task.kernel_id = kernels_.pseudo(c.api);
+  const uint32_t pseudo = kernels_.pseudo(c.api);
+  uint64_t max_bytes = copy_watched(c, *cs, task, pseudo);
+  if (!max_bytes) {
+    if (!cfg_.origin || !cs->buffer_states()) return;
+    const auto dst = cs->slots().containing(c.dst);
+    if (!dst || dst->bytes < dtype_size(dst->dtype)) return;  // not a buffer nanscope tracks
+    task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
+    task.buffer_count = 1;
+    max_bytes = dst->bytes;
+  }
+  task.kernel_id = pseudo;
   task.stream = reinterpret_cast<uint64_t>(c.stream);
   task.correlation_id = cb.correlationId;
-  task.buffer_state = cs->buffer_states();
-  task.out_state[0] = dst->ref;
+  if (cfg_.origin && cs->buffer_states()) copy_origin(c, *cs, task);
+  submit_scan(*cs, task, c.stream, max_bytes);
+}
+
+// The watches holding the copy's destination, as the launch of a kernel referencing them would
+// scan them. Returns the bytes to size the scan's grid, 0 when no watch holds it.
+uint64_t LaunchInstrumenter::copy_watched(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task,
+                                          uint32_t pseudo) {
+  if (!watches_.any()) return 0;
+  const KernelInfo* k = kernels_.by_id(pseudo);
+  if (!k) return 0;
+  const auto snapshot = watches_.snapshot();
+  const LaunchArgs none;
+  TaskDraft draft(*k, none, cs, task, watches_, counters_, log_, warned_copy_full_);
+  WatchRegistry::for_each_containing(*snapshot, c.dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
+  task.buffer_count = draft.count();
+  return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;
+}
+
+void LaunchInstrumenter::copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task) {
+  task.buffer_state = cs.buffer_states();
+  for (uint32_t b = 0; b < task.buffer_count; ++b) {
+    const DType dt = static_cast<DType>(task.buffers[b].dtype);
+    task.out_state[b] = cs.slots().ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
+  }
   bool from_device = c.kind == CopyArgs::Kind::device_to_device;
-  if (c.kind == CopyArgs::Kind::unified) from_device = cs->slots().containing(c.src) || allocs_.extent(c.src);
+  if (c.kind == CopyArgs::Kind::unified) from_device = cs.slots().containing(c.src) || allocs_.extent(c.src);
   if (c.kind == CopyArgs::Kind::set || c.kind == CopyArgs::Kind::host_to_device || !from_device) {
     task.origin_flags = NS_ORIGIN_HOST;
-  } else if (const auto src = cs->slots().containing(c.src)) {
+  } else if (const auto src = cs.slots().containing(c.src)) {
     task.in_state[0] = src->ref;
     task.in_count = 1;
   } else {
     task.origin_flags = NS_ORIGIN_READS_UNTRACKED;  // copied from device memory nobody scanned
   }
-  submit_scan(*cs, task, c.stream, dst->bytes);
 }
 
 }  // namespace nanscope

@@ -12,15 +12,19 @@
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
 #include "task_builder.hpp"
+#include "watches.hpp"
+
+#include <atomic>
 
 namespace nanscope {
 
 class LaunchInstrumenter {
  public:
   LaunchInstrumenter(const Config& cfg, TaskBuilder& tasks, GraphInstrumenter& graphs, Contexts& contexts,
-                     Allocations& allocs, KernelTable& kernels, Counters& counters, ScanFailures& failures)
+                     Allocations& allocs, KernelTable& kernels, Counters& counters, ScanFailures& failures,
+                     const Watches& watches, EventLog& log)
       : cfg_(cfg), tasks_(tasks), graphs_(graphs), contexts_(contexts), allocs_(allocs), kernels_(kernels),
-        counters_(counters), failures_(failures) {}
+        counters_(counters), failures_(failures), watches_(watches), log_(log) {}
 
   // API-exit site of a kernel launch.
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
@@ -29,6 +33,11 @@ class LaunchInstrumenter {
 
  private:
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
+  void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
+  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
+  void watch_torch();
+  uint64_t copy_watched(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo);
+  void copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);  // attaches to torch's allocator once it is there; says once if it cannot
 
   const Config& cfg_;
   TaskBuilder& tasks_;
@@ -38,6 +47,10 @@ class LaunchInstrumenter {
   KernelTable& kernels_;
   Counters& counters_;
   ScanFailures& failures_;
+  const Watches& watches_;
+  EventLog& log_;
+  std::atomic<bool> warned_torch_{false};
+  std::atomic<bool> warned_copy_full_{false};
 };
 
 }  // namespace nanscope

@@ -70,15 +70,18 @@ bool TaskDraft::full() {
 
 TaskBuilder::TaskBuilder(const Config& cfg, KernelTable& kernels, Watches& watches, Allocations& allocs,
                          Counters& counters, EventLog& log)
-    : cfg_(cfg), kernels_(kernels), watches_(watches), counters_(counters), log_(log) {
+    : cfg_(cfg), kernels_(kernels), watches_(watches), allocs_(allocs), counters_(counters), log_(log) {
   collectors_.push_back(std::make_unique<RulesCollector>(watches));
   collectors_.push_back(std::make_unique<WatchesCollector>(watches));
+  // Exact writes before the typed outputs, which then skip what they cover.
+  collectors_.push_back(std::make_unique<DecodedWritesCollector>(cfg, watches, allocs));
   collectors_.push_back(std::make_unique<TypedOutputsCollector>(cfg, watches, allocs));
 }
 
 const KernelInfo& TaskBuilder::kernel_info(void* handle, const char* symbol_name) {
   bool is_new = false;
   const KernelInfo& k = kernels_.resolve(handle, symbol_name, is_new);
+  if (is_new) counters_.coverage.on_kernel(k.id, k.demangled, k.inspected ? std::string() : k.reason);
   if (is_new && !k.inspected) {  // said once per kernel
     {
       std::lock_guard lock(not_inspected_mu_);
@@ -96,32 +99,47 @@ bool TaskBuilder::worth_a_look(const KernelInfo& k) const {
 }
 
 bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
-                        uint64_t& max_bytes) {
+                        uint64_t& max_bytes, LaunchPlan* plan) {
   TaskDraft draft(k, a, cs, task, watches_, counters_, log_, warned_full_);
+  draft.inspection = k.decoder != Decoder::none ? Inspection::decoded
+                     : cfg_.typed && k.inspected ? Inspection::typed
+                                                 : Inspection::watched;
   for (const auto& collector : collectors_) {
     draft.begin_collector();
     collector->collect(draft);
   }
   max_bytes = draft.max_bytes();
+  if (plan) {
+    plan->inspection = draft.inspection;
+    plan->written_bytes = draft.written_bytes;
+    for (uint32_t i = 0; i < draft.count(); ++i)
+      plan->scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
+  }
   if (draft.count() == 0) return false;
   task.buffer_count = draft.count();  // add_origin reads the buffers
-  if (cs.buffer_states()) add_origin(draft, task);
+  if (cs.buffer_states()) add_origin(draft, task, plan);
   task.kernel_id = k.id;
   task.stream = reinterpret_cast<uint64_t>(a.stream);
+  if (plan) plan->scan = true;
   return true;
 }
 
 // NaN origin: which state words the scan updates (its buffers) and reads (the launch's tracked
 // inputs, judged on the device as they were before the launch).
-void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task) {
+void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan) {
   BufferSlots& slots = draft.context.slots();
   task.buffer_state = draft.context.buffer_states();
   for (uint32_t b = 0; b < task.buffer_count; ++b) {
     const DType dt = static_cast<DType>(task.buffers[b].dtype);
-    task.out_state[b] = slots.ref_for(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
+    task.out_state[b] = slots.ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
+    allocs_.opaque().forget(task.buffers[b].ptr);  // judged now: an earlier opaque writer is moot
   }
   uint32_t ins = 0;
-  auto add_input = [&](uint32_t ref) {
+  // `bytes`: a watched buffer's known extent (watches get no initial scan: their spec decides
+  // what is scanned).
+  auto add_input = [&](uint64_t ptr, DType dtype, uint64_t elements, uint64_t bytes = 0) {
+    if (!bytes) maybe_initial_scan(draft, task, ptr, dtype, elements, plan);
+    const uint32_t ref = slots.ref_for(ptr, dtype, bytes);
     for (uint32_t i = 0; i < ins; ++i)
       if (task.in_state[i] == ref) return;
     if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
@@ -131,11 +149,34 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task) {
     const char* param = draft.param(in.arg);
     uint64_t ptr = 0;
     if (param) std::memcpy(&ptr, param, sizeof(ptr));
-    if (ptr) add_input(slots.ref_for(ptr, in.dtype));
+    if (ptr) add_input(ptr, in.dtype, 0);
   }
-  for (const WatchSpec* w : draft.watched_inputs()) add_input(slots.ref_for(w->ptr, w->dtype, w->extent_bytes()));
+  for (uint32_t i = 0; i < draft.reads_count(); ++i)
+    add_input(draft.reads()[i].ptr, draft.reads()[i].dtype, draft.reads()[i].elements);
+  for (const WatchSpec* w : draft.watched_inputs()) add_input(w->ptr, w->dtype, 0, w->extent_bytes());
   task.in_count = ins;
   if (draft.kernel.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
+}
+
+void TaskBuilder::maybe_initial_scan(const TaskDraft& draft, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
+                                     uint64_t elements, LaunchPlan* plan) {
+  if (!plan || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial) return;
+  for (uint32_t b = 0; b < task.buffer_count; ++b) {  // written in place: its state before is gone
+    const nanscope_scan_buffer& out = task.buffers[b];
+    if (ptr >= out.ptr && ptr < out.ptr + out.elements * dtype_size(static_cast<DType>(out.dtype))) return;
+  }
+  uint64_t bytes = elements * dtype_size(dtype);
+  if (!bytes) {
+    const auto range = allocs_.extent(ptr);
+    if (!range) return;
+    bytes = range->base + range->size - ptr;
+  }
+  if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
+  const auto claimed = draft.context.slots().claim_initial_scan(ptr, dtype, bytes);
+  if (!claimed) return;
+  InitialScan& s = plan->initial[plan->initial_count++];
+  s = {claimed->ptr, claimed->bytes / dtype_size(claimed->dtype), claimed->dtype, claimed->ref, allocs_.opaque().last(ptr)};
+  allocs_.opaque().forget(ptr);
 }
 
 }  // namespace nanscope

@@ -5,11 +5,15 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "config.hpp"
+#include "coverage.hpp"
+#include "decode/written.hpp"
+#include "opaque_writers.hpp"
 #include "context_state.hpp"
 #include "contexts.hpp"
 #include "counters.hpp"
@@ -55,6 +59,23 @@ class TaskDraft {
   void keep(std::shared_ptr<const WatchRegistry::Snapshot> snapshot) { snapshot_ = std::move(snapshot); }
   const std::vector<const WatchSpec*>& watched_inputs() const { return watched_inputs_; }
 
+  // A pointer the launch reads, as a decoder names it (dtype none / elements 0 when unknown):
+  // an input for the NaN origin.
+  void add_read(uint64_t ptr, DType dtype, uint64_t elements) {
+    if (reads_count_ < decode::kMaxReads) reads_[reads_count_++] = {ptr, dtype, elements};
+  }
+  struct Read {
+    uint64_t ptr;
+    DType dtype;
+    uint64_t elements;
+  };
+  const Read* reads() const { return reads_; }
+  uint32_t reads_count() const { return reads_count_; }
+
+  // Coverage: how the launch was inspected and what a decoder says it writes.
+  Inspection inspection = Inspection::typed;
+  uint64_t written_bytes = 0;
+
   uint32_t count() const { return n_; }
   uint64_t max_bytes() const { return max_bytes_; }
 
@@ -68,6 +89,8 @@ class TaskDraft {
   uint32_t earlier_ = 0;  // buffers added by the collectors before the current one
   uint64_t max_bytes_ = 0;
   std::vector<const WatchSpec*> watched_inputs_;  // into snapshot_
+  Read reads_[decode::kMaxReads];
+  uint32_t reads_count_ = 0;
   std::shared_ptr<const WatchRegistry::Snapshot> snapshot_;
 };
 
@@ -79,10 +102,34 @@ class TaskCollector {
   virtual void collect(TaskDraft& draft) = 0;
 };
 
+// A buffer read before any scan judged it (written by the host, before nanscope attached, or
+// by a launch nanscope cannot see into): scanned once right before its first reader's scan, so
+// that reader's origin is decided from a known state. `writer` names the opaque launch that
+// last referenced it, when there was one.
+struct InitialScan {
+  uint64_t ptr = 0;
+  uint64_t elements = 0;
+  DType dtype = DType::none;
+  uint32_t ref = 0;
+  std::optional<OpaqueWrite> writer;
+};
+
+// What a launch gets: its scan task (when it has buffers) and the initial scans before it.
+struct LaunchPlan {
+  bool scan = false;
+  Inspection inspection = Inspection::opaque;
+  uint64_t written_bytes = 0;  // what a decoder says the launch writes
+  uint64_t scanned_bytes = 0;  // what its task reads
+  static constexpr uint32_t kMaxInitial = NANSCOPE_ORIGIN_MAX_INPUTS;
+  InitialScan initial[kMaxInitial];
+  uint32_t initial_count = 0;
+};
+
 class TaskBuilder {
  public:
   TaskBuilder(const Config& cfg, KernelTable& kernels, Watches& watches, Allocations& allocs, Counters& counters,
               EventLog& log);
+  Allocations& allocations() { return allocs_; }
 
   // The cached decoding of a kernel; a kernel nanscope cannot inspect is logged once.
   const KernelInfo& kernel_info(void* handle, const char* symbol_name);
@@ -90,14 +137,19 @@ class TaskBuilder {
   // Fills `task` with every buffer to scan after a launch of `k` with arguments `a`. Returns
   // false when there is nothing to scan. `max_bytes`: the largest buffer, for the grid.
   bool build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
-             uint64_t& max_bytes);
+             uint64_t& max_bytes, LaunchPlan* plan = nullptr);
 
  private:
-  void add_origin(const TaskDraft& draft, nanscope_scan_task& task);
+  void add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan);
+  // An input whose state no scan established yet: queued for an initial scan when its extent
+  // and type are known and the launch does not also write it.
+  void maybe_initial_scan(const TaskDraft& draft, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
+                          uint64_t elements, LaunchPlan* plan);
 
   const Config& cfg_;
   KernelTable& kernels_;
   Watches& watches_;
+  Allocations& allocs_;
   Counters& counters_;
   EventLog& log_;
   std::vector<std::unique_ptr<TaskCollector>> collectors_;  // in order: rules, watches, typed outputs

@@ -40,6 +40,14 @@ std::optional<AddressRange> AllocationMap::find(uint64_t ptr) const {
   return r;
 }
 
+AddressRange AllocationMap::span() const {
+  std::shared_lock lock(mu_);
+  if (by_base_.empty()) return {};
+  // Allocations never overlap: the one with the highest base ends last.
+  const auto& [last_base, last_size] = *by_base_.rbegin();
+  return {by_base_.begin()->first, last_base + last_size - by_base_.begin()->first};
+}
+
 std::size_t AllocationMap::size() const {
   std::shared_lock lock(mu_);
   return by_base_.size();

@@ -23,6 +23,9 @@ class AllocationMap {
   void erase_range(uint64_t base, uint64_t size);
   std::optional<AddressRange> find(uint64_t ptr) const;
   std::size_t size() const;
+  // [lowest base, highest end) over every live allocation ({0, 0} when none): a word outside it
+  // cannot point into device memory we know, the cheap first test for pointers in kernel params.
+  AddressRange span() const;
 
  private:
   void erase_overlaps_locked(uint64_t base, uint64_t size);

@@ -69,6 +69,30 @@ std::optional<TrackedBuffer> BufferSlots::containing(uint64_t ptr) const {
   return std::nullopt;
 }
 
+std::map<uint64_t, BufferSlots::Entry>::iterator BufferSlots::find_containing(uint64_t ptr) {
+  auto it = by_ptr_.upper_bound(ptr);
+  for (int steps = 0; steps < 16 && it != by_ptr_.begin(); ++steps) {
+    --it;
+    const TrackedBuffer& b = it->second.buf;
+    if (ptr < b.ptr + std::max<uint64_t>(b.bytes, 1)) return it;
+  }
+  return by_ptr_.end();
+}
+
+std::optional<TrackedBuffer> BufferSlots::invalidate(uint64_t ptr) {
+  std::lock_guard lock(mu_);
+  auto it = find_containing(ptr);
+  if (it == by_ptr_.end() || !it->second.buf.state_known) return std::nullopt;
+  TrackedBuffer& b = it->second.buf;
+  const uint32_t slot = b.ref & 0xffffu;
+  uint16_t& gen = gen_[slot];
+  gen = static_cast<uint16_t>(gen + 1);
+  if (gen == 0) gen = 1;
+  b.ref = slot | uint32_t{gen} << 16;
+  b.state_known = false;
+  return b;
+}
+
 void BufferSlots::forget_range(uint64_t base, uint64_t size) {
   std::lock_guard lock(mu_);
   for (auto it = by_ptr_.lower_bound(base); it != by_ptr_.end() && it->first < base + size;) {

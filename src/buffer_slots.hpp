@@ -37,6 +37,10 @@ class BufferSlots {
   std::optional<TrackedBuffer> claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes);
   // The tracked buffer whose scanned extent holds `ptr` (for copies and sets into it).
   std::optional<TrackedBuffer> containing(uint64_t ptr) const;
+  // A launch nanscope cannot see into may have written the tracked buffer holding `ptr`: its
+  // slot moves to a new generation, so the device word (last written by a scan) reads as
+  // unknown and the buffer is claimable for an initial scan again. Returns the buffer.
+  std::optional<TrackedBuffer> invalidate(uint64_t ptr);
   // A freed allocation: forget every buffer inside [base, base + size).
   void forget_range(uint64_t base, uint64_t size);
 
@@ -55,6 +59,7 @@ class BufferSlots {
   std::vector<uint32_t> free_;  // slots never used or given back (the next one at the back)
   std::vector<uint16_t> gen_;   // generation of each slot, 0 until first handed out
   uint64_t evictions_ = 0;
+  std::map<uint64_t, Entry>::iterator find_containing(uint64_t ptr);  // under mu_; end() when none
 };
 
 }  // namespace nanscope

@@ -5,115 +5,113 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "log_schema.hpp"
 #include "npy_writer.hpp"
 
 namespace nanscope {
 
 // The log's names, in one place (docs/log-schema.md): what `nanscope report` reads back.
 namespace event_name {
-const char* const nonfinite = "nonfinite";
-const char* const repeat = "repeat";
-const char* const abort = "abort";
-const char* const summary = "summary";
+const char* const nonfinite = schema::event::nonfinite;
+const char* const repeat = schema::event::repeat;
+const char* const abort = schema::event::abort;
+const char* const summary = schema::event::summary;
 }  // namespace event_name
 
 namespace {
 
+// The log's keys, from the one schema (src/log_schema.hpp) that `nanscope report` reads too.
 namespace key {
-constexpr const char* device = "device";
-constexpr const char* stream = "stream";
-constexpr const char* kernel = "kernel";
-constexpr const char* kernel_mangled = "kernel_mangled";
-constexpr const char* launch_id = "launch_id";
-constexpr const char* correlation_id = "correlation_id";
-constexpr const char* buffer = "buffer";
-constexpr const char* arg = "arg";
-constexpr const char* ptr = "ptr";
-constexpr const char* dtype = "dtype";
-constexpr const char* elements = "elements";
-constexpr const char* name = "name";
-constexpr const char* counts = "counts";
-constexpr const char* nan = "nan";
-constexpr const char* pos_inf = "pos_inf";
-constexpr const char* neg_inf = "neg_inf";
-constexpr const char* first_index = "first_index";
-constexpr const char* last_index = "last_index";
-constexpr const char* graph_id = "graph_id";
-constexpr const char* graph_node = "graph_node";
-constexpr const char* replay = "replay";
-constexpr const char* region = "region";
-constexpr const char* counts_padding = "counts_padding";
-constexpr const char* counts_real = "counts_real";
-constexpr const char* rows = "rows";
-constexpr const char* rows_total = "rows_total";
-constexpr const char* watch = "watch";
-constexpr const char* padding_source = "padding_source";
-constexpr const char* rows_inferred = "rows_inferred";
-constexpr const char* action = "action";
-constexpr const char* padding = "padding";
-constexpr const char* real = "real";
-constexpr const char* unknown = "unknown";
-constexpr const char* truncated = "truncated";
-constexpr const char* origin = "origin";
-constexpr const char* origin_why = "origin_why";
-constexpr const char* parents = "parents";
-constexpr const char* root = "root";
-constexpr const char* origin_incomplete = "origin_incomplete";
-constexpr const char* leak = "leak";
-constexpr const char* rows_before = "rows_before";
-constexpr const char* rows_after = "rows_after";
-// repeat
-constexpr const char* of = "of";
-constexpr const char* count = "count";
-constexpr const char* total = "total";
-constexpr const char* final = "final";
-constexpr const char* first_replay = "first_replay";
-constexpr const char* last_replay = "last_replay";
-// abort
-constexpr const char* reason = "reason";
-// dump sidecar
-constexpr const char* schema = "schema";
-constexpr const char* event_id = "event_id";
-constexpr const char* pid = "pid";
-constexpr const char* storage = "storage";
-constexpr const char* shape = "shape";
-constexpr const char* row_verdicts = "row_verdicts";
-constexpr const char* kind = "kind";
-constexpr const char* verdict = "verdict";
-constexpr const char* fixed = "fixed";
-constexpr const char* note = "note";
-// summary
-constexpr const char* launches = "launches";
-constexpr const char* scans = "scans";
-constexpr const char* findings = "findings";
-constexpr const char* kernels_inspected = "kernels_inspected";
-constexpr const char* kernels_not_inspected = "kernels_not_inspected";
-constexpr const char* scans_dropped = "scans_dropped";
-constexpr const char* graph_scans_overlapped = "graph_scans_overlapped";
-constexpr const char* graph_scans_merged = "graph_scans_merged";
-constexpr const char* overflow = "overflow";
-constexpr const char* corrupt_records = "corrupt_records";
-constexpr const char* rescans_unchanged = "rescans_unchanged";
-constexpr const char* duration_ns = "duration_ns";
-constexpr const char* origins = "origins";
-constexpr const char* event = "event";
-constexpr const char* leaks = "leaks";
-constexpr const char* kernels_reached = "kernels_reached";
-constexpr const char* buffers_reached = "buffers_reached";
-constexpr const char* last_event = "last_event";
-constexpr const char* first_leak = "first_leak";
-constexpr const char* roots = "roots";
-constexpr const char* roots_not_listed = "roots_not_listed";
-constexpr const char* introduced = "introduced";
-constexpr const char* propagated = "propagated";
-constexpr const char* host = "host";
-constexpr const char* evictions = "evictions";
+constexpr const char* device = schema::key::device;
+constexpr const char* stream = schema::key::stream;
+constexpr const char* kernel = schema::key::kernel;
+constexpr const char* kernel_mangled = schema::key::kernel_mangled;
+constexpr const char* launch_id = schema::key::launch_id;
+constexpr const char* correlation_id = schema::key::correlation_id;
+constexpr const char* buffer = schema::key::buffer;
+constexpr const char* arg = schema::buffer_key::arg;
+constexpr const char* ptr = schema::buffer_key::ptr;
+constexpr const char* dtype = schema::buffer_key::dtype;
+constexpr const char* elements = schema::buffer_key::elements;
+constexpr const char* name = schema::buffer_key::name;
+constexpr const char* counts = schema::key::counts;
+constexpr const char* nan = schema::counts_key::nan;
+constexpr const char* pos_inf = schema::counts_key::pos_inf;
+constexpr const char* neg_inf = schema::counts_key::neg_inf;
+constexpr const char* first_index = schema::key::first_index;
+constexpr const char* last_index = schema::key::last_index;
+constexpr const char* graph_id = schema::key::graph_id;
+constexpr const char* graph_node = schema::key::graph_node;
+constexpr const char* replay = schema::key::replay;
+constexpr const char* region = schema::key::region;
+constexpr const char* counts_padding = schema::key::counts_padding;
+constexpr const char* counts_real = schema::key::counts_real;
+constexpr const char* rows = schema::key::rows;
+constexpr const char* rows_total = schema::key::rows_total;
+constexpr const char* watch = schema::key::watch;
+constexpr const char* padding_source = schema::key::padding_source;
+constexpr const char* rows_inferred = schema::key::rows_inferred;
+constexpr const char* action = schema::key::action;
+constexpr const char* padding = schema::rows_key::padding;
+constexpr const char* real = schema::rows_key::real;
+constexpr const char* unknown = schema::rows_key::unknown;
+constexpr const char* truncated = schema::rows_key::truncated;
+constexpr const char* origin = schema::key::origin;
+constexpr const char* origin_why = schema::key::origin_why;
+constexpr const char* parents = schema::key::parents;
+constexpr const char* root = schema::key::root;
+constexpr const char* origin_incomplete = schema::key::origin_incomplete;
+constexpr const char* leak = schema::key::leak;
+constexpr const char* rows_before = schema::key::rows_before;
+constexpr const char* rows_after = schema::key::rows_after;
+constexpr const char* of = schema::key::of;
+constexpr const char* count = schema::key::count;
+constexpr const char* total = schema::key::total;
+constexpr const char* final = schema::key::final_;
+constexpr const char* first_replay = schema::key::first_replay;
+constexpr const char* last_replay = schema::key::last_replay;
+constexpr const char* reason = schema::key::reason;
+constexpr const char* schema = schema::key::schema;
+constexpr const char* event_id = schema::dump_key::event_id;
+constexpr const char* pid = schema::key::pid;
+constexpr const char* storage = schema::dump_key::storage;
+constexpr const char* shape = schema::dump_key::shape;
+constexpr const char* row_verdicts = schema::dump_key::row_verdicts;
+constexpr const char* kind = schema::dump_key::kind;
+constexpr const char* verdict = schema::dump_key::verdict;
+constexpr const char* fixed = schema::key::fixed;
+constexpr const char* note = schema::dump_key::note;
+constexpr const char* launches = schema::key::launches;
+constexpr const char* scans = schema::key::scans;
+constexpr const char* findings = schema::key::findings;
+constexpr const char* kernels_inspected = schema::key::kernels_inspected;
+constexpr const char* kernels_not_inspected = schema::key::kernels_not_inspected;
+constexpr const char* scans_dropped = schema::key::scans_dropped;
+constexpr const char* graph_scans_overlapped = schema::key::graph_scans_overlapped;
+constexpr const char* graph_scans_merged = schema::key::graph_scans_merged;
+constexpr const char* overflow = schema::key::overflow;
+constexpr const char* corrupt_records = schema::key::corrupt_records;
+constexpr const char* rescans_unchanged = schema::key::rescans_unchanged;
+constexpr const char* duration_ns = schema::key::duration_ns;
+constexpr const char* origins = schema::key::origins;
+constexpr const char* event = schema::key::event;
+constexpr const char* leaks = schema::origins_key::leaks;
+constexpr const char* kernels_reached = schema::root_key::kernels_reached;
+constexpr const char* buffers_reached = schema::root_key::buffers_reached;
+constexpr const char* last_event = schema::root_key::last_event;
+constexpr const char* first_leak = schema::root_key::first_leak;
+constexpr const char* roots = schema::origins_key::roots;
+constexpr const char* roots_not_listed = schema::origins_key::roots_not_listed;
+constexpr const char* introduced = schema::origins_key::introduced;
+constexpr const char* propagated = schema::origins_key::propagated;
+constexpr const char* host = schema::origins_key::host;
+constexpr const char* evictions = schema::origins_key::evictions;
 }  // namespace key
 
 // Values the log spells out.
 constexpr const char* kGlobalSpecWatch = "(global padding spec)";
-constexpr const char* kZeroed = "zeroed";
-constexpr const char* kDumpSchema = "nanscope-dump/1";
+constexpr const char* kZeroed = schema::action_str::zeroed;
+constexpr const char* kDumpSchema = schema::kDumpVersion;
 constexpr const char* kDumpNote = "copied when the finding was drained: later writes to the buffer may show";
 
 bool api_watch(const Finding& f) { return f.row_aware && !(f.watch_id & (kRuleWatchBit | kGlobalWatchBit)); }

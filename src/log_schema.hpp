@@ -100,6 +100,8 @@ inline constexpr char corrupt_records[] = "corrupt_records";
 inline constexpr char rescans_unchanged[] = "rescans_unchanged";
 inline constexpr char duration_ns[] = "duration_ns";
 inline constexpr char origins[] = "origins";
+inline constexpr char coverage[] = "coverage";              // Coverage::to_json (src/coverage.cpp)
+inline constexpr char tensor_extents[] = "tensor_extents";  // where typed and Triton extents came from
 // Read from older logs only; no writer emits it (a fixed finding says action: zeroed).
 inline constexpr char fixed[] = "fixed";
 }  // namespace key
@@ -256,7 +258,7 @@ inline constexpr std::string_view kSummaryKeys[] = {
     key::launches,          key::scans,   key::findings,    key::kernels_inspected, key::kernels_not_inspected,
     key::scans_dropped,     key::graph_scans_overlapped,    key::graph_scans_merged, key::overflow,
     key::corrupt_records,   key::rescans_unchanged,         key::counts,            key::duration_ns,
-    key::origins};
+    key::origins,           key::coverage,                  key::tensor_extents};
 
 struct EventSpec {
   std::string_view name;

@@ -102,6 +102,8 @@ const F kTop[] = {
     special(k::rescans_unchanged, K::ignored),
     integer(k::duration_ns, &Event::duration_ns),
     special(k::origins, K::ignored),
+    special(k::coverage, K::ignored),
+    special(k::tensor_extents, K::ignored),
 };
 
 const Field<Event::Buffer> kBuffer[] = {

@@ -60,3 +60,15 @@ TEST(AllocationMap, ZeroSizeIsIgnored) {
   m.insert(0x1000, 0);
   EXPECT_EQ(m.size(), 0u);
 }
+
+TEST(AllocationMap, SpanCoversEveryLiveAllocation) {
+  AllocationMap m;
+  EXPECT_EQ(m.span().size, 0u);
+  m.insert(0x5000, 0x100);
+  m.insert(0x1000, 0x100);
+  m.insert(0x9000, 0x800);
+  EXPECT_EQ(m.span().base, 0x1000u);
+  EXPECT_EQ(m.span().size, 0x9800u - 0x1000u);
+  m.erase(0x9000);
+  EXPECT_EQ(m.span().size, 0x5100u - 0x1000u);
+}

@@ -208,5 +208,22 @@ TEST(BufferSlots, AFreedOrEvictedBufferIsUnknownAgain) {
   EXPECT_TRUE(s.claim_initial_scan(kA, DType::f32, 256).has_value());
 }
 
+// An opaque launch (a GEMM) may have rewritten a buffer a scan judged: its word must no longer
+// speak for it, so the next reader's initial scan judges it again.
+TEST(BufferSlots, InvalidateMovesAJudgedBufferToANewGenerationOnce) {
+  BufferSlots s(4);
+  const uint32_t r = s.ref_for_output(kA, DType::f16, 256);
+  const auto inv = s.invalidate(kA + 64);  // a pointer inside it
+  ASSERT_TRUE(inv.has_value());
+  EXPECT_EQ(slot_of(inv->ref), slot_of(r));
+  EXPECT_NE(gen_of(inv->ref), gen_of(r));
+  EXPECT_EQ(s.ref_for(kA), inv->ref);
+  EXPECT_FALSE(s.invalidate(kA).has_value());  // already unknown
+  const auto again = s.claim_initial_scan(kA, DType::f16, 256);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->ref, inv->ref);
+  EXPECT_FALSE(s.invalidate(kB).has_value());  // not tracked
+}
+
 }  // namespace
 }  // namespace nanscope
