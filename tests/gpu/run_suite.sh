@@ -2,26 +2,32 @@
 # Runs every GPU test (and, with --bench, the benchmarks) from a staged tree: the repository
 # root holding .stage/bin and .stage/lib, as tests/gpu/stage.sh leaves it. This is the one
 # command of a device run (docs/gpu-testing.md):
-#   tests/gpu/run_suite.sh [--bench] [TEST...]
+#   tests/gpu/run_suite.sh [--bench] [-j N] [TEST...]
 # One line per test, `PASS|FAIL|SKIP name (seconds)`, then a total; exit 1 when any failed.
-# Logs (one per test, bench.log) go to $OUT when it is set, else to .stage/logs.
+# -j N runs N tests at a time (they share the GPU; the benchmarks always run alone, after).
+# Logs (one per test, bench.log) go to .stage/logs; with $OUT set (a device run) they are also
+# packed into $OUT/gpu-suite-logs.tar.gz, since a run brings back only a few files.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 stage=$root/.stage
 bench=0
+jobs=1
 only=()
-for a in "$@"; do
+while [ $# -gt 0 ]; do
+  a=$1
+  shift
   case $a in
     --bench) bench=1 ;;
+    -j) jobs=${1:?-j needs a number}; shift ;;
     -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     -*) echo "run_suite.sh: unknown option $a" >&2; exit 2 ;;
     *) only+=("$a") ;;
   esac
 done
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run_suite.sh: -j takes a positive number, not $jobs" >&2; exit 2; }
 [ -d "$stage/bin" ] && [ -d "$stage/lib" ] || { echo "run_suite.sh: no $stage/bin and $stage/lib; run tests/gpu/stage.sh first" >&2; exit 2; }
 logs=$stage/logs
-[ -n "${OUT:-}" ] && logs=$OUT/gpu-suite
-mkdir -p "$logs"
+rm -rf "$logs" && mkdir -p "$logs"
 [ -f "$stage/commit" ] && echo "staged tree: $(cat "$stage/commit")"
 
 # The same environment tests/gpu/CMakeLists.txt gives ctest, pointed at the staged files.
@@ -36,20 +42,35 @@ if [ ${#only[@]} -gt 0 ]; then
   tests=("${only[@]}")
 fi
 
-pass=0 fail=0 skip=0 failed=()
-suite_start=$SECONDS
-for t in "${tests[@]}"; do
+# One test: its log, then its verdict line in $logs/NAME.verdict. The hf_* tests start a dozen
+# Python processes each (some compile with Inductor): 900 s, as ctest gives them.
+run_one() {
+  local t=$1 start secs rc verdict
   start=$(date +%s.%N)
-  timeout 300 python3 "$runner" "$t" >"$logs/$t.log" 2>&1  # ctest's TIMEOUT for these tests
+  timeout 900 python3 "$runner" "$t" >"$logs/$t.log" 2>&1
   rc=$?
   secs=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
   case $rc in
-    0) verdict=PASS; pass=$((pass + 1)) ;;
-    77) verdict=SKIP; skip=$((skip + 1)) ;;
-    *) verdict=FAIL; fail=$((fail + 1)); failed+=("$t") ;;
+    0) verdict=PASS ;;
+    77) verdict=SKIP ;;
+    *) verdict=FAIL ;;
   esac
-  echo "$verdict $t (${secs}s)"
-  [ "$verdict" = FAIL ] && tail -n 20 "$logs/$t.log" | sed 's/^/    /'
+  echo "$verdict $t (${secs}s)" >"$logs/$t.verdict"
+}
+export -f run_one
+export runner logs
+
+suite_start=$SECONDS
+printf '%s\n' "${tests[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ {}
+pass=0 fail=0 skip=0 failed=()
+for t in "${tests[@]}"; do
+  line=$(cat "$logs/$t.verdict" 2>/dev/null || echo "FAIL $t (no verdict)")
+  echo "$line"
+  case ${line%% *} in
+    PASS) pass=$((pass + 1)) ;;
+    SKIP) skip=$((skip + 1)) ;;
+    *) fail=$((fail + 1)); failed+=("$t"); tail -n 20 "$logs/$t.log" | sed 's/^/    /' ;;
+  esac
 done
 echo "total: ${#tests[@]} tests, $pass passed, $fail failed, $skip skipped ($((SECONDS - suite_start))s); logs in $logs"
 [ $fail -gt 0 ] && echo "failed: ${failed[*]}"
@@ -61,4 +82,5 @@ if [ $bench = 1 ]; then
   brc=${PIPESTATUS[0]}
   [ $brc -eq 0 ] || { echo "benchmarks exited $brc"; fail=$((fail + 1)); }
 fi
+[ -n "${OUT:-}" ] && tar czf "$OUT/gpu-suite-logs.tar.gz" -C "$stage" logs
 [ $fail -eq 0 ]

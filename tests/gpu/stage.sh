@@ -12,6 +12,11 @@ for f in "$build"/bin/*; do
 done
 strip -o "$root/.stage/lib/libnanscope.so" "$(readlink -f "$build/lib/libnanscope.so")"
 ln -s libnanscope.so "$root/.stage/lib/libnanscope.so.0"  # soname of linked apps: one file, one engine
+# The torch allocator shim, when the build was configured with NANSCOPE_TORCH_INCLUDE: found
+# beside libnanscope.so (docs/torch-extents.md).
+shim=$build/lib/libnanscope_torch_shim.so
+if [ -f "$shim" ]; then strip -o "$root/.stage/lib/libnanscope_torch_shim.so" "$shim"
+else echo "stage.sh: warning: no $shim: torch extents fall back (configure with -DNANSCOPE_TORCH_INCLUDE)" >&2; fi
 # The binaries the GPU tests and benchmarks run, as their scripts name them: a stage without
 # one would only fail on the device.
 needed=$( { echo nanscope
