@@ -127,14 +127,21 @@ uint64_t index_select_src(const FamilyMatch& m, const LaunchView& v) {
 }  // namespace
 
 // TensorInfo<T, unsigned int> (TensorInfo.cuh): {T* data; U sizes[25]; U strides[25]; int dims;}
-// with strides in elements. index_select writes every element of dst.
+// with strides in elements. index_select writes every element of dst: its select dim has as
+// many entries as there are indices.
 Decoded decode_index_select(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
   const char* dst = v.params[0];
+  const char* idx = v.params[2];
   const int32_t dims = load<int32_t>(dst, 208);
-  if (dims < 1 || dims > static_cast<int32_t>(kMaxDims)) return Decoded::mismatch("layout mismatch");
+  const int32_t sel = load<int32_t>(v.params[3], 0);  // dstSelectDim
+  // The host passes outInfo after reduceDim(dstSelectDim) (sizes[dim] = 1); the kernel writes
+  // index i of that dim for i < indices.sizes[0] (the collapsed 1-D index).
+  if (dims < 1 || dims > static_cast<int32_t>(kMaxDims) || sel < 0 || sel >= dims ||
+      load<uint32_t>(dst, 8 + 4 * sel) != 1 || load<int32_t>(idx, 208) != 1)
+    return Decoded::mismatch("layout mismatch");
   uint64_t numel = 1, last = 0;
   for (int32_t i = 0; i < dims; ++i) {
-    const uint32_t size = load<uint32_t>(dst, 8 + 4 * i);
+    const uint32_t size = i == sel ? load<uint32_t>(idx, 8) : load<uint32_t>(dst, 8 + 4 * i);
     numel *= size;
     if (size) last += uint64_t(size - 1) * load<uint32_t>(dst, 108 + 4 * i);
   }

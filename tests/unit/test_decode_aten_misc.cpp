@@ -107,15 +107,25 @@ TEST(DecodeAtenIndex, IndexSelectTensorInfoExtent) {
   const auto m = match(r);
   ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
   Launch l(r.layout);
-  // dst 5 x 7 with row stride 16 elements (a gap of 9 per row).
-  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 5).set<uint32_t>(0, 12, 7);
+  // dst 5 x 7 with row stride 16 elements (a gap of 9 per row), selected along dim 0: the host
+  // passes it reduced (sizes[0] = 1) and the 5 is the indices' collapsed size.
+  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 1).set<uint32_t>(0, 12, 7);
   l.set<uint32_t>(0, 108, 16).set<uint32_t>(0, 112, 1).set<int32_t>(0, 208, 2);
+  l.set<uint32_t>(2, 8, 5).set<uint32_t>(2, 108, 1).set<int32_t>(2, 208, 1).set<int32_t>(3, 0, 0);
   const Decoded d = decode_aten(m, l.view, kNoQuery);
   ASSERT_EQ(d.write_count, 1u) << d.reason;
   expect_write(d.writes[0], 0xE000, 35, (4 * 16 + 6 + 1) * 2, DType::bf16);
   l.set<uint32_t>(0, 108, 7);
   expect_write(decode_aten(m, l.view, kNoQuery).writes[0], 0xE000, 35, 70, DType::bf16);
-  l.set<int32_t>(0, 208, 26);
+  // Selected along dim 1 instead: dst [5, 1] reduced, 3 indices, so 5 x 3 written.
+  l.set<uint32_t>(0, 8, 5).set<uint32_t>(0, 12, 1).set<uint32_t>(2, 8, 3).set<int32_t>(3, 0, 1);
+  expect_write(decode_aten(m, l.view, kNoQuery).writes[0], 0xE000, 15, (4 * 7 + 2 + 1) * 2, DType::bf16);
+  // The select dim not reduced, a select dim past dims, or a dims count past 25: not this layout.
+  l.set<uint32_t>(0, 12, 7);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
+  l.set<uint32_t>(0, 12, 1).set<int32_t>(3, 0, 2);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
+  l.set<int32_t>(3, 0, 1).set<int32_t>(0, 208, 26);
   EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
   EXPECT_EQ(match(row("indexSelectSmallIndex<long, long, unsigned int")).out_type, OutType::not_float);
 }
@@ -280,8 +290,9 @@ TEST(DecodeAtenReads, SoftmaxSourceMirrorsDestinationWithTheInputType) {
 TEST(DecodeAtenReads, IndexSelectWholeSourceAndNoIntegerIndices) {
   const auto& r = row("indexSelectSmallIndex<c10::BFloat16, long, unsigned int, -1");
   Launch l(r.layout);
-  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 5).set<uint32_t>(0, 12, 7);
+  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 1).set<uint32_t>(0, 12, 7);
   l.set<uint32_t>(0, 108, 7).set<uint32_t>(0, 112, 1).set<int32_t>(0, 208, 2);
+  l.set<uint32_t>(2, 8, 5).set<uint32_t>(2, 108, 1).set<int32_t>(2, 208, 1);
   // src 100 x 7 dense, reduced along dim 0 (sizes[0] = 1) with srcSelectDimSize 100.
   l.set<uint64_t>(1, 0, 0xC000).set<uint32_t>(1, 8, 1).set<uint32_t>(1, 12, 7);
   l.set<uint32_t>(1, 108, 7).set<uint32_t>(1, 112, 1).set<int32_t>(1, 208, 2);
