@@ -2,6 +2,7 @@
 #include "decode/aten.hpp"
 
 #include <array>
+#include <utility>
 
 #include "decode/aten_internal.hpp"
 
@@ -72,6 +73,30 @@ bool offset_calc_extent(const char* oc, uint32_t nargs, uint32_t k, CalcExtent& 
     out.max_off += uint64_t{div - 1} * stride;
   }
   return true;
+}
+
+void add_calc_dims(const char* oc, uint32_t nargs, uint32_t k, DimList& d) {
+  const int32_t dims = load<int32_t>(oc, 0);
+  for (int32_t i = 0; i < dims; ++i) {
+    const uint32_t at = 4 + kDividerBytes * static_cast<uint32_t>(i);
+    d.add(load<uint32_t>(oc, at), load<uint32_t>(oc, kStridesAt + 4 * (static_cast<uint32_t>(i) * nargs + k)));
+  }
+}
+
+uint64_t dense_elements(DimList& d, uint64_t unit) {
+  if (d.empty || d.overflow || unit == 0) return 0;
+  for (uint32_t i = 1; i < d.n; ++i)  // insertion sort by stride: a few dims
+    for (uint32_t j = i; j > 0 && d.stride[j - 1] > d.stride[j]; --j) {
+      std::swap(d.stride[j - 1], d.stride[j]);
+      std::swap(d.size[j - 1], d.size[j]);
+    }
+  uint64_t next = unit, elements = 1;
+  for (uint32_t i = 0; i < d.n; ++i) {
+    if (d.stride[i] != next) return 0;
+    next *= d.size[i];
+    elements *= d.size[i];
+  }
+  return elements;
 }
 
 Write make_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, DType dt, uint32_t esize,

@@ -74,6 +74,16 @@ struct FamilyMatch {
   uint16_t batch = 0;          // cat: inputs per launch the metadata holds
   uint8_t dims = 0;            // cat: Dims of the output's TensorSizeStride
   uint8_t elem_bytes = 0;      // cat: sizeof(OpaqueType<n>)
+  // The inputs' element types as the name gives them, in data order (elementwise: data[outputs..],
+  // other families: their one tensor type in in[0]). Set at match time; in_count 0 with
+  // in_known false: the name does not say (the reads then carry none/0).
+  DType in[kMaxReads] = {};  // none: the type is not a DType (complex) or not parsed
+  uint8_t in_skip = 0;       // bit i: input i is integer or bool, holds no NaN: not a read
+  uint8_t in_count = 0;      // inputs the name implies (a lambda's arity, a named functor's)
+  bool in_known = false;
+  bool in_trivial = false;   // unrolled / multi_output: TrivialOffsetCalculator inputs (N each)
+  uint8_t load_cast = 0;     // unrolled: N of LoadWithCast<N> (input types in the loader bytes)
+  bool kv_dense = false;     // flash: K and V are [b, seqlen_k, h_k, d] (no KV cache indexing)
 };
 
 // Once per kernel. `mangled` is the device-side name, `demangled` its demangled text (pass an

@@ -1,5 +1,7 @@
 // TensorIterator elementwise families (CUDALoops.cuh, Loops.cuh): data[0..outputs-1] are the
 // outputs, the rest inputs; `int N` is the element count of the launch.
+#include <array>
+
 #include "decode/aten_internal.hpp"
 
 namespace nanscope::decode::aten {
@@ -28,20 +30,83 @@ bool scalar_type(uint8_t st, DType& dt, bool& is_float) {
   return true;
 }
 
-void add_inputs(Decoded& d, const char* data, uint32_t first, uint32_t nargs) {
-  for (uint32_t i = first; i < nargs; ++i) d.add_read(load<uint64_t>(data, 8 * i));
+// c10::elementSize of ScalarType 0..15 (Byte .. BFloat16); 0: not a type a loader carries here.
+constexpr std::array<uint8_t, 16> kScalarSizes{1, 1, 2, 4, 8, 2, 4, 8, 4, 8, 16, 1, 1, 1, 4, 2};
+
+uint32_t scalar_type_size(uint8_t st) {
+  if (st < kScalarSizes.size()) return kScalarSizes[st];
+  return st == 23 || st == 24 ? 1 : 0;
+}
+
+// Whether the name types the inputs data[first..nargs-1]: it must imply exactly that many.
+bool typed(const FamilyMatch& m, uint32_t first, uint32_t nargs) {
+  return m.in_known && first <= nargs && m.in_count == nargs - first;
+}
+
+// Inputs data[first..nargs-1] with the name's types, `elements` each (0: unknown); integer and
+// bool inputs are no reads. A name that implies another input count gives none/0 for all.
+void add_inputs(Decoded& d, const FamilyMatch& m, const char* data, uint32_t first, uint32_t nargs,
+                uint64_t elements) {
+  const bool known = typed(m, first, nargs);
+  for (uint32_t i = first; i < nargs; ++i) {
+    const uint32_t k = i - first;
+    if (!known) {
+      d.add_read(load<uint64_t>(data, 8 * i));
+    } else if (!(m.in_skip >> k & 1u)) {
+      d.add_read(load<uint64_t>(data, 8 * i), m.in[k], elements);
+    }
+  }
+}
+
+// LoadWithCast<K> (MemoryAccess.cuh): ScalarType dtypes[K] (1 byte each), then uint32_t
+// element_sizes[K] 4-aligned, set from iter.dtype(noutputs + i). A size that disagrees with its
+// type byte leaves that input untyped.
+void add_cast_inputs(Decoded& d, const FamilyMatch& m, const char* data, const char* loader,
+                     uint64_t elements) {
+  const uint32_t k_n = m.load_cast, sizes_at = (k_n + 3) & ~3u;
+  for (uint32_t k = 0; k < k_n; ++k) {
+    const uint64_t p = load<uint64_t>(data, 8 * (k + 1));
+    const uint8_t st = load<uint8_t>(loader, k);
+    DType dt = DType::none;
+    bool is_float = false;
+    const uint32_t size = scalar_type_size(st);
+    if (!size || load<uint32_t>(loader, sizes_at + 4 * k) != size || !scalar_type(st, dt, is_float)) {
+      d.add_read(p);
+      continue;
+    }
+    if (!is_float && !(st >= 8 && st <= 10)) continue;  // integer, bool, quantized: no NaN
+    d.add_read(p, is_float ? dt : DType::none, elements);  // complex: a read of unknown type
+  }
 }
 
 // The common shape of the contiguous families: one dense output of N elements at data[0].
-Decoded contiguous_out(const FamilyMatch& m, const LaunchView& v, DType dt, uint32_t data_param) {
+// Inputs are N elements each when their calculator is trivial (always, for vectorized).
+Decoded contiguous_out(const FamilyMatch& m, const LaunchView& v, DType dt, bool trivial_in) {
   const int32_t n = load<int32_t>(v.params[0], 0);
   if (n < 0) return Decoded::mismatch("negative N");
   Decoded d;
-  const char* data = v.params[data_param];
-  if (dt != DType::none)
-    d.add_write(dense_write(load<uint64_t>(data, 0), static_cast<uint64_t>(n), dt, data_param));
-  add_inputs(d, data, 1, m.nargs);
+  const char* data = v.params[2];
+  if (dt != DType::none) d.add_write(dense_write(load<uint64_t>(data, 0), static_cast<uint64_t>(n), dt, 2));
+  const uint64_t elements = trivial_in ? static_cast<uint64_t>(n) : 0;
+  if (m.load_cast)
+    add_cast_inputs(d, m, data, v.params[5], elements);
+  else
+    add_inputs(d, m, data, 1, m.nargs, elements);
   return d;
+}
+
+// Non-contiguous inputs: each one's extent from its byte strides in the closure's calculator.
+void add_strided_inputs(Decoded& d, const FamilyMatch& m, const char* blob, uint32_t nargs) {
+  const char* data = blob + align8(offset_calc_size(nargs));
+  if (!typed(m, 1, nargs)) return add_inputs(d, m, data, 1, nargs, 0);
+  for (uint32_t i = 1; i < nargs; ++i) {
+    if (m.in_skip >> (i - 1) & 1u) continue;
+    const DType dt = m.in[i - 1];
+    DimList dims;
+    add_calc_dims(blob, nargs, i, dims);
+    const uint64_t elements = dt == DType::none ? 0 : dense_elements(dims, dtype_size(dt));
+    d.add_read(load<uint64_t>(data, 8 * i), dt, elements);
+  }
 }
 
 // The legacy closure for a given NARGS: OffsetCalculator<NARGS> at 0, data at align8 after it.
@@ -73,14 +138,14 @@ uint32_t infer_nargs(const FamilyMatch& m, const char* blob, int32_t n, const Ad
 }  // namespace
 
 Decoded decode_vectorized(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
-  return contiguous_out(m, v, m.out_type == OutType::static_dtype ? m.out : DType::none, 2);
+  return contiguous_out(m, v, m.out_type == OutType::static_dtype ? m.out : DType::none, true);
 }
 
 // With StoreWithCast<1> the output type is dtypes[0] (MemoryAccess.cuh): the first byte of the
 // storer, followed at +4 by element_sizes[0], which must agree with it.
 Decoded decode_unrolled(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
   if (m.out_type != OutType::runtime)
-    return contiguous_out(m, v, m.out_type == OutType::static_dtype ? m.out : DType::none, 2);
+    return contiguous_out(m, v, m.out_type == OutType::static_dtype ? m.out : DType::none, m.in_trivial);
   const char* storer = v.params[6];
   DType dt = DType::none;
   bool is_float = false;
@@ -88,7 +153,7 @@ Decoded decode_unrolled(const FamilyMatch& m, const LaunchView& v, const Address
     return Decoded::mismatch("unknown ScalarType in StoreWithCast");
   if (is_float && load<uint32_t>(storer, 4) != dtype_size(dt))
     return Decoded::mismatch("StoreWithCast element size does not match its ScalarType");
-  return contiguous_out(m, v, is_float ? dt : DType::none, 2);
+  return contiguous_out(m, v, is_float ? dt : DType::none, m.in_trivial);
 }
 
 // Outputs data[0..n-1]; with an OffsetCalculator<n> the strides are in elements.
@@ -97,7 +162,7 @@ Decoded decode_multi_output(const FamilyMatch& m, const LaunchView& v, const Add
   if (n < 0) return Decoded::mismatch("negative N");
   const char* data = v.params[2];
   Decoded d;
-  add_inputs(d, data, m.num_outputs, m.nargs);
+  add_inputs(d, m, data, m.num_outputs, m.nargs, m.in_trivial ? static_cast<uint64_t>(n) : 0);
   if (m.out_type != OutType::static_dtype) return d;
   const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
   for (uint32_t k = 0; k < m.num_outputs; ++k) {
@@ -126,7 +191,7 @@ Decoded decode_legacy(const FamilyMatch& m, const LaunchView& v, const AddressQu
     return Decoded::mismatch("closure does not fit an offset calculator");
   const uint32_t data_at = align8(offset_calc_size(nargs));
   Decoded d;
-  add_inputs(d, blob + data_at, 1, nargs);
+  add_strided_inputs(d, m, blob, nargs);
   if (m.out_type != OutType::static_dtype) return d;
   const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
   d.add_write(make_write(load<uint64_t>(blob, data_at), e.distinct, e.max_off, m.out, es, 1));

@@ -23,6 +23,13 @@ bool classify_type(std::string_view type, OutType& cls, DType& dt);
 // The result type of a TensorIterator functor as written in the name (named functors carry it;
 // lambdas carry only their parameter types, see aten_names.cpp). False: not knowable.
 bool functor_result(std::string_view functor, OutType& cls, DType& dt);
+// An input's element type from its type name: floating (dt set), integer or bool (skip: it
+// holds no NaN, so it is no read worth reporting), or anything else (dt none, still a read).
+void input_type(std::string_view type, DType& dt, bool& skip);
+// The types of a TensorIterator functor's tensor inputs, in order, into m.in / in_skip /
+// in_count / in_known: named functors by which template arguments their operator() takes
+// (Loops.cuh, the ufunc functors), lambdas by their parameter types. False: not knowable.
+bool functor_inputs(std::string_view functor, FamilyMatch& m);
 // The number of parameters of the last "{lambda(...)#n}" in `functor`; -1 when there is none.
 int lambda_arity(std::string_view functor);
 // N of "std::array<char*, Nul>" in `text`; 0 when absent.
@@ -52,6 +59,33 @@ struct CalcExtent {
 // False when the bytes are not a valid calculator (dims out of range, a divisor that is 0 or
 // whose magic numbers do not match it: IntDivider's constructor fixes m1 and shift).
 bool offset_calc_extent(const char* oc, uint32_t nargs, uint32_t k, CalcExtent& out);
+
+// The dims along which one tensor moves (size > 1, stride != 0), for dense_elements. Arrays
+// are left uninitialised: only [0, n) is read.
+struct DimList {
+  uint32_t n = 0;
+  bool empty = false;     // a size is 0: nothing is read
+  bool overflow = false;  // more dims than the list holds
+  uint64_t size[2 * kMaxDims];
+  uint64_t stride[2 * kMaxDims];
+  void add(uint64_t sz, uint64_t st) {
+    if (sz == 0) empty = true;
+    if (sz <= 1 || st == 0) return;
+    if (n == 2 * kMaxDims) {
+      overflow = true;
+      return;
+    }
+    size[n] = sz;
+    stride[n++] = st;
+  }
+};
+// Adds arg `k`'s dims of a calculator that offset_calc_extent accepted.
+void add_calc_dims(const char* oc, uint32_t nargs, uint32_t k, DimList& d);
+// The elements a tensor touches when they pack densely from its base (its moving dims, ordered
+// by stride, each continue the previous one, the smallest stride being `unit`): then the launch
+// reads exactly [ptr, ptr + elements * itemsize). 0 (unknown) for gaps, overlap or no dims info.
+// A broadcast tensor (stride 0 in some dims) counts only the dims where it moves. Sorts `d`.
+uint64_t dense_elements(DimList& d, uint64_t unit);
 
 // A dense or strided write of `numel` elements whose last element starts `last_byte` past ptr.
 Write make_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, DType dt, uint32_t esize,

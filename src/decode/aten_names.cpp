@@ -33,21 +33,33 @@ constexpr std::array<std::string_view, 15> kPredicateOps{
     "::compare_", "::logical_", "::isnan", "::isinf", "::isposinf", "::isneginf", "::isfinite",
     "::signbit", "::isclose"};
 
-// Named functors whose result type is template argument `index` (0-based).
+// Named functors whose result type is template argument `index` (0-based) and whose
+// operator() takes `inputs` tensor arguments of template arguments in[0..inputs-1]:
+// BinaryFunctor<a1, a2, r, F>::operator()(a1, a2); AUnaryFunctor<a1, a2, r, F> holds the scalar
+// a1 and takes (a2); BUnaryFunctor holds b and takes (a1) (Loops.cuh). The ufunc functors
+// (UfuncCUDA_add.cu, generated) take (T, T) or (T); FillFunctor::operator()() takes nothing.
 struct NamedFunctor {
   std::string_view name;
   uint32_t index;
+  uint8_t inputs;
+  uint8_t in[2];
 };
 constexpr std::array<NamedFunctor, 8> kNamedFunctors{
-    NamedFunctor{"at::native::BinaryFunctor<", 2},
-    NamedFunctor{"at::native::AUnaryFunctor<", 2},
-    NamedFunctor{"at::native::BUnaryFunctor<", 2},
-    NamedFunctor{"at::native::CUDAFunctor_add<", 0},
-    NamedFunctor{"at::native::CUDAFunctorOnSelf_add<", 0},
-    NamedFunctor{"at::native::CUDAFunctorOnOther_add<", 0},
-    NamedFunctor{"at::native::FillFunctor<", 0},
-    NamedFunctor{"at::native::AbsFunctor<", 0},
+    NamedFunctor{"at::native::BinaryFunctor<", 2, 2, {0, 1}},
+    NamedFunctor{"at::native::AUnaryFunctor<", 2, 1, {1, 0}},
+    NamedFunctor{"at::native::BUnaryFunctor<", 2, 1, {0, 0}},
+    NamedFunctor{"at::native::CUDAFunctor_add<", 0, 2, {0, 0}},
+    NamedFunctor{"at::native::CUDAFunctorOnSelf_add<", 0, 1, {0, 0}},
+    NamedFunctor{"at::native::CUDAFunctorOnOther_add<", 0, 1, {0, 0}},
+    NamedFunctor{"at::native::FillFunctor<", 0, 0, {0, 0}},
+    NamedFunctor{"at::native::AbsFunctor<", 0, 1, {0, 0}},
 };
+
+const NamedFunctor* named_functor(std::string_view functor) {
+  for (const auto& f : kNamedFunctors)
+    if (functor.substr(0, f.name.size()) == f.name) return &f;
+  return nullptr;
+}
 
 // The text inside the parentheses of the last "{lambda(" in s; npos-free: empty view + false.
 bool last_lambda_params(std::string_view s, std::string_view& params) {
@@ -147,12 +159,46 @@ bool classify_type(std::string_view type, OutType& cls, DType& dt) {
 
 bool functor_result(std::string_view functor, OutType& cls, DType& dt) {
   functor = trim(functor);
-  for (const auto& f : kNamedFunctors) {
-    if (functor.substr(0, f.name.size()) != f.name) continue;
+  if (const NamedFunctor* f = named_functor(functor)) {
     const auto args = template_args(functor);
-    return args.size() > f.index && classify_type(args[f.index], cls, dt);
+    return args.size() > f->index && classify_type(args[f->index], cls, dt);
   }
   return lambda_result(functor, cls, dt);
+}
+
+void input_type(std::string_view type, DType& dt, bool& skip) {
+  type = trim(type);
+  dt = scalar_dtype(type);
+  skip = false;
+  if (dt != DType::none) return;
+  // Complex holds NaN but is no DType: a read of unknown type. Integers and bool hold none.
+  for (auto t : kIntegerTypes) skip = skip || type == t;
+}
+
+bool functor_inputs(std::string_view functor, FamilyMatch& m) {
+  functor = trim(functor);
+  std::vector<std::string_view> types;
+  if (const NamedFunctor* f = named_functor(functor)) {
+    const auto args = template_args(functor);
+    for (uint32_t i = 0; i < f->inputs; ++i) {
+      if (args.size() <= f->in[i]) return false;
+      types.push_back(args[f->in[i]]);
+    }
+  } else {
+    std::string_view params;
+    if (!last_lambda_params(functor, params)) return false;
+    types = split_top(params);
+  }
+  if (types.size() > kMaxReads) return false;
+  m.in_skip = 0;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    bool skip = false;
+    input_type(types[i], m.in[i], skip);
+    if (skip) m.in_skip = static_cast<uint8_t>(m.in_skip | (1u << i));
+  }
+  m.in_count = static_cast<uint8_t>(types.size());
+  m.in_known = true;
+  return true;
 }
 
 int lambda_arity(std::string_view functor) {

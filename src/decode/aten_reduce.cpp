@@ -31,6 +31,21 @@ bool config_at(const char* op, uint32_t c, CalcExtent& out) {
   return offset_calc_extent(oc, 2, 0, out) && out.numel == static_cast<uint64_t>(num_outputs);
 }
 
+// The elements src is read over: the reduced dims (input_calc, arg 0) and the kept dims
+// (output_calc, arg 1), both in bytes (make_input_calculator / make_output_calculator take
+// iter.strides). The input calculator must span config.num_inputs, or nothing is claimed.
+uint64_t src_elements(const char* op, uint32_t c, DType dt) {
+  if (dt == DType::none) return 0;
+  const char* ic = op + c + kConfigBytes;
+  CalcExtent in;
+  if (!offset_calc_extent(ic, 1, 0, in) || in.numel != static_cast<uint64_t>(load<int32_t>(op, c + 4)))
+    return 0;
+  DimList dims;
+  add_calc_dims(ic, 1, 0, dims);
+  add_calc_dims(ic + offset_calc_size(1), 2, 1, dims);
+  return dense_elements(dims, dtype_size(dt));
+}
+
 }  // namespace
 
 Decoded decode_reduce(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
@@ -44,7 +59,8 @@ Decoded decode_reduce(const FamilyMatch& m, const LaunchView& v, const AddressQu
   const int32_t noutputs = load<int32_t>(op, size - kNoutputs);
   if (noutputs != 1 && noutputs != 2) return Decoded::mismatch("layout mismatch");
   Decoded d;
-  d.add_read(load<uint64_t>(op, size - kSrc));
+  const uint32_t c = size - kSrc - (fit0 ? 0 : 4) - kHeadBytes;
+  if (!(m.in_skip & 1u)) d.add_read(load<uint64_t>(op, size - kSrc), m.in[0], src_elements(op, c, m.in[0]));
   if (m.out_type != OutType::static_dtype) return d;
   // Not the final pass of a split reduction: partials of arg_t go to acc_buf (layout not
   // decoded, so not reported); without acc_buf they are stored as out_scalar_t in dst[0].

@@ -42,6 +42,15 @@ bool set_out(FamilyMatch& m, std::string_view functor) {
   return functor_result(functor, m.out_type, m.out);
 }
 
+// A family with one input tensor type (reductions, softmax, index_select's source).
+void set_one_input(FamilyMatch& m, std::string_view type) {
+  bool skip = false;
+  input_type(type, m.in[0], skip);
+  m.in_skip = skip ? 1 : 0;
+  m.in_count = 1;
+  m.in_known = true;
+}
+
 // vectorized_elementwise_kernel<vec, func_t, array_t>(int N, func_t f, array_t data):
 // 0:4, the functor at 4 or 8, data = 8 * (arity + 1) bytes, 8-aligned.
 FamilyMatch match_vectorized(std::string_view dem, const Layout& l) {
@@ -52,7 +61,24 @@ FamilyMatch match_vectorized(std::string_view dem, const Layout& l) {
   FamilyMatch m = matched(AtenFamily::vectorized, l);
   m.nargs = static_cast<uint8_t>(n);
   if (!set_out(m, args[1])) return mismatch(AtenFamily::vectorized, "functor result type unknown");
+  functor_inputs(args[1], m);  // no casting on this path: each input has its argument's type
   return m;
+}
+
+// The unrolled kernel's inputs: with LoadWithCast<K> (MemoryAccess.cuh: ScalarType dtypes[K];
+// uint32_t element_sizes[K];) their types are in the loader's bytes, read per launch; with
+// LoadWithoutCast (1 byte) they are the functor's argument types. A TrivialOffsetCalculator
+// (1 byte) makes each input N elements long.
+void set_unrolled_inputs(FamilyMatch& m, const std::vector<std::string_view>& args, const Layout& l) {
+  m.in_trivial = args[3].find("TrivialOffsetCalculator<") == 0 && l[3].second == 1;
+  constexpr std::string_view kCast = "at::native::memory::LoadWithCast<";
+  if (args[5] == "at::native::memory::LoadWithoutCast" && l[5].second == 1) {
+    functor_inputs(args[0], m);
+  } else if (args[5].find(kCast) == 0) {
+    const int k = std::atoi(std::string(args[5].substr(kCast.size())).c_str());
+    const uint32_t size = ((static_cast<uint32_t>(k) + 3) & ~3u) + 4u * static_cast<uint32_t>(k);
+    if (k >= 1 && k == m.nargs - 1 && l[5].second == size) m.load_cast = static_cast<uint8_t>(k);
+  }
 }
 
 // unrolled_elementwise_kernel<func, array, ept, inp_calc, out_calc, loader, storer>
@@ -67,6 +93,7 @@ FamilyMatch match_unrolled(std::string_view dem, const Layout& l) {
     return mismatch(AtenFamily::unrolled, "layout mismatch");
   FamilyMatch m = matched(AtenFamily::unrolled, l);
   m.nargs = static_cast<uint8_t>(n);
+  set_unrolled_inputs(m, args, l);
   if (args[6] == "at::native::memory::StoreWithCast<1>" && l[6].second == 8) {
     m.out_type = OutType::runtime;
     return m;
@@ -95,6 +122,8 @@ FamilyMatch match_multi_output(std::string_view dem, const Layout& l) {
   if (l[4].second != oc || (!m.trivial_out && args[4].find("OffsetCalculator<") != 0))
     return mismatch(AtenFamily::multi_output, "layout mismatch");
   if (!set_out(m, args[1])) return mismatch(AtenFamily::multi_output, "functor result type unknown");
+  functor_inputs(args[1], m);
+  m.in_trivial = args[3].find("TrivialOffsetCalculator<") == 0 && l[3].second == 1;
   return m;
 }
 
@@ -118,6 +147,7 @@ FamilyMatch match_legacy(std::string_view dem, const Layout& l) {
   // it is inferred per launch from which data pointers are live.
   const int arity = impl[0].back() == '}' ? lambda_arity(impl[0]) : -1;
   m.nargs = arity >= 0 && arity <= 5 ? static_cast<uint8_t>(arity + 1) : 0;
+  functor_inputs(impl[0], m);  // nocast: the tensors have the functor's argument types
   return m;
 }
 
@@ -134,6 +164,7 @@ FamilyMatch match_reduce(std::string_view dem, const Layout& l) {
   m.blob_size = l[0].second;
   if (!classify_type(op[3], m.out_type, m.out))
     return mismatch(AtenFamily::reduce, "output type unknown");
+  set_one_input(m, op[0]);  // src is read as scalar_t (Reduce.cuh: (const scalar_t*)src)
   // Welford's project() returns pair<T, T>: dst[1] (var or std) has the output type too. Other
   // two-output reductions (min/max with indices) write int64 indices to dst[1].
   if (op[1].find("at::native::WelfordOps<") == 0) {
@@ -196,6 +227,7 @@ FamilyMatch match_softmax_warp(std::string_view dem, const Layout& l) {
   if (args.size() < 2 || !classify_type(args[1], m.out_type, m.out) ||
       !layout_is(l, {{0, 8}, {8, 8}, {16, 4}, {20, 4}, {24, 4}, {32, 8}, {40, 4}, {44, 1}}))
     return mismatch(m.family, "layout mismatch");
+  set_one_input(m, args[0]);
   return m;
 }
 
@@ -210,6 +242,7 @@ FamilyMatch match_softmax_block(std::string_view dem, const Layout& l) {
       !(layout_is(l, {{0, 8}, {8, 8}, {16, 4}}) || layout_is(l, {{0, 8}, {8, 8}, {16, 8}})))
     return mismatch(m.family, "layout mismatch");
   m.blob_size = l[2].second;  // width of `classes`
+  set_one_input(m, args[out - 2]);  // scalar_t, two before outscalar_t in both orders
   return m;
 }
 
@@ -223,6 +256,12 @@ FamilyMatch match_index_select(std::string_view dem, const Layout& l) {
       !layout_is(l, {{0, 216}, {216, 216}, {432, 216}, {648, 4}, {652, 4}, {656, 4}, {664, 8}}))
     return mismatch(m.family, "layout mismatch");
   if (!classify_type(args[0], m.out_type, m.out)) return mismatch(m.family, "output type unknown");
+  // src is TensorInfo<const T>; the indices (IndicesType, int or long) hold no NaN.
+  set_one_input(m, args[0]);
+  bool skip = false;
+  input_type(args[1], m.in[1], skip);
+  m.in_skip = static_cast<uint8_t>(m.in_skip | (skip ? 2 : 0));
+  m.in_count = 2;
   return m;
 }
 
@@ -282,7 +321,12 @@ FamilyMatch match_flash_plain(std::string_view dem, const Layout& l) {
   const auto args = template_args(dem);
   if (args.size() != 9) return mismatch(AtenFamily::flash_fwd, "layout mismatch");
   if (args[8] != "false") return mismatch(AtenFamily::flash_fwd, "softmax matrix output not decoded");
-  return match_flash_fwd(dem, l);
+  FamilyMatch m = match_flash_fwd(dem, l);
+  // The non-split kernel is mha_fwd's: no KV cache, so K and V are plain [b, s_k, h_k, d]. The
+  // split-kv kernel serves the KV cache (cache_batch_idx, block_table), whose offsets in this
+  // build's Flash_fwd_params are not known: its K/V extents stay unknown.
+  m.kv_dense = true;
+  return m;
 }
 
 // flash_fwd_splitkv_kernel<Kernel_traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K,

@@ -295,6 +295,18 @@ std::string_view layout_gate(const TritonSignature& sig, const Layout& layout, c
   return {};
 }
 
+// `!tt.ptr<i1>` .. `!tt.ptr<i64>`: MLIR spells integers iN (signless, as Triton prints them).
+bool integer_pointee(const TritonArg& a) {
+  return a.type.size() > 1 && a.type[0] == 'i' && all_digits(std::string_view(a.type).substr(1));
+}
+
+// A pointer only loaded from: its element type is the pointer's (`!tt.ptr<bf16>`); Triton
+// passes no sizes, so the extent is the engine's (allocation block). Integer and bool pointees
+// hold no NaN and are no reads.
+void add_loaded(Decoded& d, const TritonArg& a, uint64_t ptr) {
+  if (a.read && !a.written && !integer_pointee(a)) d.add_read(ptr, a.dtype, 0);
+}
+
 // A signed integer scalar parameter; -1 when it cannot be read.
 int64_t read_scalar(const TritonArg& a, const char* bytes) {
   if (!bytes || a.kind != TritonArgKind::scalar || a.type.empty() || a.type[0] != 'i') return -1;
@@ -331,7 +343,7 @@ Decoded decode_triton(const TritonSignature& sig, const Layout& layout, const La
     std::memcpy(&ptr, launch.params[i], 8);
     // ws_ptr is Inductor's scratch workspace: not a tensor, and uninitialised by design.
     if (!a.written || a.dtype == DType::none || a.role == InductorRole::ws_ptr) {
-      if (a.read && !a.written) d.add_read(ptr);
+      add_loaded(d, a, ptr);
       continue;
     }
     if (!ptr) continue;

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "aten_fixture.hpp"
+#include "test_decode_reads.hpp"
+#include "decode/aten_internal.hpp"
 
 using namespace nanscope;
 using namespace nanscope::decode;
 using namespace aten_test;
+using decode_test::expect_read;
 
 namespace {
 
@@ -307,4 +310,189 @@ TEST(DecodeAtenCost, LegacyInferenceAndReduce) {
   time_decode("elementwise (NARGS inferred)", match(legacy_add()), l.view, live.query());
   Launch r = reduce_launch(sum_bf16(), 8, 32, 4, true, 0, 1);
   time_decode("reduce", match(sum_bf16()), r.view, kNoQuery);
+}
+
+// ---- read facts: each input's dtype and extent ------------------------------------------------
+
+namespace {
+// A vectorized launch of `r` with N and data[i] = 0x1000 * (i + 1).
+Decoded vectorized_reads(const KernelRow& r, int32_t n) {
+  const auto m = match(r);
+  EXPECT_EQ(m.kind, MatchKind::matched) << m.reason;
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, n);
+  for (uint32_t i = 0; 8 * i < r.layout[2].second; ++i) l.set<uint64_t>(2, 8 * i, 0x1000 * (i + 1));
+  return decode_aten(m, l.view, kNoQuery);
+}
+}  // namespace
+
+TEST(DecodeAtenReads, VectorizedInputsHaveTheFunctorsArgumentTypes) {
+  // CUDAFunctor_add<T>::operator()(T, T): both inputs bf16, N each.
+  Decoded d = vectorized_reads(add_bf16(), 1000);
+  ASSERT_EQ(d.read_count, 2u);
+  expect_read(d, 0, 0x2000, DType::bf16, 1000);
+  expect_read(d, 1, 0x3000, DType::bf16, 1000);
+  // BinaryFunctor<float, float, float, Mul>: a1, a2.
+  d = vectorized_reads(row("vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor"), 7);
+  expect_read(d, 0, 0x2000, DType::f32, 7);
+  expect_read(d, 1, 0x3000, DType::f32, 7);
+  // BinaryFunctor<bf16, bf16, bool, ...> (logical_xor): the inputs are bf16 though the output is bool.
+  d = vectorized_reads(row("BinaryFunctor<c10::BFloat16, c10::BFloat16, bool"), 5);
+  EXPECT_EQ(d.write_count, 0u);
+  expect_read(d, 0, 0x2000, DType::bf16, 5);
+  expect_read(d, 1, 0x3000, DType::bf16, 5);
+  // AUnaryFunctor holds a1 (the scalar) and takes the tensor as a2.
+  d = vectorized_reads(row("AUnaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16"), 9);
+  ASSERT_EQ(d.read_count, 1u);
+  expect_read(d, 0, 0x2000, DType::bf16, 9);
+  // Lambdas: the parameter types in order. FillFunctor reads nothing.
+  d = vectorized_reads(row("silu_kernel"), 3);
+  ASSERT_EQ(d.read_count, 1u);
+  expect_read(d, 0, 0x2000, DType::bf16, 3);
+  EXPECT_EQ(vectorized_reads(row("vectorized_elementwise_kernel<4, at::native::FillFunctor<float>"), 3).read_count, 0u);
+  // logical_not(float): a float input, a bool output.
+  expect_read(vectorized_reads(row("logical_not"), 4), 0, 0x2000, DType::f32, 4);
+}
+
+TEST(DecodeAtenReads, NamedFunctorInputPositions) {
+  // Which template arguments are the tensor inputs: AUnary takes a2, BUnary a1, Binary both.
+  FamilyMatch m;
+  ASSERT_TRUE(decode::aten::functor_inputs("at::native::AUnaryFunctor<float, c10::BFloat16, float, F>", m));
+  ASSERT_EQ(m.in_count, 1);
+  EXPECT_EQ(m.in[0], DType::bf16);
+  ASSERT_TRUE(decode::aten::functor_inputs("at::native::BUnaryFunctor<float, c10::BFloat16, float, F>", m));
+  ASSERT_EQ(m.in_count, 1);
+  EXPECT_EQ(m.in[0], DType::f32);
+  ASSERT_TRUE(decode::aten::functor_inputs("at::native::BinaryFunctor<c10::Half, float, float, F>", m));
+  ASSERT_EQ(m.in_count, 2);
+  EXPECT_EQ(m.in[0], DType::f16);
+  EXPECT_EQ(m.in[1], DType::f32);
+  // Mixed lambda: an integer or bool parameter is no read; complex is a read of unknown type.
+  ASSERT_TRUE(decode::aten::functor_inputs("f(at::TensorIteratorBase&)::{lambda(c10::BFloat16, bool, c10::complex<float>)#1}", m));
+  EXPECT_EQ(m.in_count, 3);
+  EXPECT_EQ(m.in_skip, 2);
+  EXPECT_EQ(m.in[2], DType::none);
+  EXPECT_FALSE(decode::aten::functor_inputs("at::native::CalcIgamma<float>", m));
+}
+
+TEST(DecodeAtenReads, AmbiguousOrMismatchedNamesGiveNone) {
+  // A functor the name does not type (CalcIgamma-like): every input none/0.
+  Launch l(add_bf16().layout);
+  l.set<int32_t>(0, 0, 10).set<uint64_t>(2, 0, 0x1000).set<uint64_t>(2, 8, 0x2000).set<uint64_t>(2, 16, 0x3000);
+  FamilyMatch m = match(add_bf16());
+  m.in_known = false;
+  Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 2u);
+  expect_read(d, 0, 0x2000, DType::none, 0);
+  expect_read(d, 1, 0x3000, DType::none, 0);
+  // A name implying one input for a 3-slot array: the count disagrees, so nothing is claimed.
+  m = match(add_bf16());
+  m.in_count = 1;
+  d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 2u);
+  expect_read(d, 0, 0x2000, DType::none, 0);
+  expect_read(d, 1, 0x3000, DType::none, 0);
+  // Dropout's lambda(c10::BFloat16, bool) is refused for its output; the match says why.
+  EXPECT_EQ(match(row("masked_scale_kernel<bool, c10::BFloat16, float>")).kind, MatchKind::layout_mismatch);
+}
+
+TEST(DecodeAtenReads, UnrolledLoadWithCastTypesFromTheLoaderBytes) {
+  // unrolled_elementwise_kernel<CUDAFunctor_add<float>, ..., LoadWithCast<2>, StoreWithCast<1>>:
+  // the loader (param 5, 12 bytes) holds ScalarType dtypes[2] then uint32_t element_sizes[2] at 4.
+  const auto& r = row("unrolled_elementwise_kernel<at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>, 4, TrivialOffsetCalculator<2, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<2>");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.load_cast, 2);
+  EXPECT_TRUE(m.in_trivial);
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 256).set<uint64_t>(2, 0, 0x1000).set<uint64_t>(2, 8, 0x2000).set<uint64_t>(2, 16, 0x3000);
+  l.set<uint8_t>(6, 0, 6).set<uint32_t>(6, 4, 4);                        // output Float
+  l.set<uint8_t>(5, 0, 15).set<uint8_t>(5, 1, 6);                        // inputs BFloat16, Float
+  l.set<uint32_t>(5, 4, 2).set<uint32_t>(5, 8, 4);
+  Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.status, Status::decoded) << d.reason;
+  ASSERT_EQ(d.read_count, 2u);
+  expect_read(d, 0, 0x2000, DType::bf16, 256);  // not the functor's float
+  expect_read(d, 1, 0x3000, DType::f32, 256);
+  // An int64 input holds no NaN: no read. A size disagreeing with its type byte: untyped.
+  l.set<uint8_t>(5, 0, 4).set<uint32_t>(5, 4, 8);
+  d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 1u);
+  expect_read(d, 0, 0x3000, DType::f32, 256);
+  l.set<uint8_t>(5, 0, 5).set<uint32_t>(5, 4, 4);  // Half with element size 4
+  expect_read(decode_aten(m, l.view, kNoQuery), 0, 0x2000, DType::none, 0);
+  // LoadWithCast<1> (8 bytes) of AbsFunctor<float>: the input is whatever the loader says.
+  const auto ma = match(abs_cast());
+  EXPECT_EQ(ma.load_cast, 1);
+  Launch la(abs_cast().layout);
+  la.set<int32_t>(0, 0, 64).set<uint64_t>(2, 0, 0xA000).set<uint64_t>(2, 8, 0xB000);
+  la.set<uint8_t>(6, 0, 6).set<uint32_t>(6, 4, 4).set<uint8_t>(5, 0, 5).set<uint32_t>(5, 4, 2);
+  expect_read(decode_aten(ma, la.view, kNoQuery), 0, 0xB000, DType::f16, 64);
+}
+
+TEST(DecodeAtenReads, UnrolledWithoutCastAndMultiOutput) {
+  const auto& r = row("unrolled_elementwise_kernel<at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>, 4, TrivialOffsetCalculator<2, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithoutCast");
+  const auto m = match(r);
+  EXPECT_EQ(m.load_cast, 0);
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 33).set<uint64_t>(2, 0, 0x1000).set<uint64_t>(2, 8, 0x2000).set<uint64_t>(2, 16, 0x3000);
+  Decoded d = decode_aten(m, l.view, kNoQuery);
+  expect_read(d, 0, 0x2000, DType::f32, 33);
+  expect_read(d, 1, 0x3000, DType::f32, 33);
+  // Not a trivial input calculator: the types stand, the extent is unknown.
+  FamilyMatch strided = m;
+  strided.in_trivial = false;
+  expect_read(decode_aten(strided, l.view, kNoQuery), 1, 0x3000, DType::f32, 0);
+  // prelu backward: 2 outputs, inputs data[2..4] of lambda(bf16, bf16, bf16), N each.
+  const auto& mo = row("unrolled_elementwise_kernel_for_multi_outputs<2, at::native::prelu_backward_kernel(at::TensorIterator&)::{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16, c10::BFloat16)#1}, std::array<char*, 5ul>, TrivialOffsetCalculator");
+  Launch lm(mo.layout);
+  lm.set<int32_t>(0, 0, 12);
+  for (uint32_t i = 0; i < 5; ++i) lm.set<uint64_t>(2, 8 * i, 0x1000 * (i + 1));
+  d = decode_aten(match(mo), lm.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 3u);
+  for (uint32_t i = 0; i < 3; ++i) expect_read(d, i, 0x1000 * (i + 3), DType::bf16, 12);
+}
+
+TEST(DecodeAtenReads, LegacyInputsDenseOrBroadcastFromStrides) {
+  const auto m = match(legacy_add());
+  const LiveSet live = live3();
+  // 8 x 5: input 1 dense {2, 16}; input 2 broadcast along dim 0, dense {0, 2} over its 5.
+  Launch l = legacy_launch(40, {8, 5}, {{2, 2, 0}, {16, 16, 2}});
+  Decoded d = decode_aten(m, l.view, live.query());
+  ASSERT_EQ(d.read_count, 2u) << d.reason;
+  expect_read(d, 0, 0x20000, DType::bf16, 40);
+  expect_read(d, 1, 0x30000, DType::bf16, 5);
+  // Input 1 with row gaps {2, 32}, input 2 transposed-dense {10, 2}: gaps give 0, a
+  // permutation that still packs densely gives its count.
+  Launch g = legacy_launch(40, {8, 5}, {{2, 2, 10}, {16, 32, 2}});
+  d = decode_aten(m, g.view, live.query());
+  expect_read(d, 0, 0x20000, DType::bf16, 0);
+  expect_read(d, 1, 0x30000, DType::bf16, 40);
+  // Broadcast with a gap (stride 4 over 5 bf16): not dense, unknown.
+  Launch b = legacy_launch(40, {8, 5}, {{2, 2, 0}, {16, 16, 4}});
+  expect_read(decode_aten(m, b.view, live.query()), 1, 0x30000, DType::bf16, 0);
+}
+
+TEST(DecodeAtenReads, ReduceSourceIsScalarTOverBothCalculators) {
+  const auto m = match(sum_bf16());
+  EXPECT_EQ(m.in[0], DType::bf16);  // ReduceOp's 1st argument (scalar_t), not out_scalar_t
+  // 128 reduced bf16 (byte stride 2) x 32 outputs whose inputs start 256 bytes apart: dense.
+  Launch l = reduce_launch(sum_bf16(), 8, 32, 4, true, 0, 1);
+  put_offset_calc(l, 0, 8 + 68, 1, {128}, {{2}});
+  put_offset_calc(l, 0, 8 + 68 + 404, 2, {32}, {{4, 256}});
+  Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 1u) << d.reason;
+  EXPECT_EQ(d.reads[0], 0x7000u);
+  EXPECT_EQ(d.read_dtypes[0], DType::bf16);
+  EXPECT_EQ(d.read_elements[0], 128u * 32u);
+  // The shared helper's 4-byte input stride leaves gaps between bf16 elements: unknown.
+  d = decode_aten(m, reduce_launch(sum_bf16(), 8, 32, 4, true, 0, 1).view, kNoQuery);
+  EXPECT_EQ(d.read_dtypes[0], DType::bf16);
+  EXPECT_EQ(d.read_elements[0], 0u);
+  // config.num_inputs (c + 4) must be the input calculator's numel.
+  l.set<int32_t>(0, 8 + 4, 64);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).read_elements[0], 0u);
+  // A bool reduction's source holds no NaN: no read.
+  const auto& any = row("ReduceOp<bool, at::native::MinMaxOps<bool, bool, int>");
+  EXPECT_EQ(decode_aten(match(any), reduce_launch(any, any.layout[0].second - 64 - 976, 4, 1, true, 0, 1).view, kNoQuery).read_count, 0u);
 }

@@ -6,10 +6,12 @@
 #include <map>
 
 #include "aten_fixture.hpp"
+#include "test_decode_reads.hpp"
 
 using namespace nanscope;
 using namespace nanscope::decode;
 using namespace aten_test;
+using decode_test::expect_read;
 
 namespace {
 
@@ -105,15 +107,25 @@ TEST(DecodeAtenIndex, IndexSelectTensorInfoExtent) {
   const auto m = match(r);
   ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
   Launch l(r.layout);
-  // dst 5 x 7 with row stride 16 elements (a gap of 9 per row).
-  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 5).set<uint32_t>(0, 12, 7);
+  // dst 5 x 7 with row stride 16 elements (a gap of 9 per row), selected along dim 0: the host
+  // passes it reduced (sizes[0] = 1) and the 5 is the indices' collapsed size.
+  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 1).set<uint32_t>(0, 12, 7);
   l.set<uint32_t>(0, 108, 16).set<uint32_t>(0, 112, 1).set<int32_t>(0, 208, 2);
+  l.set<uint32_t>(2, 8, 5).set<uint32_t>(2, 108, 1).set<int32_t>(2, 208, 1).set<int32_t>(3, 0, 0);
   const Decoded d = decode_aten(m, l.view, kNoQuery);
   ASSERT_EQ(d.write_count, 1u) << d.reason;
   expect_write(d.writes[0], 0xE000, 35, (4 * 16 + 6 + 1) * 2, DType::bf16);
   l.set<uint32_t>(0, 108, 7);
   expect_write(decode_aten(m, l.view, kNoQuery).writes[0], 0xE000, 35, 70, DType::bf16);
-  l.set<int32_t>(0, 208, 26);
+  // Selected along dim 1 instead: dst [5, 1] reduced, 3 indices, so 5 x 3 written.
+  l.set<uint32_t>(0, 8, 5).set<uint32_t>(0, 12, 1).set<uint32_t>(2, 8, 3).set<int32_t>(3, 0, 1);
+  expect_write(decode_aten(m, l.view, kNoQuery).writes[0], 0xE000, 15, (4 * 7 + 2 + 1) * 2, DType::bf16);
+  // The select dim not reduced, a select dim past dims, or a dims count past 25: not this layout.
+  l.set<uint32_t>(0, 12, 7);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
+  l.set<uint32_t>(0, 12, 1).set<int32_t>(3, 0, 2);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
+  l.set<int32_t>(3, 0, 1).set<int32_t>(0, 208, 26);
   EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
   EXPECT_EQ(match(row("indexSelectSmallIndex<long, long, unsigned int")).out_type, OutType::not_float);
 }
@@ -220,6 +232,128 @@ TEST(DecodeAtenAttention, FlashForwardOutputAndLse) {
   const auto p = match(row("flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 32, 4, false, false, cutlass::bfloat16_t"));
   EXPECT_EQ(p.kind, MatchKind::layout_mismatch);
   EXPECT_EQ(p.reason, "softmax matrix output not decoded");
+}
+
+// ---- read facts ---------------------------------------------------------------------------
+
+TEST(DecodeAtenReads, NormInputsXGammaBetaAndMoments) {
+  // LayerNorm: X is M x N of T, gamma and beta N of T.
+  Launch l(ln_bf16().layout);
+  l.set<int32_t>(0, 0, 2048).set<uint64_t>(2, 0, 0x100).set<uint64_t>(3, 0, 0x200).set<uint64_t>(4, 0, 0x300);
+  l.set<uint64_t>(6, 0, 0x600).set<uint64_t>(7, 0, 0x700).grid(8);
+  Decoded d = decode_aten(match(ln_bf16()), l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 3u);
+  expect_read(d, 0, 0x100, DType::bf16, 8 * 2048);
+  expect_read(d, 1, 0x200, DType::bf16, 2048);
+  expect_read(d, 2, 0x300, DType::bf16, 2048);
+  l.set<uint64_t>(4, 0, 0);  // RMSNorm has no beta: no read
+  EXPECT_EQ(decode_aten(match(ln_bf16()), l.view, kNoQuery).read_count, 2u);
+  // Group norm's moments: X only.
+  const auto& rm = row("RowwiseMomentsCUDAKernel<c10::BFloat16>");
+  Launch lr(rm.layout);
+  lr.set<int64_t>(0, 0, 512).set<uint64_t>(2, 0, 0x200).set<uint64_t>(3, 0, 0x300).grid(16);
+  d = decode_aten(match(rm), lr.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 1u);
+  expect_read(d, 0, 0x200, DType::bf16, 16 * 512);
+  // LayerNormForward: X, mean and rstd (M of T_ACC), gamma, beta.
+  const auto& fwd = row("LayerNormForwardCUDAKernel<c10::BFloat16, float, true>");
+  Launch lf(fwd.layout);
+  lf.set<int64_t>(0, 0, 100).grid(3);
+  for (uint32_t i = 1; i < 7; ++i) lf.set<uint64_t>(i, 0, 0x1000 * i);
+  d = decode_aten(match(fwd), lf.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 5u);
+  expect_read(d, 0, 0x1000, DType::bf16, 300);
+  expect_read(d, 1, 0x2000, DType::f32, 3);
+  expect_read(d, 2, 0x3000, DType::f32, 3);
+  expect_read(d, 3, 0x4000, DType::bf16, 100);
+  expect_read(d, 4, 0x5000, DType::bf16, 100);
+}
+
+TEST(DecodeAtenReads, SoftmaxSourceMirrorsDestinationWithTheInputType) {
+  Launch l(softmax_bf16().layout);
+  l.set<uint64_t>(0, 0, 0xD000).set<uint64_t>(1, 0, 0x5000);
+  l.set<int32_t>(2, 0, 12).set<int32_t>(3, 0, 2000).set<int32_t>(4, 0, 2000);
+  expect_read(decode_aten(match(softmax_bf16()), l.view, kNoQuery), 0, 0x5000, DType::bf16, 24000);
+  // softmax_warp_forward<in = Half, out = float>: the source is f16, not the output's f32.
+  const auto& half = row("softmax_warp_forward<c10::Half, float, float, 8, true, false>");
+  Launch lh(half.layout);
+  lh.set<uint64_t>(0, 0, 0xD000).set<uint64_t>(1, 0, 0x5000);
+  lh.set<int32_t>(2, 0, 3).set<int32_t>(3, 0, 256).set<int32_t>(4, 0, 256);
+  expect_read(decode_aten(match(half), lh.view, kNoQuery), 0, 0x5000, DType::f16, 768);
+  // cunn_SoftMaxForwardReg<scalar_t, acc, out, ...>: scalar_t comes first there.
+  const auto& reg = row("cunn_SoftMaxForwardReg<");
+  Launch lr(reg.layout);
+  lr.set<uint64_t>(0, 0, 0x100).set<uint64_t>(1, 0, 0x900).set<int64_t>(2, 0, 1000).grid(2);
+  expect_read(decode_aten(match(reg), lr.view, kNoQuery), 0, 0x900, DType::bf16, 2000);
+}
+
+TEST(DecodeAtenReads, IndexSelectWholeSourceAndNoIntegerIndices) {
+  const auto& r = row("indexSelectSmallIndex<c10::BFloat16, long, unsigned int, -1");
+  Launch l(r.layout);
+  l.set<uint64_t>(0, 0, 0xE000).set<uint32_t>(0, 8, 1).set<uint32_t>(0, 12, 7);
+  l.set<uint32_t>(0, 108, 7).set<uint32_t>(0, 112, 1).set<int32_t>(0, 208, 2);
+  l.set<uint32_t>(2, 8, 5).set<uint32_t>(2, 108, 1).set<int32_t>(2, 208, 1);
+  // src 100 x 7 dense, reduced along dim 0 (sizes[0] = 1) with srcSelectDimSize 100.
+  l.set<uint64_t>(1, 0, 0xC000).set<uint32_t>(1, 8, 1).set<uint32_t>(1, 12, 7);
+  l.set<uint32_t>(1, 108, 7).set<uint32_t>(1, 112, 1).set<int32_t>(1, 208, 2);
+  l.set<uint64_t>(2, 0, 0xB000).set<int32_t>(4, 0, 0).set<int64_t>(6, 0, 100);
+  Decoded d = decode_aten(match(r), l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 1u);  // the long indices hold no NaN
+  expect_read(d, 0, 0xC000, DType::bf16, 700);
+  l.set<uint32_t>(1, 108, 8);  // rows 8 apart: a gap, the extent is unknown
+  expect_read(decode_aten(match(r), l.view, kNoQuery), 0, 0xC000, DType::bf16, 0);
+  l.set<uint32_t>(1, 108, 7).set<uint32_t>(1, 8, 3);  // the select dim was not reduced: not this layout
+  expect_read(decode_aten(match(r), l.view, kNoQuery), 0, 0xC000, DType::bf16, 0);
+  // index_select of long: neither tensor holds NaN.
+  const auto& lr = row("indexSelectSmallIndex<long, long, unsigned int");
+  EXPECT_EQ(decode_aten(match(lr), l.view, kNoQuery).read_count, 0u);
+}
+
+TEST(DecodeAtenReads, GatherAndCatSourcesAreUntyped) {
+  const auto& r = row("vectorized_gather_kernel<16, int>");
+  Launch g(r.layout);
+  g.set<uint64_t>(0, 0, 0xF000).set<uint64_t>(1, 0, 0xC000).set<uint64_t>(2, 0, 0xB000).set<int32_t>(3, 0, 9);
+  g.set<int64_t>(4, 0, 4096).set<int64_t>(7, 0, 4096);
+  Decoded d = decode_aten(match(r), g.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 1u);  // idx (int) is no read
+  expect_read(d, 0, 0xC000, DType::none, 0);
+  // Cat: element size only; nElements exact for an input flagged isContiguous (at 20 * batch).
+  Launch c = cat_launch({3, 7}, 0);
+  d = decode_aten(match(cat2()), c.view, kNoQuery);
+  expect_read(d, 0, 0x1000, DType::none, 0);
+  c.set<uint8_t>(1, 20 * 128, 1).set<uint8_t>(1, 20 * 128 + 1, 1);
+  d = decode_aten(match(cat2()), c.view, kNoQuery);
+  expect_read(d, 0, 0x1000, DType::none, 12);
+  expect_read(d, 1, 0x2000, DType::none, 28);
+}
+
+TEST(DecodeAtenReads, FlashQkvFromParams) {
+  // b 2, s_q 128, h 8, s_k 300, h_k 2, d 64; Q [b, s, h, d] dense; K, V dense [b, s_k, h_k, d].
+  Launch l(flash_bf16().layout);
+  l.set<uint64_t>(0, 0, 0x1000).set<uint64_t>(0, 8, 0x2000).set<uint64_t>(0, 16, 0x3000);
+  l.set<int64_t>(0, 24, 128 * 8 * 64).set<int64_t>(0, 48, 8 * 64).set<int64_t>(0, 72, 64);
+  for (uint32_t kv = 1; kv < 3; ++kv)
+    l.set<int64_t>(0, 24 + 8 * kv, 300 * 2 * 64).set<int64_t>(0, 48 + 8 * kv, 2 * 64).set<int64_t>(0, 72 + 8 * kv, 64);
+  l.set<int32_t>(0, 96, 8).set<int32_t>(0, 100, 2).set<uint64_t>(0, 112, 0xA0000);
+  l.set<int64_t>(0, 128, 128 * 8 * 64).set<int64_t>(0, 136, 8 * 64).set<int64_t>(0, 144, 64);
+  l.set<int32_t>(0, 176, 2).set<int32_t>(0, 180, 128).set<int32_t>(0, 184, 300).set<int32_t>(0, 192, 64);
+  Decoded d = decode_aten(match(flash_bf16()), l.view, kNoQuery);
+  ASSERT_EQ(d.read_count, 3u) << d.reason;
+  expect_read(d, 0, 0x1000, DType::bf16, 2 * 128 * 8 * 64);
+  expect_read(d, 1, 0x2000, DType::bf16, 2 * 300 * 2 * 64);
+  expect_read(d, 2, 0x3000, DType::bf16, 2 * 300 * 2 * 64);
+  // Q as a view of a packed QKV (row stride 3 * h * d): gaps, so unknown.
+  l.set<int64_t>(0, 48, 3 * 8 * 64);
+  expect_read(decode_aten(match(flash_bf16()), l.view, kNoQuery), 0, 0x1000, DType::bf16, 0);
+  // cu_seqlens_k set, or the split-kv kernel (KV cache): K and V keep only their dtype.
+  l.set<uint64_t>(0, 232, 0x77);
+  expect_read(decode_aten(match(flash_bf16()), l.view, kNoQuery), 1, 0x2000, DType::bf16, 0);
+  l.set<uint64_t>(0, 232, 0).set<int64_t>(0, 48, 8 * 64);
+  const auto& one_split = row("128, 4, cutlass::bfloat16_t> >, true, false, false, false, false, false, false, false>");
+  d = decode_aten(match(one_split), l.view, kNoQuery);
+  expect_read(d, 0, 0x1000, DType::bf16, 2 * 128 * 8 * 64);
+  expect_read(d, 1, 0x2000, DType::bf16, 0);
+  expect_read(d, 2, 0x3000, DType::bf16, 0);
 }
 
 TEST(DecodeAtenClaims, UndecodedFamiliesGiveReasons) {

@@ -227,10 +227,36 @@ TEST(TritonDecode, MaskedPointwiseExtentIsXnumel) {
   ASSERT_EQ(d.read_count, 2u);
   EXPECT_EQ(d.reads[0], 0x7000'0000'0000u);
   EXPECT_EQ(d.reads[1], 0x7000'0001'0000u);
+  // Loads carry the pointer's TTIR element type; the extent is left to the block map.
+  EXPECT_EQ(d.read_dtypes[0], DType::bf16);
+  EXPECT_EQ(d.read_dtypes[1], DType::f32);
+  EXPECT_EQ(d.read_elements[0], 0u);
+  EXPECT_EQ(d.read_elements[1], 0u);
   // A grid smaller than xnumel writes only what it covers.
   d = decode_triton(s, l.layout, l.at(1));
   ASSERT_EQ(d.write_count, 1u);
   EXPECT_EQ(d.writes[0].elements, 512u);
+}
+
+TEST(TritonDecode, IntegerPointeesAreNoReads) {
+  // poi_masked.ttir with in_ptr0 retyped to i64 (an index tensor, as in an Inductor gather):
+  // a load from it holds no NaN, so only in_ptr1 (f32) is a read.
+  std::string text = fixture("poi_masked.ttir");
+  for (const std::string from : {"!tt.ptr<bf16>", "tensor<512xbf16>"}) {
+    const std::string to = from[0] == '!' ? "!tt.ptr<i64>" : "tensor<512xi64>";
+    for (std::size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+  }
+  ParsedTtir p = parse_ttir(text);
+  ASSERT_TRUE(p.signature.has_value()) << p.error;
+  EXPECT_TRUE(p.signature->args[0].read);
+  EXPECT_EQ(p.signature->args[0].type, "i64");
+  Launch l;
+  l.add<uint64_t>(0x1000).add<uint64_t>(0x2000).add<uint64_t>(0x3000).add<int32_t>(1000).scratch();
+  const Decoded d = decode_triton(*p.signature, l.layout, l.at(2));
+  ASSERT_EQ(d.status, Status::decoded) << d.reason;
+  ASSERT_EQ(d.read_count, 1u);
+  EXPECT_EQ(d.reads[0], 0x2000u);
+  EXPECT_EQ(d.read_dtypes[0], DType::f32);
 }
 
 TEST(TritonDecode, StaticPointwiseExtentIsGridTimesBlock) {
@@ -287,6 +313,7 @@ TEST(TritonDecode, UnrecognisedExtentComesFromTheBlockMap) {
   EXPECT_EQ(d.writes[0].elem_size, 2u);
   ASSERT_EQ(d.read_count, 1u);
   EXPECT_EQ(d.reads[0], 0x1000u);
+  EXPECT_EQ(d.read_dtypes[0], DType::f16);  // a user kernel's loaded x_ptr: !tt.ptr<f16>
 }
 
 TEST(TritonDecode, LayoutGate) {
