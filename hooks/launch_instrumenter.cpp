@@ -74,9 +74,9 @@ void LaunchInstrumenter::submit_initial(ContextState& cs, const InitialScan& s, 
   task.correlation_id = correlation;
   task.buffer_state = cs.buffer_states();
   task.out_state[0] = s.ref;
-  // Written by a launch nanscope cannot see into (unknown), or by the host / before nanscope
-  // attached (host).
-  task.origin_flags = s.writer ? NS_ORIGIN_READS_UNTRACKED : NS_ORIGIN_HOST;
+  // Written by a launch nanscope cannot see into (unknown), or by a host copy or set, or before
+  // nanscope attached (host).
+  task.origin_flags = s.writer && !s.writer->host ? NS_ORIGIN_READS_UNTRACKED : NS_ORIGIN_HOST;
   counters_.coverage.on_extra_scan(s.elements * dtype_size(s.dtype));
   submit_scan(cs, task, stream, s.elements * dtype_size(s.dtype));
 }
@@ -138,7 +138,10 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   if (!max_bytes) {
     if (!cfg_.origin || !cs->buffer_states()) return;
     const auto dst = cs->slots().containing(c.dst);
-    if (!dst || dst->bytes < dtype_size(dst->dtype)) return;  // not a buffer nanscope tracks
+    if (!dst || dst->bytes < dtype_size(dst->dtype)) {  // not a buffer nanscope tracks yet
+      note_copy_writer(c, *cs, pseudo);
+      return;
+    }
     task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
     task.buffer_count = 1;
     max_bytes = dst->bytes;
@@ -163,6 +166,18 @@ uint64_t LaunchInstrumenter::copy_watched(const CopyArgs& c, ContextState& cs, n
   WatchRegistry::for_each_containing(*snapshot, c.dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
   task.buffer_count = draft.count();
   return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;
+}
+
+// The copy is the buffer's last writer: its first reader's initial scan names it (host for host
+// data and sets, unknown for device memory nobody scanned).
+void LaunchInstrumenter::note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo) {
+  const auto buffer = allocs_.extent(c.dst);
+  if (!buffer) return;
+  const bool from_device = (c.kind == CopyArgs::Kind::device_to_device || c.kind == CopyArgs::Kind::unified) &&
+                           (cs.slots().containing(c.src) || allocs_.is_device(c.src));
+  const OpaqueWrite w{pseudo, 0, !from_device};
+  allocs_.opaque().note(buffer->base, w);
+  if (c.dst != buffer->base) allocs_.opaque().note(c.dst, w);
 }
 
 void LaunchInstrumenter::copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task) {

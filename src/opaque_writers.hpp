@@ -1,5 +1,5 @@
 // Opaque writers: the launches nanscope could not decode, by the buffers their parameter words
-// point into. A buffer read before any scan judged it is scanned once before its reader's scan
+// point into (and the host copies and sets into buffers nanscope did not track yet). A buffer read before any scan judged it is scanned once before its reader's scan
 // (its initial state); when an opaque launch referenced it since it was last judged, that launch
 // is the writer the finding names (origin unknown: an untracked write), not the host and never
 // the decoded reader. Pure host code, thread-safe, bounded.
@@ -15,6 +15,7 @@ namespace nanscope {
 struct OpaqueWrite {
   uint32_t kernel_id = 0;
   uint64_t launch_id = 0;
+  bool host = false;  // a host copy or memset wrote it (origin host), not an opaque kernel
 };
 
 class OpaqueWriters {

@@ -267,10 +267,13 @@ def test_torch_graph_replays():
     lines = [e for e in events if e["event"] in ("nonfinite", "repeat") and not e.get("final")]
     finals = [e for e in events if e["event"] == "repeat" and e.get("final")]
     nonfinite = [e for e in events if e["event"] == "nonfinite"]
-    if not nonfinite:
+    if not any("softmax" in e["kernel"] for e in nonfinite):
         fail("the padding NaN of the softmax was not found")
-    if len(lines) > 10:
-        fail(f"{len(lines)} log lines for 1000 replays (want <= 10 plus totals): {[e['event'] for e in lines]}")
+    # Per finding site (softmax, and the bf16 cast that carries its NaN on), eagerly and in the
+    # graph: one nonfinite line, then repeats at powers of four only (5 for 1000 replays).
+    if len(lines) > 6 * len(nonfinite):
+        fail(f"{len(lines)} log lines for 1000 replays at {len(nonfinite)} sites (want <= 6 per site plus "
+             f"totals): {[e['event'] for e in lines]}")
     total = sum(e["total"] for e in finals)
     if total < 1000:
         fail(f"closing totals should count every replay: {finals}")
@@ -339,6 +342,9 @@ def test_nan_sources_report():
         ("quantize_e4m3(", 0, "f8e4m3", 16, 0, 0, 0),
         ("quantize_e5m2(", 0, "f8e5m2", 0, 8, 8, 0),
         ("gather_rows(", 0, "bf16", 2048, 0, 0, 0),
+        # The buffer gather_rows reads was set to the NaN pattern by a memset before any kernel
+        # wrote it: its initial scan, before gather_rows' own, names the memset (origin host).
+        ("cuMemsetD8", 0xFFFF, "bf16", 2048, 0, 0, 0),
     ]
     for kernel, arg, dtype, nan, pinf, ninf, first in expected:
         match = [e for e in got if e["kernel"].startswith(kernel) and e["buffer"]["arg"] == arg]
@@ -355,6 +361,10 @@ def test_nan_sources_report():
                 fail(f"{kernel}: missing field {field}")
     if any(e["kernel"].startswith("axpy(") for e in got):
         fail("the clean kernel was reported")
+    by_kernel = {e["kernel"].split("(")[0]: e for e in got}
+    memset, gather = by_kernel.get("cuMemsetD8"), by_kernel.get("gather_rows")
+    if memset.get("origin") != "host" or gather.get("origin") != "propagated" or gather.get("parents") != [memset["id"]]:
+        fail(f"the memset's NaN should be a host origin and gather_rows its child: {memset} {gather}")
     if len(got) != len(expected):
         fail(f"expected {len(expected)} findings, got {len(got)}")
     summary = [e for e in events if e["event"] == "summary"]
@@ -684,7 +694,7 @@ def test_launch_variants():
     if attach != [["injection"], ["preload"]]:
         fail(f"attach modes: expected injection then preload, got {attach}")
     a, b = sorted(map(key, findings(injected))), sorted(map(key, findings(preloaded)))
-    if a != b or len(a) != 8:
+    if a != b or len(a) != 9:  # nan_sources' eight kernels and the memset before gather_rows
         fail(f"preload found something else than injection:\n{a}\n{b}")
     print(f"ok: extra, cooperative and per-thread launches reported; overflow {s['overflow']} of 300 counted "
           f"with a warning; LD_PRELOAD finds the same {len(b)} findings")
