@@ -8,19 +8,19 @@ import argparse
 import json
 import sys
 
-# The coverage that issue 16 adds to the `summary` event is not in docs/log-schema.md yet. This
-# is what this script reads, under summary[COVERAGE["object"]]; the names are to be settled
-# with the schema:
-#   launches: {"decoded": n, "typed": n, "watched": n, "opaque": n, "library": n}
-#             decoded = a kernel-family decoder found the outputs, typed = the signature did,
-#             watched = a watch or rule did, opaque = none did, library = launched inside a
-#             cuBLAS/cuBLASLt/cuDNN call (GEMMs and library attention, not counted as non-GEMM)
-#   bytes_written: bytes the inspected launches wrote (their exact written extents)
-#   bytes_scanned: bytes of those that scans read
-#   not_inspected: [{"kernel": name, "launches": n, "reason": text}], most launches first
-COVERAGE = {"object": "coverage", "launches": "launches", "inspected": ("decoded", "typed", "watched"),
-            "opaque": "opaque", "library": "library", "bytes_written": "bytes_written",
-            "bytes_scanned": "bytes_scanned", "not_inspected": "not_inspected"}
+# The summary's `coverage` object (src/coverage.cpp, docs/log-schema.md):
+#   by_inspection: launches per class: decoded (a kernel-family decoder named the writes), typed
+#                  (the signature did), watched (a watch or rule did), opaque (nothing known),
+#                  layout_mismatch (a decoder claimed the name, the layout did not fit), library
+#                  (cuBLAS/cuBLASLt/cuDNN kernels: GEMMs and library attention, not non-GEMM),
+#                  excluded (filtered out by the user)
+#   bytes_written_decoded: bytes decoded launches wrote (their exact extents)
+#   bytes_written_decoded_scanned: the part of those that scans read
+#   not_inspected_top: [{"kernel", "reason", "launches"}], most launches first
+COVERAGE = {"object": "coverage", "launches": "by_inspection", "inspected": ("decoded", "typed", "watched"),
+            "not_inspected": ("opaque", "layout_mismatch"), "library": "library",
+            "bytes_written": "bytes_written_decoded", "bytes_scanned": "bytes_written_decoded_scanned",
+            "top": "not_inspected_top"}
 
 
 def read_events(path):
@@ -54,13 +54,14 @@ def report(summary, not_inspected_events, top):
         return
     launches = cov[COVERAGE["launches"]]
     inspected = sum(launches.get(k, 0) for k in COVERAGE["inspected"])
-    non_gemm = inspected + launches.get(COVERAGE["opaque"], 0)
+    non_gemm = inspected + sum(launches.get(k, 0) for k in COVERAGE["not_inspected"])
     print(f"non-GEMM launches inspected: {share(inspected, non_gemm)}  (goal >= 95%)")
     print("  by class: " + ", ".join(f"{k} {v:,}" for k, v in launches.items()))
     print(f"bytes written by inspected launches that were scanned: "
           f"{share(cov[COVERAGE['bytes_scanned']], cov[COVERAGE['bytes_written']])}")
-    print(f"top {top} kernels not inspected:")
-    for e in cov[COVERAGE["not_inspected"]][:top]:
+    print(f"top {top} kernels not inspected (library kernels included):")
+    print(f"library launches (GEMMs, cuDNN; not counted as non-GEMM): {launches.get(COVERAGE['library'], 0):,}")
+    for e in cov[COVERAGE["top"]][:top]:
         print(f"  {e['launches']:>8,} launches  {e['reason']:<32} {e['kernel'][:140]}")
 
 

@@ -68,6 +68,14 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "== torch references in the same run"
   python3 "$here/torch_reference.py"
   echo
+  echo "== host cost of one decoded ATen launch (torch.add / torch.mul on 256 bf16, median of 60 x 200),"
+  echo "   beside the typed launch above (launch_bench two_outputs_us)"
+  tplain=$(python3 "$here/torch_launch_cost.py")
+  tscoped=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 python3 "$here/torch_launch_cost.py")
+  echo "$tplain"
+  echo "$tscoped"
+  compare "$tplain" "$tscoped"
+  echo
   echo "== torch_decode.py graph replay (NaN in the padding rows every replay): no nanscope, the"
   echo "   Python helper watching one output (NANSCOPE_TYPED=0), the same with NANSCOPE_GRAPH_OVERLAP=0,"
   echo "   and the helper's watch plus typed outputs"

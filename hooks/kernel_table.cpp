@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "coverage.hpp"
 #include "triton_modules.hpp"
 #include <mutex>
 
@@ -79,6 +80,7 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   if (rules_)
     for (uint32_t i = 0; i < rules_->size(); ++i)
       if ((*rules_)[i].matches(k.demangled)) k.rules.push_back(i);
+  k.library = library_kernel(k.mangled) || library_kernel(k.demangled);
   if (decode_family(handle, sig, k)) return k;
   decode_signature(sig, k);
   return k;

@@ -43,6 +43,7 @@ struct KernelInfo {
   // Kernel-family decoding: exact writes per launch, in place of the signature's outputs.
   Decoder decoder = Decoder::none;
   bool layout_mismatch = false;       // a decoder claimed the name but the layout did not fit
+  bool library = false;               // a cuBLAS/cuDNN kernel (coverage counts them apart)
   decode::FamilyMatch aten;
   std::shared_ptr<const decode::TritonSignature> triton;
   // PyTorch's single-output elementwise kernels (vectorized / unrolled) take their tensors as

@@ -18,8 +18,9 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   ToolScope scope;  // everything below is our own driver work
   if (!tasks_.worth_a_look(k)) {
-    counters_.coverage.on_launch(k.id, k.excluded ? Inspection::excluded
+    counters_.coverage.on_launch(k.id, k.excluded          ? Inspection::excluded
                                        : k.layout_mismatch ? Inspection::mismatch
+                                       : k.library         ? Inspection::library
                                                            : Inspection::opaque, 0, 0);
     note_opaque(k, a, launch_id, cb.context);
     return;

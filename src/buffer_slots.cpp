@@ -52,7 +52,9 @@ std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType
   if (it == by_ptr_.end() || it->second.buf.state_known) return std::nullopt;
   TrackedBuffer& b = it->second.buf;
   b.state_known = true;
-  if (!b.bytes || b.dtype == DType::none) b.bytes = bytes, b.dtype = dtype;
+  // The reader's facts, not an earlier tensor's: a caching allocator hands the same address to
+  // tensors of other sizes and types.
+  b.bytes = bytes, b.dtype = dtype;
   return b;
 }
 

@@ -15,6 +15,18 @@ const char* inspection_key(Inspection how) {
   return "unknown";
 }
 
+bool library_kernel(std::string_view name) {
+  // Name prefixes of the kernels cuBLASLt (nvjet, xmma, CUTLASS 3 GEMMs), cuBLAS and cuDNN
+  // (its generated and runtime-fused kernels) launch on sm_90.
+  static constexpr std::string_view kPrefixes[] = {"nvjet_",      "sm90_xmma_", "sm80_xmma_",      "cutlass3x_",
+                                                   "cutlass_80_", "cublas",     "cudnn",           "void cudnn",
+                                                   "gemv",        "void gemv",  "void gemmSN",     "gemmk1_kernel",
+                                                   "void cublasLt", "cutlass::Kernel", "void cutlass::Kernel"};
+  for (std::string_view p : kPrefixes)
+    if (name.substr(0, p.size()) == p) return true;
+  return false;
+}
+
 std::atomic<uint64_t>* Coverage::counter(uint32_t kernel_id) {
   const uint32_t c = kernel_id / kChunk;
   if (c >= kChunks) return nullptr;
@@ -44,7 +56,7 @@ void Coverage::on_launch(uint32_t kernel_id, Inspection how, uint64_t written, u
     written_scanned_.fetch_add(std::min(written, scanned), std::memory_order_relaxed);
   }
   if (scanned) scanned_.fetch_add(scanned, std::memory_order_relaxed);
-  if (how == Inspection::opaque || how == Inspection::mismatch) {
+  if (how == Inspection::opaque || how == Inspection::mismatch || how == Inspection::library) {
     if (auto* c = counter(kernel_id)) c->fetch_add(1, std::memory_order_relaxed);
     else overflow_.fetch_add(1, std::memory_order_relaxed);
   }

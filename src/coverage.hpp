@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@ namespace nanscope {
   X(typed, "typed")         /* typed outputs from the kernel's signature */                             \
   X(watched, "watched")     /* only watches or rules */                                                 \
   X(opaque, "opaque")       /* nothing known about what it writes: not inspected */                     \
+  X(library, "library")     /* a cuBLAS/cuBLASLt/cuDNN kernel: opaque, its output is the library call's */ \
   X(mismatch, "layout_mismatch") /* a decoder claimed the name but the layout did not fit */             \
   X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE */
 
@@ -32,6 +34,9 @@ enum class Inspection : uint8_t {
   count_
 };
 const char* inspection_key(Inspection);
+// Whether a kernel name is one of the math libraries' own (cuBLAS, cuBLASLt, cuDNN, CUTLASS
+// GEMMs): opaque by design, counted apart from the kernels a decoder should cover.
+bool library_kernel(std::string_view name);
 
 class Coverage {
  public:

@@ -225,5 +225,16 @@ TEST(BufferSlots, InvalidateMovesAJudgedBufferToANewGenerationOnce) {
   EXPECT_FALSE(s.invalidate(kB).has_value());  // not tracked
 }
 
+// PyTorch's caching allocator gives one address to tensors of other sizes and types: the initial
+// scan takes the reader's extent and type, never what an earlier tensor there left.
+TEST(BufferSlots, AnInitialScanTakesTheReadersExtentNotAStaleOne) {
+  BufferSlots s(4);
+  s.ref_for(kA, DType::f32, 65536);  // an earlier tensor at kA, seen as an input
+  const auto claimed = s.claim_initial_scan(kA, DType::f16, 262144);
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ(claimed->dtype, DType::f16);
+  EXPECT_EQ(claimed->bytes, 262144u);
+}
+
 }  // namespace
 }  // namespace nanscope

@@ -71,5 +71,14 @@ TEST(Coverage, ConcurrentLaunchesAreAllCounted) {
   EXPECT_EQ(c.to_json()["not_inspected_top"][0]["launches"], 40000u);
 }
 
+TEST(Coverage, LibraryKernelsAreToldApartByName) {
+  EXPECT_TRUE(library_kernel("nvjet_sm90_hsh_64x24_64x16_4x2_h_bz_bias_NNT"));
+  EXPECT_TRUE(library_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1"));
+  EXPECT_TRUE(library_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"));
+  EXPECT_FALSE(library_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"));
+  EXPECT_FALSE(library_kernel("triton_poi_fused_add_0"));
+  EXPECT_FALSE(library_kernel("scale_rows_params(ScaleRowsParams)"));
+}
+
 }  // namespace
 }  // namespace nanscope
