@@ -19,6 +19,59 @@
 
 namespace {
 
+// One warp's counts of a buffer, summed over its lanes (every lane holds them).
+struct WarpCounts {
+  unsigned padding, nan, pos_inf, neg_inf;
+  unsigned long long first, last;
+};
+
+__device__ __forceinline__ WarpCounts warp_counts(const ThreadCounts& c) {
+  WarpCounts w;
+  w.padding = __reduce_add_sync(0xffffffffu, c.padding), w.nan = __reduce_add_sync(0xffffffffu, c.nan),
+  w.pos_inf = __reduce_add_sync(0xffffffffu, c.pos_inf), w.neg_inf = __reduce_add_sync(0xffffffffu, c.neg_inf);
+  w.first = c.first, w.last = c.last;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long f = __shfl_xor_sync(0xffffffffu, w.first, o), l = __shfl_xor_sync(0xffffffffu, w.last, o);
+    w.first = f < w.first ? f : w.first;
+    w.last = l > w.last ? l : w.last;
+  }
+  return w;
+}
+
+// The last block's close of a scan: records for what it found, or every buffer marked clean
+// (and, for row-aware buffers, the empty state remembered for the next scan to compare with).
+template <bool kRows, typename Task>
+__device__ __forceinline__ void finish_scan(const Task& t, const nanscope_scan_counts* tot, bool wrote,
+                                            unsigned int replay) {
+  if (wrote) {
+    publish<kRows>(t, tot, replay);
+  } else {
+    for (uint32_t b = 0; b < t.buffer_count; ++b) set_state(t, b, NS_STATE_CLEAN, 0);
+  }
+  if constexpr (kRows) {
+    for (uint32_t b = 0; b < t.buffer_count && !wrote; ++b) {
+      if (!((t.row_aware_mask >> b) & 1u) || t.row_specs[b].zero_only) continue;
+      unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
+      st[0] = st[1] = st[2] = st[4] = st[5] = 0;
+      st[3] = ~0ull;
+    }
+  }
+}
+
+// The last block of a multi-block scan reads each buffer's accumulated totals once, all loads
+// in flight together, and resets them for the next run.
+template <typename Task>
+__device__ __forceinline__ void take_accumulated_totals(const Task& t, nanscope_scan_accum* acc,
+                                                        nanscope_scan_counts* tot) {
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    nanscope_scan_counts* a = &acc->buf[b];
+    tot[b] = {__ldcg(&a->nan), __ldcg(&a->pos_inf), __ldcg(&a->neg_inf), __ldcg(&a->first_inv),
+              __ldcg(&a->last), __ldcg(&a->padding)};
+    *a = nanscope_scan_counts{};
+  }
+}
+
 template <bool kRows, typename Task>
 __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
@@ -56,23 +109,14 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     // of NaN would otherwise serialise hundreds of threads on the same shared counters.
     const unsigned found = __ballot_sync(0xffffffffu, c.any());
     if (found) {
-      const unsigned pad = __reduce_add_sync(0xffffffffu, c.padding), nan = __reduce_add_sync(0xffffffffu, c.nan),
-                     pinf = __reduce_add_sync(0xffffffffu, c.pos_inf),
-                     ninf = __reduce_add_sync(0xffffffffu, c.neg_inf);
-      unsigned long long first = c.first, last = c.last;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o), l = __shfl_xor_sync(0xffffffffu, last, o);
-        first = f < first ? f : first;
-        last = l > last ? l : last;
-      }
+      const WarpCounts w = warp_counts(c);
       if ((threadIdx.x & 31) == (unsigned)(__ffs(found) - 1)) {
-        atomicAdd(&s_pad[b], pad);
-        atomicAdd(&s_nan[b], nan);
-        atomicAdd(&s_pinf[b], pinf);
-        atomicAdd(&s_ninf[b], ninf);
-        atomicMin(&s_first[b], first);
-        atomicMax(&s_last[b], last);
+        atomicAdd(&s_pad[b], w.padding);
+        atomicAdd(&s_nan[b], w.nan);
+        atomicAdd(&s_pinf[b], w.pos_inf);
+        atomicAdd(&s_ninf[b], w.neg_inf);
+        atomicMin(&s_first[b], w.first);
+        atomicMax(&s_last[b], w.last);
       }
     }
   }
@@ -107,28 +151,10 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     acc->blocks_done = 0;  // the next scan with this accumulator is a later kernel
     if (wrote) {
       __threadfence();
-      for (uint32_t b = 0; b < t.buffer_count; ++b) {
-        // Read once, all loads in flight together, then reset for the next run.
-        nanscope_scan_counts* a = &acc->buf[b];
-        s_tot[b] = {__ldcg(&a->nan), __ldcg(&a->pos_inf), __ldcg(&a->neg_inf), __ldcg(&a->first_inv),
-                    __ldcg(&a->last), __ldcg(&a->padding)};
-        *a = nanscope_scan_counts{};
-      }
+      take_accumulated_totals(t, acc, s_tot);
     }
   }
-  if (wrote) {
-    publish<kRows>(t, s_tot, replay);
-  } else {
-    for (uint32_t b = 0; b < t.buffer_count; ++b) set_state(t, b, NS_STATE_CLEAN, 0);
-  }
-  if constexpr (kRows) {
-    for (uint32_t b = 0; b < t.buffer_count && !wrote; ++b) {
-      if (!((t.row_aware_mask >> b) & 1u) || t.row_specs[b].zero_only) continue;
-      unsigned long long* st = t.row_specs[b].last_state;  // what a clean publish would store
-      st[0] = st[1] = st[2] = st[4] = st[5] = 0;
-      st[3] = ~0ull;
-    }
-  }
+  finish_scan<kRows>(t, s_tot, wrote, replay);
   acc->executions = replay + 1;
 }
 
