@@ -72,6 +72,14 @@ __device__ __forceinline__ void take_accumulated_totals(const Task& t, nanscope_
   }
 }
 
+// Copies buffers[b]'s row spec into the block's shared copy (see scan_main for why it is shared).
+template <typename Task>
+__device__ __forceinline__ void stage_row_spec(const Task& t, uint32_t b, nanscope_row_spec& s_rows) {
+  __syncthreads();  // the previous buffer's readers are done with s_rows
+  if (threadIdx.x == 0) s_rows = t.row_specs[b];
+  __syncthreads();
+}
+
 template <bool kRows, typename Task>
 __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
@@ -98,11 +106,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     bool row_aware = false;
     if constexpr (kRows) {
       row_aware = (t.row_aware_mask >> b) & 1u;
-      if (row_aware) {
-        __syncthreads();  // the previous buffer's readers are done with s_rows
-        if (threadIdx.x == 0) s_rows = t.row_specs[b];
-        __syncthreads();
-      }
+      if (row_aware) stage_row_spec(t, b, s_rows);
     }
     scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr);
     // Rare: only warps that saw a bad value touch shared memory, one lane each. A buffer full
