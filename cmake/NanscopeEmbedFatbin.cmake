@@ -1,9 +1,11 @@
-# nanscope_embed_fatbin(<target> SOURCE <file.cu> SYMBOL <c_symbol> [INCLUDES dirs...])
+# nanscope_embed_fatbin(<target> SOURCE <file.cu> SYMBOL <c_symbol> [INCLUDES dirs...] [HEADERS files...])
 # Compiles a .cu file into a fatbin for CMAKE_CUDA_ARCHITECTURES and wraps it in a static
 # library exposing `extern const unsigned char <SYMBOL>[]` and `<SYMBOL>_size`. The injected
-# library loads it with cuModuleLoadData, so it never needs the CUDA runtime.
+# library loads it with cuModuleLoadData, so it never needs the CUDA runtime. HEADERS are the
+# .cuh files SOURCE includes: a custom command sees no includes, so they must be named to
+# rebuild the fatbin when one changes.
 function(nanscope_embed_fatbin target)
-  cmake_parse_arguments(ARG "" "SOURCE;SYMBOL" "INCLUDES" ${ARGN})
+  cmake_parse_arguments(ARG "" "SOURCE;SYMBOL" "INCLUDES;HEADERS" ${ARGN})
   set(gencode "")
   foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
     string(REGEX MATCH "^[0-9]+[a-z]?" num "${arch}")
@@ -24,7 +26,7 @@ function(nanscope_embed_fatbin target)
   add_custom_command(
     OUTPUT ${fatbin}
     COMMAND ${CMAKE_CUDA_COMPILER} --fatbin -std=c++17 -O3 ${gencode} ${inc} -o ${fatbin} ${ARG_SOURCE}
-    DEPENDS ${ARG_SOURCE} ${CMAKE_SOURCE_DIR}/src/scan_abi.h
+    DEPENDS ${ARG_SOURCE} ${ARG_HEADERS} ${CMAKE_SOURCE_DIR}/src/scan_abi.h
     COMMENT "nvcc --fatbin ${ARG_SOURCE}"
     VERBATIM)
   add_custom_command(

@@ -18,30 +18,82 @@ bool writes_into(const Node& n, const std::vector<Range>& reads) {
   return false;
 }
 
+// Per-search marks over the nodes, told apart by a stamp so nothing is cleared between searches.
+struct Marks {
+  explicit Marks(uint32_t n)
+      : seen_needing_scan(n, 0), seen(n, 0), targeted(n, 0), in_frontier(n, 0), is_child(n, 0), is_parent_child(n, 0) {}
+  std::vector<uint32_t> seen_needing_scan, seen, targeted, in_frontier, is_child, is_parent_child;
+  uint32_t stamp = 0;
+
+  // Adds v, once per search, to the nodes that must run after the scan.
+  void target(uint32_t v, std::vector<uint32_t>& targets) {
+    if (targeted[v] != stamp) targeted[v] = stamp, targets.push_back(v);
+  }
+};
+
+using Children = std::vector<std::vector<uint32_t>>;
+
+// The search ran out of visits at the front of `queue`: the scan then runs before everything not
+// searched yet, at once. A scan on the frontier leaves the path itself, so what follows it is
+// ordered instead. True when the frontier grows past max_frontier (the scan is left as it is).
+bool target_frontier(std::deque<std::pair<uint32_t, bool>>& queue, const std::vector<Node>& nodes,
+                     const Children& children, const Limits& limits, Marks& m, std::vector<uint32_t>& targets) {
+  const std::size_t searched = targets.size();
+  bool give_up = false;
+  while (!queue.empty() && !give_up) {
+    auto [f, need] = queue.front();
+    queue.pop_front();
+    if (m.in_frontier[f] == m.stamp && !need) continue;
+    m.in_frontier[f] = m.stamp;
+    if (nodes[f].kind == NodeKind::scan) {
+      if (need) m.target(f, targets);
+      for (uint32_t c : children[f]) queue.emplace_back(c, false);
+    } else {
+      m.target(f, targets);
+    }
+    give_up = targets.size() - searched > limits.max_frontier;
+  }
+  return give_up;
+}
+
+// Scan s's edge changes, given the nodes that must run after it (`targets`, marked in
+// m.targeted with the stamp before the current one).
+ScanPlan plan_for(uint32_t s, uint32_t p, const Children& children, const std::vector<uint32_t>& targets, Marks& m) {
+  ScanPlan sp;
+  sp.scan = s;
+  sp.parent = p;
+  ++m.stamp;  // fresh marks for the child sets
+  for (uint32_t c : children[p]) m.is_parent_child[c] = m.stamp;
+  for (uint32_t c : children[s]) m.is_child[c] = m.stamp;
+  const uint32_t target_stamp = m.stamp - 1;
+  for (uint32_t c : children[s]) {
+    if (m.targeted[c] == target_stamp) continue;  // S -> c stays
+    (m.is_parent_child[c] == m.stamp ? sp.dropped : sp.moved).push_back(c);
+  }
+  for (uint32_t t : targets)
+    if (m.is_child[t] != m.stamp) sp.ordered.push_back(t);
+  return sp;
+}
+
 }  // namespace
 
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits) {
   const auto n = static_cast<uint32_t>(nodes.size());
-  std::vector<std::vector<uint32_t>> children(n), parents(n);
+  Children children(n), parents(n);
   for (const Edge& e : edges) {
     if (e.from >= n || e.to >= n || e.from == e.to) continue;
     children[e.from].push_back(e.to);
     parents[e.to].push_back(e.from);
   }
-  // Per-search marks, told apart by a stamp so nothing is cleared between searches.
-  std::vector<uint32_t> seen_needing_scan(n, 0), seen(n, 0), targeted(n, 0), in_frontier(n, 0), is_child(n, 0), is_parent_child(n, 0);
-  uint32_t stamp = 0;
+  Marks m(n);
   std::vector<ScanPlan> plans;
 
   for (uint32_t s = 0; s < n; ++s) {
     if (nodes[s].kind != NodeKind::scan || parents[s].size() != 1) continue;
     const uint32_t p = parents[s][0];
     if (is_scan(nodes[p].kind) || children[s].empty()) continue;
-    ++stamp;
+    ++m.stamp;
     std::vector<uint32_t> targets;
-    auto target = [&](uint32_t v) {
-      if (targeted[v] != stamp) targeted[v] = stamp, targets.push_back(v);
-    };
     // BFS over what ran after the scan. `need_scan`: no scan between here and S yet, so the
     // first one met must follow S (it reads the state words S writes).
     std::deque<std::pair<uint32_t, bool>> queue;
@@ -51,54 +103,26 @@ std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edg
     while (!queue.empty()) {
       auto [v, need_scan] = queue.front();
       queue.pop_front();
-      if (seen_needing_scan[v] == stamp || (!need_scan && seen[v] == stamp)) continue;
-      (need_scan ? seen_needing_scan[v] : seen[v]) = stamp;
+      if (m.seen_needing_scan[v] == m.stamp || (!need_scan && m.seen[v] == m.stamp)) continue;
+      (need_scan ? m.seen_needing_scan[v] : m.seen[v]) = m.stamp;
       if (++visits > limits.max_visits) {
-        // Long way down: S runs before everything not searched yet, at once. A scan on the
-        // frontier leaves the path itself, so what follows it is ordered instead.
         queue.emplace_front(v, need_scan);
-        const std::size_t searched = targets.size();
-        while (!queue.empty() && !give_up) {
-          auto [f, need] = queue.front();
-          queue.pop_front();
-          if (in_frontier[f] == stamp && !need) continue;
-          in_frontier[f] = stamp;
-          if (nodes[f].kind == NodeKind::scan) {
-            if (need) target(f);
-            for (uint32_t c : children[f]) queue.emplace_back(c, false);
-          } else {
-            target(f);
-          }
-          give_up = targets.size() - searched > limits.max_frontier;
-        }
+        give_up = target_frontier(queue, nodes, children, limits, m, targets);
         break;
       }
       const Node& node = nodes[v];
       if (node.kind != NodeKind::scan && writes_into(node, nodes[s].reads)) {
-        target(v);  // everything below v runs after v, hence after S
+        m.target(v, targets);  // everything below v runs after v, hence after S
         continue;
       }
       if (is_scan(node.kind) && need_scan) {
-        target(v);
+        m.target(v, targets);
         need_scan = false;
       }
       for (uint32_t c : children[v]) queue.emplace_back(c, need_scan);
     }
     if (give_up) continue;
-
-    ScanPlan sp;
-    sp.scan = s;
-    sp.parent = p;
-    ++stamp;  // fresh marks for the child sets
-    for (uint32_t c : children[p]) is_parent_child[c] = stamp;
-    for (uint32_t c : children[s]) is_child[c] = stamp;
-    const uint32_t target_stamp = stamp - 1;
-    for (uint32_t c : children[s]) {
-      if (targeted[c] == target_stamp) continue;  // S -> c stays
-      (is_parent_child[c] == stamp ? sp.dropped : sp.moved).push_back(c);
-    }
-    for (uint32_t t : targets)
-      if (is_child[t] != stamp) sp.ordered.push_back(t);
+    ScanPlan sp = plan_for(s, p, children, targets, m);
     if (!sp.moved.empty() || !sp.dropped.empty()) plans.push_back(std::move(sp));
   }
   return plans;

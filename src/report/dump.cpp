@@ -54,13 +54,10 @@ float e5m2_to_float(std::uint8_t b) {  // IEEE-like: exponent 31 is Inf (m == 0)
 
 }  // namespace
 
-bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& st, std::string& error) {
-  st = NpyStats{};
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot open " + path;
-    return false;
-  }
+namespace {
+
+// The header dict of an open .npy file (versions 1, 2 and 3), read past the magic and length.
+bool read_npy_header(std::ifstream& f, const std::string& path, std::string& header, std::string& error) {
   char magic[8];
   if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     error = path + ": not a .npy file";
@@ -80,57 +77,100 @@ bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& 
     error = path + ": bad .npy header";
     return false;
   }
-  std::string header(hlen, '\0');
+  header.assign(hlen, '\0');
   f.read(header.data(), hlen);
-  auto field = [&](const char* key) -> std::string {
-    auto p = header.find(std::string("'") + key + "'");
-    if (p == std::string::npos) return {};
-    p = header.find(':', p);
-    if (p == std::string::npos) return {};
-    ++p;
-    while (p < header.size() && header[p] == ' ') ++p;
-    if (p < header.size() && header[p] == '\'') {
-      auto q = header.find('\'', p + 1);
-      return header.substr(p + 1, q - p - 1);
-    }
-    if (p < header.size() && header[p] == '(') return header.substr(p, header.find(')', p) - p + 1);
-    auto q = header.find_first_of(",}", p);
-    return header.substr(p, q - p);
-  };
-  st.descr = field("descr");
-  st.fortran = field("fortran_order").starts_with("True");
-  std::string shape = field("shape");
-  st.shape.clear();
+  return true;
+}
+
+// The text of `key`'s value in the header dict: a string without its quotes, a tuple with its
+// parentheses, anything else up to the next ',' or '}'. Empty when the key is missing.
+std::string header_field(const std::string& header, const char* key) {
+  auto p = header.find(std::string("'") + key + "'");
+  if (p == std::string::npos) return {};
+  p = header.find(':', p);
+  if (p == std::string::npos) return {};
+  ++p;
+  while (p < header.size() && header[p] == ' ') ++p;
+  if (p < header.size() && header[p] == '\'') {
+    auto q = header.find('\'', p + 1);
+    return header.substr(p + 1, q - p - 1);
+  }
+  if (p < header.size() && header[p] == '(') return header.substr(p, header.find(')', p) - p + 1);
+  auto q = header.find_first_of(",}", p);
+  return header.substr(p, q - p);
+}
+
+// The dimensions of a shape tuple such as "(4, 128)".
+std::vector<std::int64_t> parse_shape(const std::string& shape) {
+  std::vector<std::int64_t> dims;
   for (std::size_t i = 0; i < shape.size();) {
     if (std::isdigit(static_cast<unsigned char>(shape[i]))) {
       std::size_t j = i;
       while (j < shape.size() && std::isdigit(static_cast<unsigned char>(shape[j]))) ++j;
-      st.shape.push_back(std::stoll(shape.substr(i, j - i)));
+      dims.push_back(std::stoll(shape.substr(i, j - i)));
       i = j;
     } else {
       ++i;
     }
   }
-  if (st.descr.size() < 3) {
-    error = path + ": unsupported dtype '" + st.descr + "'";
-    return false;
+  return dims;
+}
+
+// How a dump's elements are read: numpy has no bf16 or fp8, so those are dumped as 16- and 8-bit
+// integers and the sidecar's dtype (`dtype_hint`) says which float they hold.
+struct ElementKind {
+  int size = 0;
+  std::string name;  // f32, f64, f16, bf16, f8e5m2, f8e4m3
+};
+
+bool element_kind(const std::string& code, const std::string& dtype_hint, ElementKind& k) {
+  if (code == "f4") k = {4, "f32"};
+  else if (code == "f8") k = {8, "f64"};
+  else if (code == "f2") k = {2, "f16"};
+  else if (code == "u2" || code == "i2") k = {2, dtype_hint == "f16" ? "f16" : "bf16"};
+  else if (code == "u1" || code == "i1") k = {1, dtype_hint == "f8e5m2" ? "f8e5m2" : "f8e4m3"};
+  else return false;
+  return true;
+}
+
+// One little-endian element's value.
+double element_value(const unsigned char* p, const ElementKind& k) {
+  if (k.name == "f32") {
+    float x;
+    std::memcpy(&x, p, 4);
+    return x;
   }
-  bool big = st.descr[0] == '>';
-  std::string code = st.descr.substr(1);
-  int size;
-  std::string kind;
-  if (code == "f4") size = 4, kind = "f32";
-  else if (code == "f8") size = 8, kind = "f64";
-  else if (code == "f2") size = 2, kind = "f16";
-  else if (code == "u2" || code == "i2") size = 2, kind = dtype_hint == "f16" ? "f16" : "bf16";
-  else if (code == "u1" || code == "i1") size = 1, kind = dtype_hint == "f8e5m2" ? "f8e5m2" : "f8e4m3";
-  else {
-    error = path + ": unsupported dtype '" + st.descr + "' (f32, f64, f16, u16 for bf16, u8 for fp8)";
-    return false;
+  if (k.name == "f64") {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
   }
-  st.dtype = kind;
-  std::int64_t n = 1;
-  for (auto d : st.shape) n *= d;
+  if (k.size == 2) {
+    std::uint16_t h = std::uint16_t(p[0] | (p[1] << 8));
+    return k.name == "f16" ? half_to_float(h) : bf16_to_float(h);
+  }
+  return k.name == "f8e5m2" ? e5m2_to_float(p[0]) : e4m3_to_float(p[0]);
+}
+
+// Counts one element of row `row` (rows past the first dimension are not kept per row).
+void tally(NpyStats& st, double v, std::int64_t row, std::int64_t rows) {
+  if (std::isnan(v)) {
+    st.nan++;
+    if (row < rows) st.row_nan[std::size_t(row)]++;
+  } else if (std::isinf(v)) {
+    (v > 0 ? st.pos_inf : st.neg_inf)++;
+    if (row < rows) st.row_inf[std::size_t(row)]++;
+  } else {
+    if (st.finite == 0 || v < st.min) st.min = v;
+    if (st.finite == 0 || v > st.max) st.max = v;
+    st.finite++;
+  }
+}
+
+// Reads the data of `n` elements in 1 MiB blocks, counting each; st.elements says how many
+// were there.
+void tally_elements(std::ifstream& f, const ElementKind& k, bool big_endian, std::int64_t n, NpyStats& st) {
+  const int size = k.size;
   std::int64_t rows = st.shape.empty() ? 1 : st.shape[0];
   std::int64_t per_row = rows ? n / std::max<std::int64_t>(1, rows) : 0;
   st.row_nan.assign(std::size_t(std::max<std::int64_t>(rows, 0)), 0);
@@ -142,38 +182,44 @@ bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& 
     std::size_t want = std::size_t(std::min<std::int64_t>(n - i, std::int64_t(buf.size()) / size)) * size;
     f.read(buf.data(), std::streamsize(want));
     std::size_t got = std::size_t(f.gcount()) / size;
-    for (std::size_t k = 0; k < got; ++k, ++i) {
-      unsigned char* p = reinterpret_cast<unsigned char*>(buf.data() + k * size);
-      if (big) std::reverse(p, p + size);
-      double v;
-      if (kind == "f32") {
-        float x;
-        std::memcpy(&x, p, 4);
-        v = x;
-      } else if (kind == "f64") {
-        std::memcpy(&v, p, 8);
-      } else if (size == 2) {
-        std::uint16_t h = std::uint16_t(p[0] | (p[1] << 8));
-        v = kind == "f16" ? half_to_float(h) : bf16_to_float(h);
-      } else {
-        v = kind == "f8e5m2" ? e5m2_to_float(p[0]) : e4m3_to_float(p[0]);
-      }
+    for (std::size_t e = 0; e < got; ++e, ++i) {
+      unsigned char* p = reinterpret_cast<unsigned char*>(buf.data() + e * size);
+      if (big_endian) std::reverse(p, p + size);
       std::int64_t row = st.fortran ? (rows ? i % rows : 0) : (per_row ? i / per_row : 0);
-      if (std::isnan(v)) {
-        st.nan++;
-        if (row < rows) st.row_nan[std::size_t(row)]++;
-      } else if (std::isinf(v)) {
-        (v > 0 ? st.pos_inf : st.neg_inf)++;
-        if (row < rows) st.row_inf[std::size_t(row)]++;
-      } else {
-        if (st.finite == 0 || v < st.min) st.min = v;
-        if (st.finite == 0 || v > st.max) st.max = v;
-        st.finite++;
-      }
+      tally(st, element_value(p, k), row, rows);
     }
     st.elements = i;
     if (got == 0) break;
   }
+}
+
+}  // namespace
+
+bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& st, std::string& error) {
+  st = NpyStats{};
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot open " + path;
+    return false;
+  }
+  std::string header;
+  if (!read_npy_header(f, path, header, error)) return false;
+  st.descr = header_field(header, "descr");
+  st.fortran = header_field(header, "fortran_order").starts_with("True");
+  st.shape = parse_shape(header_field(header, "shape"));
+  if (st.descr.size() < 3) {
+    error = path + ": unsupported dtype '" + st.descr + "'";
+    return false;
+  }
+  ElementKind kind;
+  if (!element_kind(st.descr.substr(1), dtype_hint, kind)) {
+    error = path + ": unsupported dtype '" + st.descr + "' (f32, f64, f16, u16 for bf16, u8 for fp8)";
+    return false;
+  }
+  st.dtype = kind.name;
+  std::int64_t n = 1;
+  for (auto d : st.shape) n *= d;
+  tally_elements(f, kind, st.descr[0] == '>', n, st);
   if (st.elements < n) {
     error = path + ": truncated: " + std::to_string(st.elements) + " of " + std::to_string(n) + " elements";
     return false;
@@ -191,25 +237,28 @@ std::string resolve(const std::string& p, const std::string& log_file) {
 
 }  // namespace
 
-int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, std::ostream& out, std::ostream& err) {
-  std::string side_path = npy + ".json";
-  json side;
-  bool have_side = false;
-  if (std::ifstream sf(side_path); sf) {
-    try {
-      side = json::parse(sf);
-      have_side = side.is_object();
-    } catch (const std::exception& ex) {
-      err << "nanscope report: " << side_path << ": invalid JSON sidecar: " << ex.what() << '\n';
-    }
+namespace {
+
+// The dump's JSON sidecar (`<npy>.json`), when there is one and it holds an object.
+bool read_sidecar(const std::string& side_path, json& side, std::ostream& err) {
+  std::ifstream sf(side_path);
+  if (!sf) return false;
+  try {
+    side = json::parse(sf);
+    return side.is_object();
+  } catch (const std::exception& ex) {
+    err << "nanscope report: " << side_path << ": invalid JSON sidecar: " << ex.what() << '\n';
+    return false;
   }
-  std::string dtype_hint = have_side && side.contains(schema::buffer_key::dtype) && side[schema::buffer_key::dtype].is_string() ? side[schema::buffer_key::dtype].get<std::string>() : "";
-  NpyStats st;
-  std::string error;
-  if (!read_npy(npy, dtype_hint, st, error)) {
-    err << "nanscope report: " << error << '\n';
-    return 2;
-  }
+}
+
+std::string sidecar_string(const json& side, bool have_side, const char* key) {
+  return have_side && side.contains(key) && side[key].is_string() ? side[key].get<std::string>() : "";
+}
+
+// The DUMP block's lines above the rows: where it came from, the tensor, the sidecar, the values.
+void print_dump_overview(const std::string& npy, const NpyStats& st, const DumpRef* ref, const Analysis* a,
+                         const json& side, bool have_side, const std::string& side_path, std::ostream& out) {
   out << "DUMP  " << npy << '\n';
   if (ref && a) out << "  event    " << ref->id << " · " << a->proc_label(ref->proc) << " · " << ref->kernel << '\n';
   else if (have_side && side.contains(schema::key::kernel) && side[schema::key::kernel].is_string())
@@ -230,55 +279,87 @@ int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, st
   out << "  values   " << group_digits(st.elements) << " elements: " << group_digits(st.nan) << " NaN, "
       << group_digits(st.pos_inf) << " +Inf, " << group_digits(st.neg_inf) << " -Inf · " << group_digits(st.finite)
       << " finite: " << mm << '\n';
-  // Row verdicts.
+}
+
+// The rows [lo, hi] a sidecar verdict covers ("rows": [lo, hi] or "row": r); false for neither.
+bool verdict_rows(const json& v, std::int64_t& lo, std::int64_t& hi) {
+  if (v.contains(dk::rows) && v[dk::rows].is_array() && v[dk::rows].size() == 2 && v[dk::rows][0].is_number_integer() &&
+      v[dk::rows][1].is_number_integer()) {
+    lo = v[dk::rows][0].get<std::int64_t>();
+    hi = v[dk::rows][1].get<std::int64_t>();
+    return true;
+  }
+  if (v.contains(dk::row) && v[dk::row].is_number_integer()) {
+    lo = hi = v[dk::row].get<std::int64_t>();
+    return true;
+  }
+  return false;
+}
+
+// The sidecar's row verdicts as table rows (rows, kind, verdict, NaN, Inf), with the NaN and
+// Inf counted in the .npy itself.
+std::vector<std::vector<std::string>> verdict_table(const json& side, bool have_side, const NpyStats& st) {
   std::vector<std::vector<std::string>> rows;
-  if (have_side && side.contains(dk::row_verdicts) && side[dk::row_verdicts].is_array()) {
-    for (const json& v : side[dk::row_verdicts]) {
-      if (!v.is_object()) continue;
-      std::int64_t lo = 0, hi = 0;
-      if (v.contains(dk::rows) && v[dk::rows].is_array() && v[dk::rows].size() == 2 && v[dk::rows][0].is_number_integer() &&
-          v[dk::rows][1].is_number_integer()) {
-        lo = v[dk::rows][0].get<std::int64_t>();
-        hi = v[dk::rows][1].get<std::int64_t>();
-      } else if (v.contains(dk::row) && v[dk::row].is_number_integer()) {
-        lo = hi = v[dk::row].get<std::int64_t>();
-      } else {
-        continue;
-      }
-      std::int64_t nan = 0, inf = 0;
-      for (std::int64_t r = std::max<std::int64_t>(lo, 0); r <= hi && r < std::int64_t(st.row_nan.size()); ++r)
-        nan += st.row_nan[std::size_t(r)], inf += st.row_inf[std::size_t(r)];
-      auto s = [&](const char* k) { return v.contains(k) && v[k].is_string() ? v[k].get<std::string>() : std::string("-"); };
-      std::string verdict = s(dk::verdict);
-      if (v.contains(dk::fixed) && v[dk::fixed].is_boolean() && v[dk::fixed].get<bool>()) verdict += " (fixed)";
-      rows.push_back({lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi), s(dk::kind), verdict,
-                      group_digits(nan), group_digits(inf)});
-    }
+  if (!have_side || !side.contains(dk::row_verdicts) || !side[dk::row_verdicts].is_array()) return rows;
+  for (const json& v : side[dk::row_verdicts]) {
+    if (!v.is_object()) continue;
+    std::int64_t lo = 0, hi = 0;
+    if (!verdict_rows(v, lo, hi)) continue;
+    std::int64_t nan = 0, inf = 0;
+    for (std::int64_t r = std::max<std::int64_t>(lo, 0); r <= hi && r < std::int64_t(st.row_nan.size()); ++r)
+      nan += st.row_nan[std::size_t(r)], inf += st.row_inf[std::size_t(r)];
+    auto s = [&](const char* k) { return v.contains(k) && v[k].is_string() ? v[k].get<std::string>() : std::string("-"); };
+    std::string verdict = s(dk::verdict);
+    if (v.contains(dk::fixed) && v[dk::fixed].is_boolean() && v[dk::fixed].get<bool>()) verdict += " (fixed)";
+    rows.push_back({lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi), s(dk::kind), verdict,
+                    group_digits(nan), group_digits(inf)});
   }
-  if (!rows.empty()) {
-    out << "ROW VERDICTS (verdicts from the sidecar; NaN/Inf counted in the .npy)\n";
-    std::vector<std::string> head{"rows", "kind", "verdict", "NaN", "Inf"};
-    std::vector<std::size_t> w(head.size());
-    for (std::size_t c = 0; c < head.size(); ++c) {
-      w[c] = display_width(head[c]);
-      for (auto& r : rows) w[c] = std::max(w[c], display_width(r[c]));
-    }
-    auto line = [&](const std::vector<std::string>& r) {
-      out << "  ";
-      for (std::size_t c = 0; c < r.size(); ++c) out << pad(r[c], w[c], c >= 3) << (c + 1 < r.size() ? "  " : "\n");
-    };
-    line(head);
-    for (auto& r : rows) line(r);
-  } else if (st.shape.size() >= 2) {
-    // No verdicts: list the rows that hold non-finite values, as ranges.
-    std::vector<RowRange> bad;
-    for (std::size_t r = 0; r < st.row_nan.size(); ++r) {
-      if (st.row_nan[r] + st.row_inf[r] == 0) continue;
-      if (!bad.empty() && bad.back().second + 1 == std::int64_t(r)) bad.back().second = std::int64_t(r);
-      else bad.push_back({std::int64_t(r), std::int64_t(r)});
-    }
-    out << "  rows     with non-finite values: " << (bad.empty() ? "none" : ranges_str(bad, 12)) << '\n';
+  return rows;
+}
+
+void print_verdict_table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  out << "ROW VERDICTS (verdicts from the sidecar; NaN/Inf counted in the .npy)\n";
+  std::vector<std::string> head{"rows", "kind", "verdict", "NaN", "Inf"};
+  std::vector<std::size_t> w(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    w[c] = display_width(head[c]);
+    for (auto& r : rows) w[c] = std::max(w[c], display_width(r[c]));
   }
+  auto line = [&](const std::vector<std::string>& r) {
+    out << "  ";
+    for (std::size_t c = 0; c < r.size(); ++c) out << pad(r[c], w[c], c >= 3) << (c + 1 < r.size() ? "  " : "\n");
+  };
+  line(head);
+  for (auto& r : rows) line(r);
+}
+
+// Without verdicts: the rows that hold non-finite values, as ranges.
+void print_nonfinite_rows(const NpyStats& st, std::ostream& out) {
+  std::vector<RowRange> bad;
+  for (std::size_t r = 0; r < st.row_nan.size(); ++r) {
+    if (st.row_nan[r] + st.row_inf[r] == 0) continue;
+    if (!bad.empty() && bad.back().second + 1 == std::int64_t(r)) bad.back().second = std::int64_t(r);
+    else bad.push_back({std::int64_t(r), std::int64_t(r)});
+  }
+  out << "  rows     with non-finite values: " << (bad.empty() ? "none" : ranges_str(bad, 12)) << '\n';
+}
+
+}  // namespace
+
+int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, std::ostream& out, std::ostream& err) {
+  const std::string side_path = npy + ".json";
+  json side;
+  const bool have_side = read_sidecar(side_path, side, err);
+  NpyStats st;
+  std::string error;
+  if (!read_npy(npy, sidecar_string(side, have_side, schema::buffer_key::dtype), st, error)) {
+    err << "nanscope report: " << error << '\n';
+    return 2;
+  }
+  print_dump_overview(npy, st, ref, a, side, have_side, side_path, out);
+  const auto verdicts = verdict_table(side, have_side, st);
+  if (!verdicts.empty()) print_verdict_table(verdicts, out);
+  else if (st.shape.size() >= 2) print_nonfinite_rows(st, out);
   return 0;
 }
 

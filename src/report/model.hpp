@@ -211,8 +211,13 @@ class Analysis {
   std::uint32_t stream_of(Proc& p, const std::string& s);
   bool in_window(std::int64_t ts) const;
   void on_nonfinite(std::uint32_t file, std::int64_t line);
+  void note_first_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line);
+  void link_parents(const Event& e, std::uint32_t pi, std::uint32_t si, std::uint32_t stream);
   void on_repeat(std::uint32_t file);
   void on_summary(Proc& p);
+  void on_start(Proc& p);
+  void on_bad_line(std::uint32_t file, std::int64_t lineno, const ParseError& pe, bool at_eof_no_newline,
+                   std::ostream& err);
   void count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, std::int64_t n, const Counts& c,
              const RegionCounts& split, int fixed, bool has_replay, std::int64_t replay_lo,
              std::int64_t replay_hi);

@@ -47,98 +47,122 @@ json event_json(const Analysis& a, const Snapshot& s) {
   return j;
 }
 
-json summary_json(const Analysis& a) {
-  const Totals& t = a.totals;
-  json j;
-  j["schema"] = "nanscope-report/1";
-  j["files"] = a.files;
-  json filters = json::object();
-  if (a.opt.since) filters["since_ns"] = *a.opt.since;
-  if (a.opt.until) filters["until_ns"] = *a.opt.until;
-  if (!a.opt.kernel_regex.empty()) filters["kernel"] = a.opt.kernel_regex;
-  j["filters"] = filters;
+namespace {
 
+json nullable(bool present, const json& value) { return present ? value : json(nullptr); }
+
+json rank_json(std::int64_t rank) { return nullable(rank >= 0, json(rank)); }
+
+json filters_json(const Options& opt) {
+  json filters = json::object();
+  if (opt.since) filters["since_ns"] = *opt.since;
+  if (opt.until) filters["until_ns"] = *opt.until;
+  if (!opt.kernel_regex.empty()) filters["kernel"] = opt.kernel_regex;
+  return filters;
+}
+
+json first_cause_json(const Analysis& a) {
   const char* label = "";
   const Snapshot* fc = a.first_cause(&label);
-  if (fc) {
-    j["first_cause"] = event_json(a, *fc);
-    j["first_cause"]["label"] = label;
-  } else {
-    j["first_cause"] = nullptr;
-  }
+  if (!fc) return nullptr;
+  json j = event_json(a, *fc);
+  j["label"] = label;
+  return j;
+}
+
+// Each process's first introduced value, earliest first.
+json first_cause_per_process_json(const Analysis& a) {
   json per_proc = json::array();
   for (const Proc& p : a.procs)
     if (p.first_introduced.valid) per_proc.push_back(event_json(a, p.first_introduced));
   std::sort(per_proc.begin(), per_proc.end(), [](const json& x, const json& y) { return x["ts_ns"] < y["ts_ns"]; });
-  j["first_cause_per_process"] = per_proc;
+  return per_proc;
+}
 
-  auto site_json = [&](std::uint32_t i) {
-    const Site& s = a.sites[i];
-    const Proc& p = a.procs[s.proc];
-    return json{{"site", i},
-                {"pid", p.pid},
-                {"rank", p.rank >= 0 ? json(p.rank) : json(nullptr)},
-                {"kernel", a.kernels[s.kernel].name},
-                {"stream", p.streams[s.stream]},
-                {"first_id", s.first_id},
-                {"first_ts_ns", s.first_ts},
-                {"arg", s.arg},
-                {"buffer", s.buffer_name},
-                {"region", s.region == Region::none ? json(nullptr) : json(region_name(s.region))},
-                {"origin", s.origin == Origin::none ? json(nullptr) : json(origin_name(s.origin))},
-                {"rows", {{"real", s.rows_real}, {"padding", s.rows_padding}}},
-                {"findings", s.events + s.folded}};
-  };
+json site_json(const Analysis& a, std::uint32_t i) {
+  const Site& s = a.sites[i];
+  const Proc& p = a.procs[s.proc];
+  return json{{"site", i},
+              {"pid", p.pid},
+              {"rank", rank_json(p.rank)},
+              {"kernel", a.kernels[s.kernel].name},
+              {"stream", p.streams[s.stream]},
+              {"first_id", s.first_id},
+              {"first_ts_ns", s.first_ts},
+              {"arg", s.arg},
+              {"buffer", s.buffer_name},
+              {"region", s.region == Region::none ? json(nullptr) : json(region_name(s.region))},
+              {"origin", s.origin == Origin::none ? json(nullptr) : json(origin_name(s.origin))},
+              {"rows", {{"real", s.rows_real}, {"padding", s.rows_padding}}},
+              {"findings", s.events + s.folded}};
+}
+
+// Leaking sites in the order their leaks were seen.
+json leaks_json(const Analysis& a) {
   json leaks = json::array();
   std::vector<std::uint32_t> l;
   for (std::uint32_t i = 0; i < a.sites.size(); ++i)
     if (a.sites[i].leak) l.push_back(i);
   std::sort(l.begin(), l.end(), [&](auto x, auto y) { return a.sites[x].leak_ts < a.sites[y].leak_ts; });
   for (auto i : l) {
-    json s = site_json(i);
+    json s = site_json(a, i);
     s["leak_id"] = a.sites[i].leak_id;
     s["leak_ts_ns"] = a.sites[i].leak_ts;
     leaks.push_back(std::move(s));
   }
-  j["leaks"] = leaks;
+  return leaks;
+}
 
+// The sites on some parent -> child edge, and the edges in (parent, child) order.
+json lineage_json(const Analysis& a) {
   json lineage = {{"sites", json::array()}, {"edges", json::array()}};
   std::vector<char> in_lineage(a.sites.size(), 0);
   for (auto& [k, n] : a.edges) in_lineage[k >> 32] = in_lineage[std::uint32_t(k)] = 1;
   for (std::uint32_t i = 0; i < a.sites.size(); ++i)
-    if (in_lineage[i]) lineage["sites"].push_back(site_json(i));
+    if (in_lineage[i]) lineage["sites"].push_back(site_json(a, i));
   std::vector<std::pair<std::uint64_t, std::int64_t>> edges(a.edges.begin(), a.edges.end());
   std::sort(edges.begin(), edges.end());
   for (auto& [k, n] : edges)
     lineage["edges"].push_back({{"parent", std::uint32_t(k >> 32)}, {"child", std::uint32_t(k)}, {"events", n}});
-  j["lineage"] = lineage;
+  return lineage;
+}
 
+json counts_json(const Counts& c) { return {{"nan", c.nan}, {"pos_inf", c.pos_inf}, {"neg_inf", c.neg_inf}}; }
+
+json split_json(const RegionCounts& s) { return {{"real", s.real}, {"padding", s.padding}, {"unknown", s.unknown}}; }
+
+json kernel_json(const KernelAgg& k) {
+  std::vector<std::int64_t> ranks, pids;
+  for (auto r : k.ranks) (r >= 0 ? ranks : pids).push_back(r >= 0 ? r : -1 - r);
+  std::sort(ranks.begin(), ranks.end());
+  std::sort(pids.begin(), pids.end());
+  return {{"kernel", k.name},
+          {"kernel_short", shorten_kernel(k.name, 44)},
+          {"findings", k.findings},
+          {"events", k.events},
+          {"repeats", k.folded},
+          {"sites", k.sites},
+          {"real_findings", k.real_findings},
+          {"counts", counts_json(k.counts)},
+          {"nonfinite", split_json(k.split)},
+          {"first_seen_ns", k.first_ts},
+          {"last_seen_ns", k.last_ts},
+          {"fixed", k.fixed_yes == 0 ? (k.fixed_no ? "no" : "n/a") : (k.fixed_no ? "partly" : "yes")},
+          {"ranks", ranks},
+          {"unranked_pids", pids}};
+}
+
+// Kernels with findings, first seen first.
+json kernels_json(const Analysis& a) {
   json kernels = json::array();
-  for (const KernelAgg& k : a.kernels) {
-    if (k.findings == 0) continue;
-    std::vector<std::int64_t> ranks, pids;
-    for (auto r : k.ranks) (r >= 0 ? ranks : pids).push_back(r >= 0 ? r : -1 - r);
-    std::sort(ranks.begin(), ranks.end());
-    std::sort(pids.begin(), pids.end());
-    kernels.push_back({{"kernel", k.name},
-                       {"kernel_short", shorten_kernel(k.name, 44)},
-                       {"findings", k.findings},
-                       {"events", k.events},
-                       {"repeats", k.folded},
-                       {"sites", k.sites},
-                       {"real_findings", k.real_findings},
-                       {"counts", {{"nan", k.counts.nan}, {"pos_inf", k.counts.pos_inf}, {"neg_inf", k.counts.neg_inf}}},
-                       {"nonfinite", {{"real", k.split.real}, {"padding", k.split.padding}, {"unknown", k.split.unknown}}},
-                       {"first_seen_ns", k.first_ts},
-                       {"last_seen_ns", k.last_ts},
-                       {"fixed", k.fixed_yes == 0 ? (k.fixed_no ? "no" : "n/a") : (k.fixed_no ? "partly" : "yes")},
-                       {"ranks", ranks},
-                       {"unranked_pids", pids}});
-  }
+  for (const KernelAgg& k : a.kernels)
+    if (k.findings != 0) kernels.push_back(kernel_json(k));
   std::sort(kernels.begin(), kernels.end(),
             [](const json& x, const json& y) { return x["first_seen_ns"] < y["first_seen_ns"]; });
-  j["kernels"] = kernels;
+  return kernels;
+}
 
+json graphs_json(const Analysis& a) {
   json graphs = json::array();
   for (const GraphAgg& g : a.graphs) {
     if (g.findings == 0) continue;
@@ -146,72 +170,120 @@ json summary_json(const Analysis& a) {
     json replays = json::array();
     for (auto& [r, n] : g.replays) replays.push_back({{"replay", r}, {"findings", n}});
     graphs.push_back({{"pid", p.pid},
-                      {"rank", p.rank >= 0 ? json(p.rank) : json(nullptr)},
+                      {"rank", rank_json(p.rank)},
                       {"graph_id", g.graph_id},
                       {"nodes", g.nodes},
                       {"findings", g.findings},
-                      {"first_replay", g.replay_max >= 0 ? json(g.replay_min) : json(nullptr)},
-                      {"last_replay", g.replay_max >= 0 ? json(g.replay_max) : json(nullptr)},
+                      {"first_replay", nullable(g.replay_max >= 0, json(g.replay_min))},
+                      {"last_replay", nullable(g.replay_max >= 0, json(g.replay_max))},
                       {"replays", replays},
                       {"replays_complete", !g.replays_capped}});
   }
-  j["graphs"] = graphs;
+  return graphs;
+}
 
+json dumps_json(const Analysis& a) {
   json dumps = json::array();
   for (const DumpRef& d : a.dumps)
     dumps.push_back({{"id", d.id}, {"pid", a.procs[d.proc].pid}, {"kernel", d.kernel}, {"path", d.path}});
-  j["dumps"] = dumps;
+  return dumps;
+}
 
+json processes_json(const Analysis& a) {
   json procs = json::array();
-  std::int64_t launches = 0, scans = 0, dropped = 0, overflow = 0, not_insp = 0;
-  for (const Proc& p : a.procs) {
-    launches += p.launches, scans += p.scans, dropped += p.scans_dropped, overflow += p.overflow;
-    not_insp += p.kernels_not_inspected;
+  for (const Proc& p : a.procs)
     procs.push_back({{"pid", p.pid},
-                     {"rank", p.rank >= 0 ? json(p.rank) : json(nullptr)},
-                     {"local_rank", p.local_rank >= 0 ? json(p.local_rank) : json(nullptr)},
+                     {"rank", rank_json(p.rank)},
+                     {"local_rank", rank_json(p.local_rank)},
                      {"file", a.files[p.file]},
                      {"argv0", p.argv0},
                      {"findings", p.findings},
                      {"summary", p.summarized},
                      {"scans_dropped", p.scans_dropped},
                      {"overflow", p.overflow}});
-  }
-  j["processes"] = procs;
+  return procs;
+}
+
+json warnings_json(const Analysis& a) {
   json warnings = json::array();
   for (auto& [what, w] : a.warnings) warnings.push_back({{"what", what}, {"message", w.first}, {"count", w.second}});
-  j["warnings"] = warnings;
+  return warnings;
+}
+
+json not_inspected_json(const Analysis& a) {
   json ni = json::array();
   for (auto& [k, r] : a.not_inspected) ni.push_back({{"kernel", k}, {"reason", r}});
-  j["not_inspected"] = ni;
+  return ni;
+}
 
-  j["totals"] = {{"lines", t.lines},
-                 {"bytes", t.bytes},
-                 {"bad_lines", t.bad_lines},
-                 {"events",
-                  {{"start", t.ev_start},
-                   {"nonfinite", t.ev_nonfinite},
-                   {"repeat", t.ev_repeat},
-                   {"not_inspected", t.ev_not_inspected},
-                   {"warning", t.ev_warning},
-                   {"summary", t.ev_summary},
-                   {"other", t.ev_other}}},
-                 {"filtered_out", t.filtered_out},
-                 {"findings", t.findings},
-                 {"repeats", t.folded},
-                 {"real_findings", t.real_findings},
-                 {"leaks", t.leaks},
-                 {"counts", {{"nan", t.counts.nan}, {"pos_inf", t.counts.pos_inf}, {"neg_inf", t.counts.neg_inf}}},
-                 {"nonfinite", {{"real", t.split.real}, {"padding", t.split.padding}, {"unknown", t.split.unknown}}},
-                 {"launches", launches},
-                 {"scans", scans},
-                 {"scans_dropped", dropped},
-                 {"overflow", overflow},
-                 {"kernels_not_inspected", not_insp},
-                 {"orphan_repeats", t.orphan_repeats},
-                 {"unresolved_parents", t.unresolved_parents}};
+// What the processes' summaries counted, added up over the processes.
+struct ProcessSums {
+  std::int64_t launches = 0, scans = 0, dropped = 0, overflow = 0, not_inspected = 0;
+};
+
+ProcessSums sum_processes(const Analysis& a) {
+  ProcessSums s;
+  for (const Proc& p : a.procs) {
+    s.launches += p.launches, s.scans += p.scans, s.dropped += p.scans_dropped, s.overflow += p.overflow;
+    s.not_inspected += p.kernels_not_inspected;
+  }
+  return s;
+}
+
+json totals_json(const Analysis& a) {
+  const Totals& t = a.totals;
+  const ProcessSums p = sum_processes(a);
+  return {{"lines", t.lines},
+          {"bytes", t.bytes},
+          {"bad_lines", t.bad_lines},
+          {"events",
+           {{"start", t.ev_start},
+            {"nonfinite", t.ev_nonfinite},
+            {"repeat", t.ev_repeat},
+            {"not_inspected", t.ev_not_inspected},
+            {"warning", t.ev_warning},
+            {"summary", t.ev_summary},
+            {"other", t.ev_other}}},
+          {"filtered_out", t.filtered_out},
+          {"findings", t.findings},
+          {"repeats", t.folded},
+          {"real_findings", t.real_findings},
+          {"leaks", t.leaks},
+          {"counts", counts_json(t.counts)},
+          {"nonfinite", split_json(t.split)},
+          {"launches", p.launches},
+          {"scans", p.scans},
+          {"scans_dropped", p.dropped},
+          {"overflow", p.overflow},
+          {"kernels_not_inspected", p.not_inspected},
+          {"orphan_repeats", t.orphan_repeats},
+          {"unresolved_parents", t.unresolved_parents}};
+}
+
+json gate_json(const Analysis& a) {
   const char* mode = a.opt.fail_on == FailOn::real ? "real" : a.opt.fail_on == FailOn::any ? "any" : "never";
-  j["gate"] = {{"fail_on", mode}, {"triggered", a.gate_triggered()}, {"exit_code", a.exit_code()}};
+  return {{"fail_on", mode}, {"triggered", a.gate_triggered()}, {"exit_code", a.exit_code()}};
+}
+
+}  // namespace
+
+json summary_json(const Analysis& a) {
+  json j;
+  j["schema"] = "nanscope-report/1";
+  j["files"] = a.files;
+  j["filters"] = filters_json(a.opt);
+  j["first_cause"] = first_cause_json(a);
+  j["first_cause_per_process"] = first_cause_per_process_json(a);
+  j["leaks"] = leaks_json(a);
+  j["lineage"] = lineage_json(a);
+  j["kernels"] = kernels_json(a);
+  j["graphs"] = graphs_json(a);
+  j["dumps"] = dumps_json(a);
+  j["processes"] = processes_json(a);
+  j["warnings"] = warnings_json(a);
+  j["not_inspected"] = not_inspected_json(a);
+  j["totals"] = totals_json(a);
+  j["gate"] = gate_json(a);
   return j;
 }
 

@@ -1,0 +1,260 @@
+// The last block's work (kernels/scan.cu): turning a scan's totals into channel records, and
+// the origin state words (what each tracked buffer held before and after the launch).
+#pragma once
+
+#include <stdint.h>
+
+#include <type_traits>
+#include "scan_abi.h"
+#include "scan_buffer.cuh"
+
+namespace {
+
+// Turns the row bitmap into ranges of consecutive rows with the same padding status, and
+// clears it for the next run. One thread; only words with a set bit cost more than a load.
+__device__ void publish_rows(const nanscope_row_spec& s, nanscope_record* r) {
+  uint32_t count = 0, pad_bits = 0;
+  bool truncated = false;
+  const uint64_t words = (s.rows + 31) / 32;
+  for (uint64_t w = 0; w < words; ++w) {
+    unsigned int bits = s.row_bitmap[w];
+    if (!bits) continue;
+    s.row_bitmap[w] = 0;
+    while (bits) {
+      const int bit = __ffs(bits) - 1;
+      bits &= bits - 1;
+      const uint64_t row = w * 32 + bit;
+      const bool pad = row_is_padding(s, row);
+      if (count > 0 && r->range_last[count - 1] + 1 == row && ((pad_bits >> (count - 1)) & 1u) == pad) {
+        r->range_last[count - 1] = (uint32_t)row;
+      } else if (count < NANSCOPE_MAX_ROW_RANGES) {
+        r->range_first[count] = r->range_last[count] = (uint32_t)row;
+        pad_bits |= (uint32_t)pad << count;
+        ++count;
+      } else {
+        truncated = true;
+      }
+    }
+  }
+  r->range_count = (uint16_t)count;
+  r->range_padding_bits = pad_bits;
+  r->ranges_truncated = truncated;
+}
+
+// Reserves a channel slot without consuming an index it could not fill, so the host never
+// waits on a hole (it reads records strictly in index order). The host's read_index lives in
+// host memory; it is read over PCIe only when the cached copy says the ring looks full.
+template <typename Task>
+__device__ bool reserve_slot(const Task& t, unsigned long long& slot) {
+  const unsigned long long cap = t.channel_capacity;
+  // Two independent L2 loads, in flight together; the CAS below validates the guess.
+  unsigned long long limit = __ldcg(&t.channel_dev->read_index_seen) + cap;
+  slot = __ldcg(&t.channel_dev->write_index);
+  for (;;) {
+    if (slot >= limit) {
+      const unsigned long long seen = t.channel_host->read_index;  // one PCIe round trip
+      atomicMax(&t.channel_dev->read_index_seen, seen);
+      limit = seen + cap;
+      if (slot >= limit) return false;
+    }
+    const unsigned long long prev = atomicCAS(&t.channel_dev->write_index, slot, slot + 1);
+    if (prev == slot) return true;
+    slot = prev;
+  }
+}
+
+// Copies a record built in local memory to the mapped host ring with 16-byte stores (posted
+// PCIe writes, no reads back), then releases it by writing `seq` last.
+__device__ void post_record(nanscope_record* dst, const nanscope_record& rec, unsigned long long seq) {
+  const uint4* from = reinterpret_cast<const uint4*>(&rec);
+  uint4* to = reinterpret_cast<uint4*>(dst);
+  *reinterpret_cast<volatile uint64_t*>(&dst->launch_id) = rec.launch_id;  // shares seq's 16 bytes
+#pragma unroll
+  for (int i = 1; i < (int)(sizeof(nanscope_record) / sizeof(uint4)); ++i) to[i] = from[i];
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(seq) : "memory");
+}
+
+// Origin: the non-finite state of the launch's tracked inputs before it ran. Read before any
+// output's word is updated, so an in-place buffer counts with its state from before.
+struct InputStates {
+  unsigned long long parents[NANSCOPE_ORIGIN_MAX_PARENTS];
+  uint32_t parent_count;
+  bool unknown;
+};
+
+// A plain task is one launch; a group (nanscope_scan_group) holds several, one per member scan.
+template <typename Task>
+constexpr bool kIsGroup = std::is_same<Task, nanscope_scan_group>::value;
+
+template <typename Task>
+__device__ __forceinline__ uint32_t input_count(const Task& t, uint32_t launch) {
+  if constexpr (kIsGroup<Task>) return t.launches[launch].in_count;
+  else return t.in_count;
+}
+
+template <typename Task>
+__device__ __forceinline__ uint32_t input_ref(const Task& t, uint32_t launch, uint32_t i) {
+  if constexpr (kIsGroup<Task>) return t.launches[launch].in_state[i];
+  else return t.in_state[i];
+}
+
+template <typename Task>
+__device__ InputStates read_inputs(const Task& t, uint32_t launch) {
+  InputStates in{};
+  if (!t.buffer_state) return in;
+  const uint32_t count = input_count(t, launch);
+  const uint32_t n = count < NANSCOPE_ORIGIN_MAX_INPUTS ? count : NANSCOPE_ORIGIN_MAX_INPUTS;
+  unsigned long long w[NANSCOPE_ORIGIN_MAX_INPUTS];
+#pragma unroll
+  for (uint32_t i = 0; i < NANSCOPE_ORIGIN_MAX_INPUTS; ++i)  // all loads in flight at once
+    w[i] = i < n ? __ldcg(&t.buffer_state[NS_SLOT_OF(input_ref(t, launch, i))]) : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t status = (uint32_t)(w[i] & 0xffu);
+    if (((w[i] >> 8) & 0xffffu) != NS_GEN_OF(input_ref(t, launch, i)) || status == NS_STATE_UNKNOWN) {
+      in.unknown = true;  // a reused slot's old word, or never scanned
+      continue;
+    }
+    if (status != NS_STATE_NONFINITE) continue;
+    const unsigned long long seq = w[i] >> 24;
+    bool seen = false;
+    for (uint32_t j = 0; j < in.parent_count && j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) seen |= in.parents[j] == seq;
+    if (seen) continue;
+    if (in.parent_count < NANSCOPE_ORIGIN_MAX_PARENTS) in.parents[in.parent_count] = seq;
+    ++in.parent_count;
+  }
+  return in;
+}
+
+template <typename Task>
+__device__ __forceinline__ uint32_t launch_origin_flags(const Task& t, uint32_t launch) {
+  if constexpr (kIsGroup<Task>) return t.launches[launch].origin_flags;
+  else return t.origin_flags;
+}
+
+// The launch fields of a record for buffers[b] (`launch`: its launch in a group).
+template <typename Task>
+__device__ __forceinline__ void set_launch_fields(const Task& t, uint32_t launch, nanscope_record& r) {
+  if constexpr (kIsGroup<Task>) {
+    r.launch_id = t.launches[launch].launch_id;
+    r.correlation_id = t.launches[launch].correlation_id;
+    r.kernel_id = t.launches[launch].kernel_id;
+    r.graph_node = t.launches[launch].graph_node;
+  } else {
+    r.launch_id = t.launch_id;
+    r.correlation_id = t.correlation_id;
+    r.kernel_id = t.kernel_id;
+    r.graph_node = t.graph_node;
+  }
+}
+
+// Records what a scan left in buffers[b]: clean, or non-finite since finding `seq`.
+template <typename Task>
+__device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t status, unsigned long long seq) {
+  if (!t.buffer_state || t.out_state[b] == NANSCOPE_ORIGIN_NONE) return;
+  const uint32_t ref = t.out_state[b];
+  t.buffer_state[NS_SLOT_OF(ref)] = status | (unsigned long long)NS_GEN_OF(ref) << 8 | seq << 24;
+}
+
+// A quiet or dropped finding's row bitmap is cleared here, so the next run starts empty
+// (publish_rows clears it for a posted one). Taken by value: the spec's fields are loaded once.
+__device__ __forceinline__ void clear_row_bitmap(const nanscope_row_spec spec) {
+  for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
+}
+
+// Whether a buffer's totals are what the previous scan of it saw (`last_state`, six words).
+__device__ __forceinline__ bool same_as_last_scan(const unsigned long long* st, const nanscope_scan_counts& c) {
+  const unsigned long long s0 = __ldcg(st), s1 = __ldcg(st + 1), s2 = __ldcg(st + 2), s3 = __ldcg(st + 3),
+                           s4 = __ldcg(st + 4), s5 = __ldcg(st + 5);
+  return s0 == c.nan && s1 == c.pos_inf && s2 == c.neg_inf && s3 == ~c.first_inv && s4 == c.last &&
+         s5 == c.padding;
+}
+
+// Remember what this scan saw, so the next one can tell an unchanged buffer (a launch that only
+// read it) from one written again. A clean scan stores the empty state.
+__device__ __forceinline__ void remember_scan(unsigned long long* st, const nanscope_scan_counts& c) {
+  st[0] = c.nan, st[1] = c.pos_inf, st[2] = c.neg_inf, st[3] = ~c.first_inv, st[4] = c.last;
+  st[5] = c.padding;
+}
+
+// The last block to finish turns the totals into channel records. `tot` holds each buffer's
+// totals (read from the accumulator, or straight from shared memory for a one-block scan).
+template <bool kRows, typename Task>
+__device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay) {
+  uint32_t launch = 0;
+  InputStates in = read_inputs(t, 0);
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    if constexpr (kIsGroup<Task>) {
+      // A group's next launch: its inputs as the launches before it in this node left them.
+      if (t.launch_of[b] != launch) launch = t.launch_of[b], in = read_inputs(t, launch);
+    }
+    const nanscope_scan_counts c = tot[b];
+    const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
+    bool unchanged = false, quiet = false;
+    if constexpr (kRows) {
+      // zero_padding zeroes what it finds, so no later scan sees it again: it keeps no
+      // previous state to compare with (the zero-rows kernel has none).
+      if (row_aware && !t.row_specs[b].zero_only) {
+        unchanged = same_as_last_scan(t.row_specs[b].last_state, c);
+        quiet = unchanged && t.row_specs[b].quiet_unchanged;
+      }
+    }
+    if (c.nan + c.pos_inf + c.neg_inf != 0 && quiet) {
+      // Nothing new to say, and the host would drop it: count it instead of a PCIe round trip.
+      t.channel_host->unchanged = atomicAdd(&t.channel_dev->unchanged, 1ull) + 1;
+      if constexpr (kRows) clear_row_bitmap(t.row_specs[b]);
+    } else if (c.nan + c.pos_inf + c.neg_inf != 0) {
+      unsigned long long slot = 0;
+      if (!reserve_slot(t, slot)) {
+        // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
+        t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
+        set_state(t, b, NS_STATE_NONFINITE, 0);  // non-finite, from a finding nobody will see
+        if constexpr (kRows) {
+          if (row_aware) clear_row_bitmap(t.row_specs[b]);  // dropped: cleared for the next run all the same
+        }
+      } else {
+        alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
+        set_launch_fields(t, launch, r);
+        r.stream = t.stream;
+        r.ptr = t.buffers[b].ptr;
+        r.elements = t.buffers[b].elements;
+        r.nan = c.nan;
+        r.pos_inf = c.pos_inf;
+        r.neg_inf = c.neg_inf;
+        r.first_index = ~c.first_inv;
+        r.last_index = c.last;
+        r.graph_id = t.graph_id;
+        r.replay = replay;
+        r.arg = (uint16_t)t.buffers[b].arg;
+        r.dtype = (uint8_t)t.buffers[b].dtype;
+        r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
+        r.counts_padding = c.padding;
+        if (t.buffer_state) {
+          for (uint32_t j = 0; j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) r.parents[j] = j < in.parent_count ? in.parents[j] : 0;
+          r.parent_count = in.parent_count;
+          r.origin_flags = launch_origin_flags(t, launch) | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
+        }
+        bool fixed_clean = false;  // the fix zeroed every non-finite value: the lineage closes
+        if constexpr (kRows) {
+          if (row_aware) {
+            const nanscope_row_spec spec = t.row_specs[b];
+            r.flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0) |
+                       (unchanged ? NS_RECORD_UNCHANGED : 0);
+            r.rows_total = spec.rows;
+            r.watch_id = spec.watch_id;
+            r.padding_source = (uint8_t)spec.source;
+            publish_rows(spec, &r);
+            fixed_clean = spec.fix && spec.source && c.padding == c.nan + c.pos_inf + c.neg_inf;
+          }
+        }
+        post_record(&t.records[slot % t.channel_capacity], r, slot + 1);
+        set_state(t, b, fixed_clean ? NS_STATE_CLEAN : NS_STATE_NONFINITE, fixed_clean ? 0 : slot + 1);
+      }
+    }
+    if (c.nan + c.pos_inf + c.neg_inf == 0) set_state(t, b, NS_STATE_CLEAN, 0);
+    if constexpr (kRows) {
+      if (row_aware && !t.row_specs[b].zero_only) remember_scan(t.row_specs[b].last_state, c);
+    }
+  }
+}
+
+}  // namespace
