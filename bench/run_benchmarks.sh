@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Runs every GPU benchmark side by side in one go (the H200 run that BENCHMARKS.md quotes).
-# Usage: bench/run_benchmarks.sh BIN_DIR LIB
+# Usage: bench/run_benchmarks.sh BIN_DIR LIB [--quick]
+#   --quick: only the side-by-side ratios a change is judged by (host cost per launch, the graph
+#   replay in line / beside / merged, one decoded ATen launch, the Hugging Face decoder), for a
+#   device run that must share its minutes with the GPU suite.
 set -uo pipefail
 bin=${1:?bin dir}
 lib=${2:?libnanscope.so}
+quick=0
+[ "${3:-}" = "--quick" ] && quick=1
 here=$(cd "$(dirname "$0")" && pwd)
 
 # compare PLAIN_LINE NANSCOPE_LINE: both "name mode key=value ..."; prints, per key, the
@@ -27,14 +32,18 @@ side_by_side() {
   echo "$scoped"
   compare "$plain" "$scoped"
 }
-echo "== scan throughput and graph node cost"
 scan_out=$(mktemp)
-"$bin/nanscope_scan_bench" | tee "$scan_out"
+if [ $quick = 0 ]; then
+  echo "== scan throughput and graph node cost"
+  "$bin/nanscope_scan_bench" | tee "$scan_out"
+fi
 echo
 echo "== host cost per launch (median of 60 batches of 200 launches)"
 side_by_side "$bin/nanscope_launch_bench"
-echo "   the floor: what one more launch costs with no tool attached"
-"$bin/nanscope_launch_floor"
+if [ $quick = 0 ]; then
+  echo "   the floor: what one more launch costs with no tool attached"
+  "$bin/nanscope_launch_floor"
+fi
 echo
 echo "== CUDA graphs: 50-kernel decode-like replay and 1,000-node instantiate"
 export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
@@ -55,8 +64,9 @@ for i in 1 2 3; do
   echo "beside, merged:"; compare "$plain" "$gmerged"
 done
 echo
-echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"
-for i in 1 2; do
+[ $quick = 1 ] && echo "== (--quick: origin on/off, torch references, torch_decode and the padding fix skipped)"
+[ $quick = 0 ] && echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"
+for i in $([ $quick = 0 ] && echo 1 2); do
   goff=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_ORIGIN=0 "$bin/nanscope_graph_bench")
   gon=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 "$bin/nanscope_graph_bench")
   echo "$goff"
@@ -64,9 +74,11 @@ for i in 1 2; do
   compare "$goff" "$gon"
 done
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  echo
-  echo "== torch references in the same run"
-  python3 "$here/torch_reference.py"
+  if [ $quick = 0 ]; then
+    echo
+    echo "== torch references in the same run"
+    python3 "$here/torch_reference.py"
+  fi
   echo
   echo "== host cost of one decoded ATen launch (torch.add / torch.mul on 256 bf16, median of 60 x 200),"
   echo "   beside the typed launch above (launch_bench two_outputs_us)"
@@ -75,6 +87,7 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "$tplain"
   echo "$tscoped"
   compare "$tplain" "$tscoped"
+  if [ $quick = 0 ]; then
   echo
   echo "== torch_decode.py graph replay (NaN in the padding rows every replay): no nanscope, the"
   echo "   Python helper watching one output (NANSCOPE_TYPED=0), the same with NANSCOPE_GRAPH_OVERLAP=0,"
@@ -89,6 +102,7 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo
   echo "== zeroing padding rows in a CUDA graph: torch and Triton vs nanscope zero_padding"
   python3 "$here/padding_fix_bench.py" "$scan_out"
+  fi
   if python3 -c "import transformers" 2>/dev/null; then
     echo
     echo "== Hugging Face Llama (bf16, 8 layers, from a config): eager forward, decode step as a CUDA"

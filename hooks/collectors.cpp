@@ -116,6 +116,10 @@ void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w)
   // Only dense extents of a known type: never a neighbour's bytes, never a guessed type.
   if (dtype == DType::none || elements == 0 || elements * dtype_size(dtype) != span || draft.covered(w.ptr)) return;
   if (cfg_.max_scan_bytes) elements = std::min<uint64_t>(elements, cfg_.max_scan_bytes / dtype_size(dtype));
+  if (!allocs_.holds(w.ptr, elements * dtype_size(dtype))) {  // a decoder's extent past the allocation
+    draft.refused_extent = true;
+    return;
+  }
   add_output(draft, watches_, w.ptr, elements, dtype, w.arg);
 }
 

@@ -83,6 +83,20 @@ std::optional<AddressRange> Allocations::extent(uint64_t ptr) {
   return AddressRange{base, size};
 }
 
+bool Allocations::holds(uint64_t ptr, uint64_t bytes) {
+  if (torch_.state() == TorchBlockTracker::State::kAttached)
+    if (const auto block = torch_.block_of(ptr)) return bytes <= block->base + block->size - ptr;
+  auto range = map_.find(ptr);
+  if (!range) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return false;
+    map_.insert(base, size);
+    range = AddressRange{base, size};
+  }
+  return bytes <= range->base + range->size - ptr;
+}
+
 bool Allocations::torch_blind() const {
   if (torch_.state() != TorchBlockTracker::State::kFailed) return false;
   // Under the cudaMallocAsync backend every tensor is its own driver allocation: exact already.

@@ -65,6 +65,10 @@ class Allocations {
   // in no live block, or torch present without its block map: a scan to the segment's end would
   // read neighbour tensors).
   std::optional<AddressRange> extent(uint64_t ptr);
+  // Whether [ptr, ptr + bytes) lies inside the torch tensor block holding ptr (when blocks are
+  // tracked) or one live driver allocation: the last guard before a scan of an extent a decoder
+  // computed, so a wrong extent is refused, never read out of bounds or into a neighbour.
+  bool holds(uint64_t ptr, uint64_t bytes);
   // Inside a live driver allocation (decoders that check candidate pointers).
   bool is_device(uint64_t ptr) const { return map_.find(ptr).has_value(); }
   // [lowest, highest) address of every live driver allocation: the first filter for words of

@@ -30,7 +30,13 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   LaunchPlan plan;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  plan.allow_initial = cuStreamIsCapturing(a.stream, &capture) == CUDA_SUCCESS && capture == CU_STREAM_CAPTURE_STATUS_NONE;
   const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
+  if (plan.refused_extent)
+    warn_once(log_, warned_extent_, "decoded_extent",
+              fmt::format("a decoded extent of {} runs past its allocation; such buffers are not scanned (a decoder "
+                          "whose layout facts do not fit this build: please report it)", k.demangled));
   counters_.coverage.on_launch(k.id, plan.inspection, plan.written_bytes, plan.scanned_bytes);
   if (k.decoder == Decoder::none && k.hidden_reads) note_opaque(k, a, launch_id, cb.context);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
@@ -143,6 +149,9 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
       note_copy_writer(c, *cs, pseudo);
       return;
     }
+    // The extent an earlier scan left may be a former tensor's at this address: never read past
+    // the block or allocation that holds it now.
+    if (!allocs_.holds(dst->ptr, dst->bytes)) return;
     task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
     task.buffer_count = 1;
     max_bytes = dst->bytes;

@@ -51,6 +51,7 @@ class LaunchInstrumenter {
   const Watches& watches_;
   EventLog& log_;
   std::atomic<bool> warned_torch_{false};
+  std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
 };
 

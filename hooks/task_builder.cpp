@@ -112,6 +112,7 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
   if (plan) {
     plan->inspection = draft.inspection;
     plan->written_bytes = draft.written_bytes;
+    plan->refused_extent = draft.refused_extent;
     for (uint32_t i = 0; i < draft.count(); ++i)
       plan->scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
   }
@@ -160,7 +161,8 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
 
 void TaskBuilder::maybe_initial_scan(const TaskDraft& draft, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
                                      uint64_t elements, LaunchPlan* plan) {
-  if (!plan || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial) return;
+  if (!plan || !plan->allow_initial || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial)
+    return;
   for (uint32_t b = 0; b < task.buffer_count; ++b) {  // written in place: its state before is gone
     const nanscope_scan_buffer& out = task.buffers[b];
     if (ptr >= out.ptr && ptr < out.ptr + out.elements * dtype_size(static_cast<DType>(out.dtype))) return;
@@ -172,6 +174,10 @@ void TaskBuilder::maybe_initial_scan(const TaskDraft& draft, const nanscope_scan
     bytes = range->base + range->size - ptr;
   }
   if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
+  if (!allocs_.holds(ptr, bytes)) {
+    plan->refused_extent = true;
+    return;
+  }
   const auto claimed = draft.context.slots().claim_initial_scan(ptr, dtype, bytes);
   if (!claimed) return;
   InitialScan& s = plan->initial[plan->initial_count++];

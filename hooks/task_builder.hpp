@@ -75,6 +75,7 @@ class TaskDraft {
   // Coverage: how the launch was inspected and what a decoder says it writes.
   Inspection inspection = Inspection::typed;
   uint64_t written_bytes = 0;
+  bool refused_extent = false;  // a decoded extent ran past its allocation: not scanned
 
   uint32_t count() const { return n_; }
   uint64_t max_bytes() const { return max_bytes_; }
@@ -120,6 +121,8 @@ struct LaunchPlan {
   Inspection inspection = Inspection::opaque;
   uint64_t written_bytes = 0;  // what a decoder says the launch writes
   uint64_t scanned_bytes = 0;  // what its task reads
+  bool allow_initial = true;   // false under stream capture: a captured scan reruns every replay
+  bool refused_extent = false;  // a decoded extent ran past its allocation (said once)
   static constexpr uint32_t kMaxInitial = NANSCOPE_ORIGIN_MAX_INPUTS;
   InitialScan initial[kMaxInitial];
   uint32_t initial_count = 0;
