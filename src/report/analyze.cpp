@@ -1,6 +1,8 @@
 // Aggregation: each event of the logs folded into processes, sites, kernels and graphs, and
 // the questions the renderers ask of the result. Reading the logs is read_log.cpp.
 #include <algorithm>
+
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "model.hpp"
@@ -406,6 +408,34 @@ void Analysis::on_repeat(std::uint32_t file) {
   }
 }
 
+// summary.coverage, already validated as JSON by the line parser; a member of the wrong type
+// leaves that figure 0 rather than failing the report.
+static void read_coverage(const std::string& text, Proc::Coverage& c) {
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  auto num = [](const nlohmann::json& o, const char* key) -> std::int64_t {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+  };
+  auto text_of = [](const nlohmann::json& o, const char* key) -> std::string {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  c.present = true;
+  c.launches = num(j, "launches");
+  c.bytes_written = num(j, "bytes_written_decoded");
+  c.bytes_written_scanned = num(j, "bytes_written_decoded_scanned");
+  if (const auto by = j.find("by_inspection"); by != j.end() && by->is_object()) {
+    c.decoded = num(*by, "decoded"), c.typed = num(*by, "typed"), c.watched = num(*by, "watched");
+    c.opaque = num(*by, "opaque"), c.mismatch = num(*by, "layout_mismatch"), c.library = num(*by, "library");
+    c.excluded = num(*by, "excluded");
+  }
+  if (const auto top = j.find("not_inspected_top"); top != j.end() && top->is_array())
+    for (const auto& k : *top)
+      if (k.is_object())
+        c.top.push_back({text_of(k, "kernel"), text_of(k, "reason"), num(k, "launches")});
+}
+
 void Analysis::on_summary(Proc& p) {
   const Event& e = ev_;
   p.summarized = true;
@@ -418,7 +448,9 @@ void Analysis::on_summary(Proc& p) {
   p.kernels_not_inspected = e.kernels_not_inspected;
   p.duration_ns = e.duration_ns;
   p.summary_counts = e.counts;
+  if (!e.coverage_json.empty()) read_coverage(e.coverage_json, p.coverage);
 }
+
 
 void Analysis::on_start(Proc& p) {
   const Event& e = ev_;

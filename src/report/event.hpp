@@ -112,6 +112,7 @@ struct Event {
   // summary
   std::int64_t launches = 0, scans = 0, findings = 0, kernels_inspected = 0,
                kernels_not_inspected = 0, scans_dropped = 0, overflow = 0, duration_ns = 0;
+  std::string coverage_json;  // summary.coverage as written (src/coverage.cpp), decoded by Analysis
 
   bool has_field(Has h) const { return (has & h) != 0; }
   void reset();

@@ -28,6 +28,9 @@ constexpr F ints(std::string_view key, std::vector<std::int64_t> Event::*m) {
   return {key, K::ints, nullptr, nullptr, nullptr, m, nullptr, 0};
 }
 constexpr F special(std::string_view key, FieldKind kind) { return {key, kind}; }
+constexpr F raw(std::string_view key, std::string Event::*m) {
+  return {key, K::raw, nullptr, m, nullptr, nullptr, nullptr, 0};
+}
 
 const F kTop[] = {
     // every event
@@ -102,7 +105,7 @@ const F kTop[] = {
     special(k::rescans_unchanged, K::ignored),
     integer(k::duration_ns, &Event::duration_ns),
     special(k::origins, K::ignored),
-    special(k::coverage, K::ignored),
+    raw(k::coverage, &Event::coverage_json),
     special(k::tensor_extents, K::ignored),
 };
 
@@ -159,6 +162,7 @@ const Field<Event>* top_field(std::string_view key) {
 // Beside the tables: every field they fill starts empty again.
 void Event::reset() {
   has = 0;
+  coverage_json.clear();
   kind = Kind::other;
   schema.clear();
   event.clear();

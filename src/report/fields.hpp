@@ -23,6 +23,7 @@ enum class FieldKind : std::uint8_t {
   region,   // the region enum string
   origin,   // the origin enum string
   action,   // "zeroed": the finding's padding rows were fixed
+  raw,      // any value, validated, its JSON text kept in `s` (decoded later: summary.coverage)
 };
 
 // One key of an object of type O. `has`: the presence bit set when the value had the right

@@ -58,6 +58,18 @@ struct Proc {
   std::int64_t launches = 0, scans = 0, findings_reported = 0, scans_dropped = 0, overflow = 0,
                kernels_inspected = 0, kernels_not_inspected = 0, duration_ns = 0;
   Counts summary_counts;
+  // summary.coverage: launches by how they were inspected, decoded bytes written and scanned,
+  // the kernels not inspected most often (src/coverage.cpp).
+  struct Coverage {
+    bool present = false;
+    std::int64_t launches = 0, decoded = 0, typed = 0, watched = 0, opaque = 0, mismatch = 0, library = 0,
+                 excluded = 0, bytes_written = 0, bytes_written_scanned = 0;
+    struct Kernel {
+      std::string name, reason;
+      std::int64_t launches = 0;
+    };
+    std::vector<Kernel> top;
+  } coverage;
   std::int64_t first_ts = kNoTime, last_ts = kNoTime;
   std::int64_t findings = 0;
   std::vector<std::string> streams;

@@ -522,6 +522,12 @@ class Parser {
       case FieldKind::object:
         if constexpr (std::is_same_v<O, Event>) return object_field(k);
         break;
+      case FieldKind::raw: {
+        const char* start = p_;
+        skip_value(depth);  // validated
+        (obj.*f.s).assign(start, static_cast<std::size_t>(p_ - start));
+        return;
+      }
       case FieldKind::ignored: break;
     }
     skip_value(depth);  // validated and ignored

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "model.hpp"
 #include "util.hpp"
 
@@ -253,6 +255,24 @@ void dump_list(const Analysis& a, std::ostream& out, const Style& st) {
   out << '\n';
 }
 
+// What one process looked at: "clean" is only as good as this.
+void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
+  const Proc::Coverage& c = p.coverage;
+  const std::int64_t looked = c.decoded + c.typed + c.watched, own = looked + c.opaque + c.mismatch;
+  const auto pct = [](std::int64_t part, std::int64_t whole) {
+    return whole ? fmt::format("{:.1f}%", 100.0 * double(part) / double(whole)) : std::string("n/a");
+  };
+  out << "  inspected  pid " << p.pid << ": " << num(looked) << " of " << num(own) << " launches outside libraries ("
+      << st(looked == own ? "32" : "33", pct(looked, own)) << "): decoded " << num(c.decoded) << ", typed "
+      << num(c.typed) << ", watched " << num(c.watched) << ", opaque " << num(c.opaque) << ", layout mismatch "
+      << num(c.mismatch) << "; library " << num(c.library) << ", excluded " << num(c.excluded) << '\n';
+  if (c.bytes_written)
+    out << "             " << pct(c.bytes_written_scanned, c.bytes_written) << " of the bytes decoded launches wrote were scanned\n";
+  for (std::size_t i = 0; i < c.top.size() && i < 5; ++i)
+    out << "             not inspected: " << num(c.top[i].launches) << " launches of "
+        << shorten_kernel(c.top[i].name, 80) << " (" << c.top[i].reason << ")\n";
+}
+
 void totals(const Analysis& a, std::ostream& out, const Style& st) {
   const Totals& t = a.totals;
   out << st("1", "TOTALS") << '\n';
@@ -286,6 +306,8 @@ void totals(const Analysis& a, std::ostream& out, const Style& st) {
   if (not_insp || !a.not_inspected.empty())
     out << "  coverage   " << num(std::max<std::int64_t>(not_insp, std::int64_t(a.not_inspected.size())))
         << " kernel(s) not inspected\n";
+  for (const Proc& p : a.procs)
+    if (p.coverage.present) launch_coverage(p, out, st);
   if (unsummarized)
     out << "  " << st("33", "warning") << "    " << unsummarized
         << " process(es) wrote no summary (crashed or still running?)\n";

@@ -125,3 +125,30 @@ TEST(Cli, TextShortensLongKernelNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// The summary's coverage (src/coverage.cpp) reaches the report: how much was looked at, so a
+// clean report can be told from one that looked at nothing.
+TEST(Cli, ReportsWhatTheRunInspected) {
+  TempDir dir;
+  Log p(5);
+  p.start(0);
+  p.raw(R"x({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1764513600000100000,"pid":5,"launches":120,)x"
+        R"x("scans":90,"findings":0,"kernels_inspected":7,"kernels_not_inspected":2,"scans_dropped":0,"overflow":0,)x"
+        R"x("duration_ns":1000,"coverage":{"launches":120,"by_inspection":{"decoded":80,"typed":5,"watched":0,)x"
+        R"x("opaque":10,"library":20,"layout_mismatch":5,"excluded":0},"inspected_share":0.7,)x"
+        R"x("bytes_written_decoded":1000,"bytes_written_decoded_scanned":990,"bytes_scanned":2000,)x"
+        R"x("kernels_not_inspected":2,"not_inspected_top":[{"kernel":"my_ext_kernel(Params)",)x"
+        R"x("reason":"no typed floating-point output pointers","launches":10}]}})x");
+  p.write(dir / "cov.jsonl");
+  const Result r = run({dir / "cov.jsonl"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("85 of 100 launches outside libraries (85.0%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("library 20"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("99.0% of the bytes decoded launches wrote were scanned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not inspected: 10 launches of my_ext_kernel(Params) (no typed floating-point output pointers)"),
+            std::string::npos) << r.out;
+}
+
+}  // namespace
