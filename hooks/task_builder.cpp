@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -133,14 +134,20 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
   for (uint32_t b = 0; b < task.buffer_count; ++b) {
     const DType dt = static_cast<DType>(task.buffers[b].dtype);
     task.out_state[b] = slots.ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
-    allocs_.opaque().forget(task.buffers[b].ptr);  // judged now: an earlier opaque writer is moot
+    if (!allocs_.opaque().empty()) allocs_.opaque().forget(task.buffers[b].ptr);  // judged now
   }
   uint32_t ins = 0;
   // `bytes`: a watched buffer's known extent (watches get no initial scan: their spec decides
   // what is scanned).
   auto add_input = [&](uint64_t ptr, DType dtype, uint64_t elements, uint64_t bytes = 0) {
-    if (!bytes) maybe_initial_scan(draft, task, ptr, dtype, elements, plan);
-    const uint32_t ref = slots.ref_for(ptr, dtype, bytes);
+    uint32_t ref = 0;
+    if (bytes) {
+      ref = slots.ref_for(ptr, dtype, bytes);
+    } else {
+      bool unjudged = false;
+      std::tie(ref, unjudged) = slots.ref_for_input(ptr, dtype);
+      if (unjudged) maybe_initial_scan(draft, task, ptr, dtype, elements, plan);  // its first reader
+    }
     for (uint32_t i = 0; i < ins; ++i)
       if (task.in_state[i] == ref) return;
     if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;

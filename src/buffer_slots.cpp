@@ -11,11 +11,15 @@ BufferSlots::BufferSlots(uint32_t slots) : slots_(std::max<uint32_t>(slots, 1)),
 
 uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
   std::lock_guard lock(mu_);
+  return entry_for(ptr, dtype, bytes).buf.ref;
+}
+
+BufferSlots::Entry& BufferSlots::entry_for(uint64_t ptr, DType dtype, uint64_t bytes) {
   if (auto it = by_ptr_.find(ptr); it != by_ptr_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
     TrackedBuffer& b = it->second.buf;
     if (bytes) b.bytes = bytes, b.dtype = dtype;
-    return b.ref;
+    return it->second;
   }
   uint32_t slot;
   if (!free_.empty()) {
@@ -34,14 +38,20 @@ uint32_t BufferSlots::ref_for(uint64_t ptr, DType dtype, uint64_t bytes) {
   if (gen == 0) gen = 1;
   lru_.push_front(ptr);
   Entry e{TrackedBuffer{ptr, bytes, dtype, slot | uint32_t{gen} << 16}, lru_.begin()};
-  return by_ptr_.emplace(ptr, e).first->second.buf.ref;
+  return by_ptr_.emplace(ptr, e).first->second;
 }
 
 uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes) {
-  const uint32_t ref = ref_for(ptr, dtype, bytes);
   std::lock_guard lock(mu_);
-  if (auto it = by_ptr_.find(ptr); it != by_ptr_.end()) it->second.buf.state_known = true;
-  return ref;
+  Entry& e = entry_for(ptr, dtype, bytes);
+  e.buf.state_known = true;
+  return e.buf.ref;
+}
+
+std::pair<uint32_t, bool> BufferSlots::ref_for_input(uint64_t ptr, DType dtype) {
+  std::lock_guard lock(mu_);
+  const Entry& e = entry_for(ptr, dtype, 0);
+  return {e.buf.ref, !e.buf.state_known};
 }
 
 std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "signature.hpp"
@@ -29,6 +30,8 @@ class BufferSlots {
   // The slot reference of the buffer starting at `ptr`, assigning one (and recording its
   // extent and dtype when known) on first sight.
   uint32_t ref_for(uint64_t ptr, DType dtype = DType::none, uint64_t bytes = 0);
+  // The same for an input, with whether no scan has judged it yet (then claim_initial_scan).
+  std::pair<uint32_t, bool> ref_for_input(uint64_t ptr, DType dtype);
   // The same for a buffer a scan is about to write the state word of.
   uint32_t ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes);
   // A buffer read before any scan wrote its state word (written by the host, or before
@@ -60,6 +63,7 @@ class BufferSlots {
   std::vector<uint16_t> gen_;   // generation of each slot, 0 until first handed out
   uint64_t evictions_ = 0;
   std::map<uint64_t, Entry>::iterator find_containing(uint64_t ptr);  // under mu_; end() when none
+  Entry& entry_for(uint64_t ptr, DType dtype, uint64_t bytes);  // under mu_: ref_for's entry
 };
 
 }  // namespace nanscope

@@ -26,11 +26,13 @@ void OpaqueWriters::note(uint64_t base, OpaqueWrite w) {
     return;
   }
   by_base_.emplace(base, w);
+  count_.store(by_base_.size(), std::memory_order_relaxed);
 }
 
 void OpaqueWriters::forget(uint64_t base) {
   std::lock_guard lock(mu_);
   by_base_.erase(base);
+  count_.store(by_base_.size(), std::memory_order_relaxed);
 }
 
 std::optional<OpaqueWrite> OpaqueWriters::last(uint64_t base) const {

@@ -5,6 +5,7 @@
 // the decoded reader. Pure host code, thread-safe, bounded.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -37,6 +38,8 @@ class OpaqueWriters {
   // opaque writer, so its initial state is unknown rather than the host's.
   bool complete() const;
   size_t size() const;
+  // Lock-free: most launches need not look (no opaque launch referenced anything yet).
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }
   uint64_t dropped() const;
 
  private:
@@ -44,6 +47,7 @@ class OpaqueWriters {
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, OpaqueWrite> by_base_;
   uint64_t dropped_ = 0;  // notes refused at the cap
+  std::atomic<size_t> count_{0};  // by_base_.size(), for empty()
 };
 
 }  // namespace nanscope

@@ -236,5 +236,16 @@ TEST(BufferSlots, AnInitialScanTakesTheReadersExtentNotAStaleOne) {
   EXPECT_EQ(claimed->bytes, 262144u);
 }
 
+TEST(BufferSlots, AnInputSaysWhetherAScanJudgedIt) {
+  BufferSlots s(4);
+  auto [ref, unjudged] = s.ref_for_input(kA, DType::f32);
+  EXPECT_TRUE(unjudged);
+  EXPECT_EQ(ref, s.ref_for(kA));
+  s.ref_for_output(kA, DType::f32, 256);
+  EXPECT_FALSE(s.ref_for_input(kA, DType::f32).second);
+  s.invalidate(kA);
+  EXPECT_TRUE(s.ref_for_input(kA, DType::f32).second);
+}
+
 }  // namespace
 }  // namespace nanscope

@@ -29,14 +29,17 @@ TEST(OpaqueWriters, OnlyAlignedWordsInsideTheLiveSpanAreCandidates) {
 
 TEST(OpaqueWriters, NamesTheLastOpaqueLaunchUntilAScanJudgesTheBuffer) {
   OpaqueWriters w;
+  EXPECT_TRUE(w.empty());
   EXPECT_FALSE(w.last(0x1000).has_value());
   w.note(0x1000, {7, 100});
+  EXPECT_FALSE(w.empty());
   w.note(0x1000, {9, 101});  // a later opaque launch referenced it again
   ASSERT_TRUE(w.last(0x1000).has_value());
   EXPECT_EQ(w.last(0x1000)->kernel_id, 9u);
   EXPECT_EQ(w.last(0x1000)->launch_id, 101u);
   w.forget(0x1000);
   EXPECT_FALSE(w.last(0x1000).has_value());
+  EXPECT_TRUE(w.empty());
   EXPECT_TRUE(w.complete());
 }
 
