@@ -16,7 +16,8 @@ import sys
 #                  excluded (filtered out by the user)
 #   bytes_written_decoded: bytes decoded launches wrote (their exact extents)
 #   bytes_written_decoded_scanned: the part of those that scans read
-#   not_inspected_top: [{"kernel", "reason", "launches"}], most launches first
+#   not_inspected_top: [{"kernel", "reason", "launches"}], most launches first (library_top: the
+#   library kernels, listed apart)
 COVERAGE = {"object": "coverage", "launches": "by_inspection", "inspected": ("decoded", "typed", "watched"),
             "not_inspected": ("opaque", "layout_mismatch"), "library": "library",
             "bytes_written": "bytes_written_decoded", "bytes_scanned": "bytes_written_decoded_scanned",
@@ -59,8 +60,8 @@ def report(summary, not_inspected_events, top):
     print("  by class: " + ", ".join(f"{k} {v:,}" for k, v in launches.items()))
     print(f"bytes written by inspected launches that were scanned: "
           f"{share(cov[COVERAGE['bytes_scanned']], cov[COVERAGE['bytes_written']])}")
-    print(f"top {top} kernels not inspected (library kernels included):")
     print(f"library launches (GEMMs, cuDNN; not counted as non-GEMM): {launches.get(COVERAGE['library'], 0):,}")
+    print(f"top {top} kernels not inspected (outside the libraries):")
     for e in cov[COVERAGE["top"]][:top]:
         print(f"  {e['launches']:>8,} launches  {e['reason']:<32} {e['kernel'][:140]}")
 

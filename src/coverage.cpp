@@ -85,9 +85,13 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
     if (n) rows.push_back({n, &k});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.launches > b.launches; });
-  nlohmann::ordered_json top_rows = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < rows.size() && i < top; ++i)
-    top_rows.push_back({{"kernel", rows[i].k->name}, {"reason", rows[i].k->reason}, {"launches", rows[i].launches}});
+  // The library kernels (GEMMs, cuDNN) in a list of their own: they would crowd out the kernels
+  // a decoder should cover.
+  nlohmann::ordered_json top_rows = nlohmann::ordered_json::array(), library_rows = nlohmann::ordered_json::array();
+  for (const Row& r : rows) {
+    nlohmann::ordered_json& list = library_kernel(r.k->name) ? library_rows : top_rows;
+    if (list.size() < top) list.push_back({{"kernel", r.k->name}, {"reason", r.k->reason}, {"launches", r.launches}});
+  }
   return {{"launches", total},
           {"by_inspection", launches},
           {"inspected_share", total ? static_cast<double>(looked) / static_cast<double>(total) : 0.0},
@@ -96,6 +100,7 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
           {"bytes_scanned", scanned_.load(std::memory_order_relaxed)},
           {"kernels_not_inspected", not_inspected_.size()},
           {"not_inspected_top", top_rows},
+          {"library_top", library_rows},
           {"not_inspected_uncounted_launches", overflow_.load(std::memory_order_relaxed)}};
 }
 

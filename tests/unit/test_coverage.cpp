@@ -71,6 +71,19 @@ TEST(Coverage, ConcurrentLaunchesAreAllCounted) {
   EXPECT_EQ(c.to_json()["not_inspected_top"][0]["launches"], 40000u);
 }
 
+TEST(Coverage, LibraryKernelsAreListedApart) {
+  Coverage c;
+  c.on_kernel(1, "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT", "name carries no parameter types");
+  c.on_kernel(2, "index_elementwise_kernel", "layout mismatch");
+  for (int i = 0; i < 9; ++i) c.on_launch(1, Inspection::library, 0, 0);
+  c.on_launch(2, Inspection::mismatch, 0, 0);
+  const auto j = c.to_json();
+  ASSERT_EQ(j["not_inspected_top"].size(), 1u);
+  EXPECT_EQ(j["not_inspected_top"][0]["kernel"], "index_elementwise_kernel");
+  ASSERT_EQ(j["library_top"].size(), 1u);
+  EXPECT_EQ(j["library_top"][0]["launches"], 9u);
+}
+
 TEST(Coverage, LibraryKernelsAreToldApartByName) {
   EXPECT_TRUE(library_kernel("nvjet_sm90_hsh_64x24_64x16_4x2_h_bz_bias_NNT"));
   EXPECT_TRUE(library_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1"));
