@@ -137,7 +137,7 @@ overlap::Node GraphInstrumenter::kernel_node_model(const CUDA_KERNEL_NODE_PARAMS
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
   if (!k.params_known) return m;  // nothing known about what it writes
   m.kind = overlap::NodeKind::app;
-  const LaunchArgs a{handle, nullptr, p.kernelParams, p.extra};
+  const LaunchArgs a = node_launch_args(handle, p);
   for (uint32_t i = 0; i < k.params.size(); ++i) {
     const char* bytes = param_bytes(a, k.params, i);
     if (!bytes) {

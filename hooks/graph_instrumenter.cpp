@@ -101,7 +101,7 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
   if (followed_by_scan(dependents, cs)) return;
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
-  if (!tasks_.build(k, LaunchArgs{handle, nullptr, p.kernelParams, p.extra}, cs, task, max_bytes)) return;
+  if (!tasks_.build(k, node_launch_args(handle, p), cs, task, max_bytes)) return;
   task.graph_id = graph_id;
   task.graph_node = number_scan(graph_id);
   if (!cs.prepare_task(task, /*captured=*/true)) {
@@ -152,7 +152,7 @@ void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node
   uint64_t max_bytes = 0;
   // New parameters with nothing to scan leave an empty scan: the node must stay.
   if (tasks_.worth_a_look(k))
-    tasks_.build(k, LaunchArgs{handle, nullptr, p->kernelParams, p->extra}, *cs, task, max_bytes);
+    tasks_.build(k, node_launch_args(handle, *p), *cs, task, max_bytes);
   task.kernel_id = k.id;
   task.graph_id = sn.graph_id;
   task.graph_node = sn.graph_node;

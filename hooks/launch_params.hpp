@@ -21,6 +21,16 @@ struct LaunchArgs {
   uint32_t block[3] = {1, 1, 1};
 };
 
+// A graph kernel node's launch, as a launch callback would have given it (shape included: the
+// kernel-family decoders read extents from the grid).
+template <class NodeParams>
+LaunchArgs node_launch_args(void* function, const NodeParams& p) {
+  LaunchArgs a{function, nullptr, p.kernelParams, p.extra};
+  a.grid[0] = p.gridDimX, a.grid[1] = p.gridDimY, a.grid[2] = p.gridDimZ;
+  a.block[0] = p.blockDimX, a.block[1] = p.blockDimY, a.block[2] = p.blockDimZ;
+  return a;
+}
+
 // Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
 

@@ -194,3 +194,33 @@ TEST(DriverHooks, EveryInstantiateVariantIsHooked) {
   EXPECT_FALSE(driver_hook_form(CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2)->v1_params);
   EXPECT_TRUE(driver_hook_form(CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams)->v1_params);
 }
+
+namespace {
+
+// A graph kernel node carries the same launch as a callback would: the decoders read its grid.
+TEST(LaunchParams, AGraphNodeGivesItsShapeLikeALaunch) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  void* args[1] = {nullptr};
+  p.gridDimX = 64, p.gridDimY = 2, p.gridDimZ = 1;
+  p.blockDimX = 256, p.blockDimY = 1, p.blockDimZ = 1;
+  p.kernelParams = args;
+  int f = 0;
+  const nanscope::LaunchArgs a = nanscope::node_launch_args(&f, p);
+  EXPECT_EQ(a.function, &f);
+  EXPECT_EQ(a.kernel_params, args);
+  EXPECT_EQ(a.grid[0], 64u);
+  EXPECT_EQ(a.grid[1], 2u);
+  EXPECT_EQ(a.block[0], 256u);
+}
+
+TEST(LaunchParams, ALaunchCallbackGivesItsShape) {
+  cuLaunchKernel_params p{};
+  p.gridDimX = 7, p.gridDimY = 1, p.gridDimZ = 3, p.blockDimX = 128, p.blockDimY = 1, p.blockDimZ = 1;
+  nanscope::LaunchArgs a;
+  ASSERT_TRUE(nanscope::decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
+  EXPECT_EQ(a.grid[0], 7u);
+  EXPECT_EQ(a.grid[2], 3u);
+  EXPECT_EQ(a.block[0], 128u);
+}
+
+}  // namespace
