@@ -78,6 +78,7 @@ void DecodedWritesCollector::collect(TaskDraft& draft) {
   constexpr uint32_t kMaxParams = 128;
   if (k.params.size() > kMaxParams) {
     draft.inspection = Inspection::mismatch;
+    draft.refused = "more parameters than a decoded launch reads";
     return;
   }
   const char* params[kMaxParams];
@@ -92,6 +93,7 @@ void DecodedWritesCollector::collect(TaskDraft& draft) {
                                   : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs_});
   if (out.status == decode::Status::layout_mismatch) {
     draft.inspection = Inspection::mismatch;
+    draft.refused = out.reason;
     return;
   }
   for (uint32_t i = 0; i < out.read_count; ++i) draft.add_read(out.reads[i], out.read_dtypes[i], out.read_elements[i]);

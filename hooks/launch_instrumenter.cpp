@@ -38,6 +38,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
               fmt::format("a decoded extent of {} runs past its allocation; such buffers are not scanned (a decoder "
                           "whose layout facts do not fit this build: please report it)", k.demangled));
   counters_.coverage.on_launch(k.id, plan.inspection, plan.written_bytes, plan.scanned_bytes);
+  if (plan.inspection == Inspection::mismatch) counters_.coverage.on_refused_launch(k.id, k.demangled, plan.refused);
   if (k.decoder == Decoder::none && k.hidden_reads) note_opaque(k, a, launch_id, cb.context);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
   if (!scan) return;

@@ -114,6 +114,7 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     plan->inspection = draft.inspection;
     plan->written_bytes = draft.written_bytes;
     plan->refused_extent = draft.refused_extent;
+    plan->refused = draft.refused;
     for (uint32_t i = 0; i < draft.count(); ++i)
       plan->scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
   }

@@ -76,6 +76,7 @@ class TaskDraft {
   Inspection inspection = Inspection::typed;
   uint64_t written_bytes = 0;
   bool refused_extent = false;  // a decoded extent ran past its allocation: not scanned
+  std::string_view refused;     // why a decoder refused this launch (static text)
 
   uint32_t count() const { return n_; }
   uint64_t max_bytes() const { return max_bytes_; }
@@ -123,6 +124,7 @@ struct LaunchPlan {
   uint64_t scanned_bytes = 0;  // what its task reads
   bool allow_initial = true;   // false under stream capture: a captured scan reruns every replay
   bool refused_extent = false;  // a decoded extent ran past its allocation (said once)
+  std::string_view refused;     // why a decoder refused the launch (coverage lists it)
   static constexpr uint32_t kMaxInitial = NANSCOPE_ORIGIN_MAX_INPUTS;
   InitialScan initial[kMaxInitial];
   uint32_t initial_count = 0;

@@ -49,6 +49,14 @@ void Coverage::on_kernel(uint32_t kernel_id, const std::string& name, const std:
   not_inspected_.push_back({kernel_id, name, reason});
 }
 
+void Coverage::on_refused_launch(uint32_t kernel_id, const std::string& name, std::string_view reason) {
+  std::lock_guard lock(mu_);
+  if (kernel_id < refused_listed_.size() && refused_listed_[kernel_id]) return;
+  if (kernel_id >= refused_listed_.size()) refused_listed_.resize(kernel_id + 1, false);
+  refused_listed_[kernel_id] = true;
+  not_inspected_.push_back({kernel_id, name, "refused at launch: " + std::string(reason)});
+}
+
 void Coverage::on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned) {
   by_kind_[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
   if (written) {

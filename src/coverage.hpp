@@ -45,6 +45,9 @@ class Coverage {
   // Once per kernel, when the kernel table first decodes it: its name and why it is not
   // inspected (empty when it is).
   void on_kernel(uint32_t kernel_id, const std::string& name, const std::string& reason);
+  // A kernel a decoder matched whose launch it then refused (values that do not fit): listed
+  // with the decoder's reason, once.
+  void on_refused_launch(uint32_t kernel_id, const std::string& name, std::string_view reason);
   // Per launch. `written` is what a decoder says the launch writes (0 when unknown); `scanned`
   // what the scan task reads.
   void on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned);
@@ -70,6 +73,7 @@ class Coverage {
     std::string name, reason;
   };
   std::vector<Kernel> not_inspected_;  // under mu_, one per kernel
+  std::vector<bool> refused_listed_;   // under mu_: kernel ids on_refused_launch listed
 };
 
 }  // namespace nanscope

@@ -33,6 +33,20 @@ constexpr std::array<std::string_view, 15> kPredicateOps{
     "::compare_", "::logical_", "::isnan", "::isinf", "::isposinf", "::isneginf", "::isfinite",
     "::signbit", "::isclose"};
 
+// Copies that convert: their lambdas take the source type and return the destination's, which
+// the function names (Copy.cu). DType::none: the name does not tell which type (float8 has one
+// lambda per fp8 format, _fft_conjugate_copy is complex): the kernel is refused.
+struct ConvertingOp {
+  std::string_view name;
+  DType out;
+};
+constexpr std::array<ConvertingOp, 4> kConvertingOps{
+    ConvertingOp{"::float16_copy_kernel_cuda", DType::f16},
+    ConvertingOp{"::bfloat16_copy_kernel_cuda", DType::bf16},
+    ConvertingOp{"::float8_copy_kernel_cuda", DType::none},
+    ConvertingOp{"::_fft_conjugate_copy_kernel", DType::none},
+};
+
 // Named functors whose result type is template argument `index` (0-based) and whose
 // operator() takes `inputs` tensor arguments of template arguments in[0..inputs-1]:
 // BinaryFunctor<a1, a2, r, F>::operator()(a1, a2); AUnaryFunctor<a1, a2, r, F> holds the scalar
@@ -98,6 +112,13 @@ std::vector<std::string_view> split_top(std::string_view list) {
 bool lambda_result(std::string_view functor, OutType& cls, DType& dt) {
   std::string_view params;
   if (!last_lambda_params(functor, params)) return false;
+  for (const ConvertingOp& op : kConvertingOps)
+    if (functor.find(op.name) != std::string_view::npos) {
+      if (op.out == DType::none) return false;
+      cls = OutType::static_dtype;
+      dt = op.out;
+      return true;
+    }
   for (auto op : kPredicateOps)
     if (functor.find(op) != std::string_view::npos) {
       cls = OutType::not_float;

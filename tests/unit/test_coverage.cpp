@@ -93,5 +93,18 @@ TEST(Coverage, LibraryKernelsAreToldApartByName) {
   EXPECT_FALSE(library_kernel("scale_rows_params(ScaleRowsParams)"));
 }
 
+TEST(Coverage, LaunchesADecoderRefusedAreListedWithItsReasonOnce) {
+  Coverage c;
+  c.on_kernel(4, "softmax_warp_forward", "");  // matched: inspected
+  for (int i = 0; i < 3; ++i) {
+    c.on_launch(4, Inspection::mismatch, 0, 0);
+    c.on_refused_launch(4, "softmax_warp_forward", "softmax stride differs from element count");
+  }
+  const auto top = c.to_json()["not_inspected_top"];
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0]["launches"], 3u);
+  EXPECT_EQ(top[0]["reason"], "refused at launch: softmax stride differs from element count");
+}
+
 }  // namespace
 }  // namespace nanscope

@@ -244,6 +244,21 @@ const KernelRow& sum_bf16() {
   return row("reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, float>");
 }
 const KernelRow& welford() { return row("ReduceOp<float, at::native::WelfordOps<float, float, int, cuda::std::__4::pair<float, float> >"); }
+// Converting copies take the source type and return the destination's (Copy.cu): the output
+// type is the function's, never the lambda's parameter (a bf16 output read as f32 would be
+// scanned over twice its bytes).
+TEST(DecodeAtenVectorized, ConvertingCopiesWriteTheDestinationType) {
+  const auto bf16 = match(row("vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda"));
+  ASSERT_EQ(bf16.kind, MatchKind::matched);
+  EXPECT_EQ(bf16.out, DType::bf16);
+  const auto f16 = match(row("vectorized_elementwise_kernel<8, at::native::float16_copy_kernel_cuda"));
+  ASSERT_EQ(f16.kind, MatchKind::matched);
+  EXPECT_EQ(f16.out, DType::f16);
+  // One lambda per fp8 format: the name does not say which one this is.
+  EXPECT_EQ(match(row("float8_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(c10::Half)#5}")).kind,
+            MatchKind::layout_mismatch);
+}
+
 }  // namespace
 
 TEST(DecodeAtenReduce, TailOffsetsForBothStructSizes) {
