@@ -30,8 +30,6 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   LaunchPlan plan;
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  plan.allow_initial = cuStreamIsCapturing(a.stream, &capture) == CUDA_SUCCESS && capture == CU_STREAM_CAPTURE_STATUS_NONE;
   const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
   if (plan.refused_extent)
     warn_once(log_, warned_extent_, "decoded_extent",

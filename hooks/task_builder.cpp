@@ -169,8 +169,14 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
 
 void TaskBuilder::maybe_initial_scan(const TaskDraft& draft, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
                                      uint64_t elements, LaunchPlan* plan) {
-  if (!plan || !plan->allow_initial || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial)
-    return;
+  if (!plan || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial) return;
+  if (plan->capture == LaunchPlan::Capture::unknown) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    const bool plain = cuStreamIsCapturing(draft.args.stream, &status) == CUDA_SUCCESS &&
+                       status == CU_STREAM_CAPTURE_STATUS_NONE;
+    plan->capture = plain ? LaunchPlan::Capture::no : LaunchPlan::Capture::yes;
+  }
+  if (plan->capture == LaunchPlan::Capture::yes) return;
   for (uint32_t b = 0; b < task.buffer_count; ++b) {  // written in place: its state before is gone
     const nanscope_scan_buffer& out = task.buffers[b];
     if (ptr >= out.ptr && ptr < out.ptr + out.elements * dtype_size(static_cast<DType>(out.dtype))) return;

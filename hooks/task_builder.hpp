@@ -122,7 +122,9 @@ struct LaunchPlan {
   Inspection inspection = Inspection::opaque;
   uint64_t written_bytes = 0;  // what a decoder says the launch writes
   uint64_t scanned_bytes = 0;  // what its task reads
-  bool allow_initial = true;   // false under stream capture: a captured scan reruns every replay
+  // No initial scans under stream capture (a captured scan would rerun every replay); asked of
+  // the driver only when an input needs one, which is rare after the first launches.
+  enum class Capture : uint8_t { unknown, no, yes } capture = Capture::unknown;
   bool refused_extent = false;  // a decoded extent ran past its allocation (said once)
   std::string_view refused;     // why a decoder refused the launch (coverage lists it)
   static constexpr uint32_t kMaxInitial = NANSCOPE_ORIGIN_MAX_INPUTS;
