@@ -55,8 +55,12 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   if (!span.size) return;
   thread_local std::vector<uint64_t> words;
   words.clear();
-  for (uint32_t i = 0; i < k.params.size(); ++i)
+  for (uint32_t i = 0; i < k.params.size(); ++i) {
+    // A typed kernel's typed pointers are judged by its own scan (outputs) or only read (const
+    // inputs): only the parameters that may hide pointers can hide a write.
+    if (i < k.roles.size() && k.roles[i] != ParamRole::other) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
+  }
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   for (uint64_t w : words) {
