@@ -66,7 +66,7 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   for (uint64_t w : words) {
     const auto buffer = allocs_.extent(w);
     if (!buffer) continue;
-    allocs_.opaque().note(buffer->base == w ? w : buffer->base, {k.id, launch_id});
+    allocs_.opaque().note(buffer->base, {k.id, launch_id});
     if (w != buffer->base) allocs_.opaque().note(w, {k.id, launch_id});  // a view inside the block
     if (cs) cs->slots().invalidate(w);
   }
