@@ -97,6 +97,14 @@ bool Allocations::holds(uint64_t ptr, uint64_t bytes) {
   return bytes <= range->base + range->size - ptr;
 }
 
+bool Allocations::note_writer(uint64_t ptr, const OpaqueWrite& w) {
+  const auto buffer = extent(ptr);
+  if (!buffer) return false;
+  opaque_.note(buffer->base, w);
+  if (ptr != buffer->base) opaque_.note(ptr, w);
+  return true;
+}
+
 bool Allocations::torch_blind() const {
   if (torch_.state() != TorchBlockTracker::State::kFailed) return false;
   // Under the cudaMallocAsync backend every tensor is its own driver allocation: exact already.

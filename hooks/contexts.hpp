@@ -82,6 +82,9 @@ class Allocations {
   // carves them up (the shim could not attach): typed extents are then unknown.
   bool torch_blind() const;
   OpaqueWriters& opaque() { return opaque_; }
+  // `w` may have written the buffer holding ptr: noted for its block (or allocation) and, for
+  // a view inside it, for ptr too. False when ptr is in no memory nanscope can scan.
+  bool note_writer(uint64_t ptr, const OpaqueWrite& w);
 
  private:
   Contexts& contexts_;  // freed buffers give their origin slots back

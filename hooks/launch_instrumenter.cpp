@@ -64,10 +64,7 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   for (uint64_t w : words) {
-    const auto buffer = allocs_.extent(w);
-    if (!buffer) continue;
-    allocs_.opaque().note(buffer->base, {k.id, launch_id});
-    if (w != buffer->base) allocs_.opaque().note(w, {k.id, launch_id});  // a view inside the block
+    if (!allocs_.note_writer(w, {k.id, launch_id})) continue;
     if (cs) cs->slots().invalidate(w);
   }
 }
@@ -184,13 +181,9 @@ uint64_t LaunchInstrumenter::copy_watched(const CopyArgs& c, ContextState& cs, n
 // The copy is the buffer's last writer: its first reader's initial scan names it (host for host
 // data and sets, unknown for device memory nobody scanned).
 void LaunchInstrumenter::note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo) {
-  const auto buffer = allocs_.extent(c.dst);
-  if (!buffer) return;
   const bool from_device = (c.kind == CopyArgs::Kind::device_to_device || c.kind == CopyArgs::Kind::unified) &&
                            (cs.slots().containing(c.src) || allocs_.is_device(c.src));
-  const OpaqueWrite w{pseudo, 0, !from_device};
-  allocs_.opaque().note(buffer->base, w);
-  if (c.dst != buffer->base) allocs_.opaque().note(c.dst, w);
+  allocs_.note_writer(c.dst, OpaqueWrite{pseudo, 0, !from_device});
 }
 
 void LaunchInstrumenter::copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task) {
