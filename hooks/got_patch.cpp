@@ -142,9 +142,13 @@ void* target_of(const Dynamic& d, void* current, const char* file, const char* n
 }
 
 // mprotect's protection for the page holding `slot` after the write: RELRO pages go back
-// to read-only, pages of a writable segment need no change.
+// to read-only, pages of a writable segment need no change. The read-only pages are the ones
+// glibc's _dl_protect_relro made so: both ends rounded down to a page, so a last partial page
+// stays writable and must not be made read-only by us.
 bool needs_unprotect(const Object& obj, const Dynamic& d, uintptr_t slot, int* restore) {
-  if (slot >= d.relro_begin && slot < d.relro_end) return *restore = PROT_READ, true;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t ro_begin = d.relro_begin & ~(page - 1), ro_end = d.relro_end & ~(page - 1);
+  if (slot >= ro_begin && slot < ro_end) return *restore = PROT_READ, true;
   for (uint16_t i = 0; i < obj.phnum; ++i) {
     const ElfW(Phdr)& ph = obj.phdr[i];
     const uintptr_t begin = obj.base + ph.p_vaddr;

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
 
 extern "C" int got_caller_lazy(int, int);
 extern "C" int got_caller_now(int, int);
@@ -111,4 +115,35 @@ TEST(GotPatch, NoHooksNoChange) {
   const auto r = nanscope::got::patch_all(nullptr, 0, force());
   EXPECT_EQ(r.patched, 0u);
   EXPECT_GT(r.objects, 3u);
+}
+
+namespace {
+
+// Page -> permissions ("r--p", "rw-p", ...) of the test callers' mappings, from /proc/self/maps.
+std::map<uintptr_t, std::string> caller_page_perms() {
+  std::map<uintptr_t, std::string> pages;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("libgot_caller") == std::string::npos) continue;
+    std::istringstream in(line);
+    std::string range, perms;
+    in >> range >> perms;
+    const uintptr_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uintptr_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    for (uintptr_t p = begin; p < end; p += 4096) pages[p] = perms;
+  }
+  return pages;
+}
+
+}  // namespace
+
+// The RELRO pages written through go back to read-only, and no writable page is left
+// read-only (glibc leaves a partial last RELRO page writable).
+TEST(GotPatch, PageProtectionsUnchanged) {
+  const auto before = caller_page_perms();
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(nanscope::got::patch_all(kHook, 1, force()).patched, 3u);
+  EXPECT_EQ(caller_page_perms(), before);
+  EXPECT_EQ(nanscope::got::unpatch_all(kHook, 1), 3u);
+  EXPECT_EQ(caller_page_perms(), before);
 }
