@@ -26,7 +26,8 @@ uint64_t note_kernel_launch();
 
 // The sink gets one GemmCall per successful intercepted call, on the calling thread, after
 // the original returned and the thread's marker was cleared. fn == nullptr unregisters.
-// The sink must not call into cuBLAS (it would not be intercepted, but would recurse in time).
+// Calls from several threads reach the sink concurrently: it must be thread-safe. It may
+// launch (its launches are not counted as the call's: the marker is already cleared).
 using GemmSink = void (*)(void* ctx, const GemmCall& call);
 void set_gemm_sink(GemmSink fn, void* ctx);
 
