@@ -109,38 +109,56 @@ GemmCall legacy_call(const void* c, int cuda_type, int64_t m, int64_t n, int64_t
   return g;
 }
 
+GemmCall with_ab(GemmCall g, const GemmOperand& a, const GemmOperand& b) {
+  g.a = a, g.b = b;
+  return g;
+}
+
 template <class T>
 bool layout_attr(LayoutGetFn get, cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, T* out) {
   size_t written = 0;
   return get(layout, attr, out, sizeof(T), &written) == CUBLAS_STATUS_SUCCESS && written == sizeof(T);
 }
 
-// D of a cublasLtMatmul call, from its layout descriptor. An attribute that cannot be read
-// leaves its field unknown (cuda_type -1, rows 0), which gemm_extent() refuses.
-GemmCall lt_call(const void* c, void* d, cublasLtMatrixLayout_t ddesc) {
-  GemmCall g;
-  g.d_ptr = reinterpret_cast<uint64_t>(d), g.c_ptr = reinterpret_cast<uint64_t>(c);
-  g.c_is_d = c != nullptr && c == d;
+// One matrix of a cublasLtMatmul call, from its layout descriptor. An attribute that cannot be
+// read leaves its field unknown (cuda_type -1, rows 0), which gemm_extent() refuses; false then.
+bool lt_layout(cublasLtMatrixLayout_t desc, GemmOperand& o, bool& pointer_array) {
   LayoutGetFn get = g_layout_get.load(std::memory_order_relaxed);
-  if (!get || !ddesc) return g;
+  if (!get || !desc) return false;
   uint32_t type = 0, mode = 0;
   int32_t order = CUBLASLT_ORDER_COL, batch = 1;
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0, stride = 0;
-  if (!layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type) ||
-      !layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows) ||
-      !layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols) ||
-      !layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_LD, &ld))
-    return g;
-  layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_ORDER, &order);  // defaults when unreadable
-  layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch);
-  layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride);
-  layout_attr(get, ddesc, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode);  // cuBLAS 13: may be absent
-  g.cuda_type = static_cast<int>(type), g.dtype = static_cast<int>(gemm_scalar_dtype(g.cuda_type));
-  g.rows = rows, g.cols = cols, g.ld = ld < 0 ? 0 : static_cast<uint64_t>(ld);
-  g.batch = batch < 1 ? 1 : static_cast<uint64_t>(batch), g.batch_stride = stride;
-  g.order = static_cast<uint8_t>(order);
-  g.pointer_array = mode == CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+  if (!layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type) ||
+      !layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows) ||
+      !layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols) ||
+      !layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_LD, &ld))
+    return false;
+  layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_ORDER, &order);  // defaults when unreadable
+  layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch);
+  layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride);
+  layout_attr(get, desc, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &mode);  // cuBLAS 13: may be absent
+  o.cuda_type = static_cast<int>(type);
+  o.rows = rows, o.cols = cols, o.ld = ld < 0 ? 0 : static_cast<uint64_t>(ld);
+  o.batch = batch < 1 ? 1 : static_cast<uint64_t>(batch), o.batch_stride = stride;
+  o.order = static_cast<uint8_t>(order);
+  pointer_array = mode == CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+  return true;
+}
+
+GemmCall lt_call(const void* a, cublasLtMatrixLayout_t adesc, const void* b, cublasLtMatrixLayout_t bdesc,
+                 const void* c, void* d, cublasLtMatrixLayout_t ddesc) {
+  GemmCall g;
+  g.d_ptr = reinterpret_cast<uint64_t>(d), g.c_ptr = reinterpret_cast<uint64_t>(c);
+  g.c_is_d = c != nullptr && c == d;
+  GemmOperand dm;
+  if (!lt_layout(ddesc, dm, g.pointer_array)) return g;
+  g.cuda_type = dm.cuda_type, g.dtype = static_cast<int>(gemm_scalar_dtype(g.cuda_type));
+  g.rows = dm.rows, g.cols = dm.cols, g.ld = dm.ld, g.batch = dm.batch, g.batch_stride = dm.batch_stride;
+  g.order = dm.order;
+  bool a_array = false, b_array = false;
+  if (lt_layout(adesc, g.a, a_array) && !a_array) g.a.ptr = reinterpret_cast<uint64_t>(a);
+  if (lt_layout(bdesc, g.b, b_array) && !b_array) g.b.ptr = reinterpret_cast<uint64_t>(b);
   return g;
 }
 
@@ -157,7 +175,7 @@ cublasStatus_t w_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, con
         return original<decltype(&w_cublasLtMatmul)>(k_cublasLtMatmul)(h, op, alpha, A, Adesc, B, Bdesc, beta, C,
                                                                       Cdesc, D, Ddesc, algo, ws, ws_size, stream);
       },
-      [&] { return lt_call(C, D, Ddesc); });
+      [&] { return lt_call(A, Adesc, B, Bdesc, C, D, Ddesc); });
 }
 
 // cublasGemmEx / _64: C is D, type Ctype.
@@ -172,7 +190,11 @@ cublasStatus_t w_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, con
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc, ct, algo);                          \
         },                                                                                                     \
-        [&] { return legacy_call(C, Ct, m, n, ldc, 1, 0, false); });                                           \
+        [&] {                                                                                                  \
+          return with_ab(legacy_call(C, Ct, m, n, ldc, 1, 0, false),                                         \
+                         column_operand(A, At, ta != CUBLAS_OP_N, m, k, lda, 1, 0),                            \
+                         column_operand(B, Bt, tb != CUBLAS_OP_N, k, n, ldb, 1, 0));                           \
+        });                                                                                                    \
   }
 NS_GEMM_EX(cublasGemmEx, int)
 NS_GEMM_EX(cublasGemmEx_64, int64_t)
@@ -189,7 +211,11 @@ NS_GEMM_EX(cublasGemmEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, sa, B, Bt,    \
                                                          ldb, sb, beta, C, Ct, ldc, sc, batch, ct, algo);     \
         },                                                                                                     \
-        [&] { return legacy_call(C, Ct, m, n, ldc, batch, sc, false); });                                      \
+        [&] {                                                                                                  \
+          return with_ab(legacy_call(C, Ct, m, n, ldc, batch, sc, false),                                    \
+                         column_operand(A, At, ta != CUBLAS_OP_N, m, k, lda, batch, sa),                       \
+                         column_operand(B, Bt, tb != CUBLAS_OP_N, k, n, ldb, batch, sb));                      \
+        });                                                                                                    \
   }
 NS_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, int)
 NS_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
@@ -220,7 +246,11 @@ NS_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc);                                    \
         },                                                                                                     \
-        [&] { return legacy_call(C, Ct, m, n, ldc, 1, 0, false); });                                           \
+        [&] {                                                                                                  \
+          return with_ab(legacy_call(C, Ct, m, n, ldc, 1, 0, false),                                         \
+                         column_operand(A, At, ta != CUBLAS_OP_N, m, k, lda, 1, 0),                            \
+                         column_operand(B, Bt, tb != CUBLAS_OP_N, k, n, ldb, 1, 0));                           \
+        });                                                                                                    \
   }
 NS_SGEMM_EX(cublasSgemmEx, int)
 NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
@@ -236,7 +266,11 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C,  \
                                                          ldc);                                                 \
         },                                                                                                     \
-        [&] { return legacy_call(C, CT, m, n, ldc, 1, 0, false); });                                           \
+        [&] {                                                                                                  \
+          return with_ab(legacy_call(C, CT, m, n, ldc, 1, 0, false),                                         \
+                         column_operand(A, CT, ta != CUBLAS_OP_N, m, k, lda, 1, 0),                            \
+                         column_operand(B, CT, tb != CUBLAS_OP_N, k, n, ldb, 1, 0));                           \
+        });                                                                                                    \
   }
 #define NS_TYPED_STRIDED(NAME, T, IDX, CT)                                                                     \
   cublasStatus_t w_##NAME(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, IDX m, IDX n, IDX k,   \
@@ -248,7 +282,11 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb,   \
                                                          beta, C, ldc, sc, batch);                             \
         },                                                                                                     \
-        [&] { return legacy_call(C, CT, m, n, ldc, batch, sc, false); });                                      \
+        [&] {                                                                                                  \
+          return with_ab(legacy_call(C, CT, m, n, ldc, batch, sc, false),                                    \
+                         column_operand(A, CT, ta != CUBLAS_OP_N, m, k, lda, batch, sa),                       \
+                         column_operand(B, CT, tb != CUBLAS_OP_N, k, n, ldb, batch, sb));                      \
+        });                                                                                                    \
   }
 #define NS_TYPED_BATCHED(NAME, T, IDX, CT)                                                                     \
   cublasStatus_t w_##NAME(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, IDX m, IDX n, IDX k,   \

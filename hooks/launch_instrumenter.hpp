@@ -6,6 +6,7 @@
 #include <cupti.h>
 
 #include "config.hpp"
+#include "gemm_extent.hpp"
 #include "contexts.hpp"
 #include "counters.hpp"
 #include "graph_instrumenter.hpp"
@@ -30,8 +31,17 @@ class LaunchInstrumenter {
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
   // A copy or memset into a buffer whose state is tracked (NaN origin).
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
+  // Library calls (library_scans.cpp): patch the GEMM imports and take their reports; again
+  // when a module was loaded (a library may have arrived); a successful GEMM call's D.
+  void start_library_calls();
+  void on_module_loaded();
+  void on_library_call(const GemmCall& c);
 
  private:
+  // A kernel launched inside a library call belongs to it (its output is the call's D).
+  bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
+  void library_origin(const GemmCall& c, ContextState& cs, CUstream stream, nanscope_scan_task& task,
+                      LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);

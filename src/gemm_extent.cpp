@@ -101,4 +101,27 @@ GemmExtent gemm_extent(const GemmCall& call) {
   return e;
 }
 
+GemmExtent operand_extent(const GemmOperand& m) {
+  if (!m.ptr) return refuse("operand unknown");
+  GemmCall as_d;  // the same layout arithmetic as D's
+  as_d.cuda_type = m.cuda_type;
+  as_d.rows = m.rows, as_d.cols = m.cols, as_d.ld = m.ld;
+  as_d.batch = m.batch, as_d.batch_stride = m.batch_stride, as_d.order = m.order;
+  return gemm_extent(as_d);
+}
+
+GemmOperand column_operand(const void* ptr, int cuda_type, bool trans, int64_t rows, int64_t cols, int64_t ld,
+                           int64_t batch, long long stride) {
+  GemmOperand o;
+  if (rows < 0 || cols < 0 || ld < 0 || batch < 1) return o;
+  o.ptr = reinterpret_cast<uint64_t>(ptr);
+  o.cuda_type = cuda_type;
+  o.rows = static_cast<uint64_t>(trans ? cols : rows);
+  o.cols = static_cast<uint64_t>(trans ? rows : cols);
+  o.ld = static_cast<uint64_t>(ld);
+  o.batch = static_cast<uint64_t>(batch);
+  o.batch_stride = stride;
+  return o;
+}
+
 }  // namespace nanscope

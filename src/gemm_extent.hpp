@@ -21,6 +21,18 @@ enum CudaDataType : int {
 // (COL32, COL4_4R2_8C, COL32_2R_4R4) integer-GEMM orders are refused.
 enum GemmOrder : uint8_t { kGemmOrderCol = 0, kGemmOrderRow = 1 };
 
+// An input matrix of a call (A or B), as the call describes it: read, never written. Its
+// extent gives the initial scan of an operand no scan judged yet, so D's origin is decided
+// from known states (docs/origin.md). ptr 0: unknown (pointer-array batches).
+struct GemmOperand {
+  uint64_t ptr = 0;
+  int cuda_type = -1;
+  uint64_t rows = 0, cols = 0, ld = 0;  // as stored: op(A) transposed is cols x rows here
+  uint64_t batch = 1;
+  int64_t batch_stride = 0;
+  uint8_t order = kGemmOrderCol;
+};
+
 // One intercepted GEMM call, as reported to the sink after the call returned success.
 // rows/cols/ld/batch_stride are in elements of D's type (a complex element counts once).
 struct GemmCall {
@@ -38,6 +50,7 @@ struct GemmCall {
   bool pointer_array = false; // batched by pointer array: d_ptr holds `batch` device pointers
   uint8_t order = kGemmOrderCol;
   uint32_t kernels_launched = 0;  // kernels the launch callback counted inside the call
+  GemmOperand a, b;               // the inputs (C, when it is not D, is c_ptr)
 };
 
 // DType of one scalar of a cudaDataType_t, and whether the type is complex (two scalars per
@@ -68,5 +81,11 @@ struct GemmExtent {
 // the contiguous run (overlapping lines), pointer-array batches (D's addresses live on the
 // device), negative batch strides, batches that overlap, and sizes that overflow 64 bits.
 GemmExtent gemm_extent(const GemmCall& call);
+// The same for an operand: the elements a call reads of it.
+GemmExtent operand_extent(const GemmOperand& m);
+// An operand of a column-major cuBLAS call: op(X) is rows x cols, so X as stored is that or,
+// transposed (trans != 0, CUBLAS_OP_T / _C), cols x rows.
+GemmOperand column_operand(const void* ptr, int cuda_type, bool trans, int64_t rows, int64_t cols, int64_t ld,
+                           int64_t batch, long long stride);
 
 }  // namespace nanscope
