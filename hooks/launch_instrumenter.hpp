@@ -46,7 +46,7 @@ class LaunchInstrumenter {
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   void watch_torch();
-  uint64_t copy_watched(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo);
+  uint64_t watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo);
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);
   void copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);  // attaches to torch's allocator once it is there; says once if it cannot
 

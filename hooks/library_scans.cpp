@@ -61,10 +61,16 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   counters_.coverage.on_library_call(c.api, refused);
   if (refused) return;
   const bool named = t_last_kernel.call_id == c.call_id;
+  const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(c.api);
   nanscope_scan_task task{};
-  task.buffers[0] = {c.d_ptr, e.written, static_cast<uint32_t>(e.dtype), kCopyArg};
-  task.buffer_count = 1;
-  task.kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(c.api);
+  // A watched D keeps its watch (name, padding rows, verdict, the fix), as a kernel's would.
+  uint64_t max_bytes = watched_scan(c.d_ptr, *cs, task, kernel_id);
+  if (!max_bytes) {
+    task.buffers[0] = {c.d_ptr, e.written, static_cast<uint32_t>(e.dtype), kCopyArg};
+    task.buffer_count = 1;
+    max_bytes = bytes;
+  }
+  task.kernel_id = kernel_id;
   task.launch_id = named ? t_last_kernel.launch_id : 0;
   task.correlation_id = named ? t_last_kernel.correlation : 0;
   const auto stream = reinterpret_cast<CUstream>(c.stream);
@@ -73,7 +79,7 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   if (cfg_.origin && cs->buffer_states()) library_origin(c, *cs, stream, task, plan);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
   counters_.coverage.on_extra_scan(bytes);
-  submit_scan(*cs, task, stream, bytes);
+  submit_scan(*cs, task, stream, max_bytes);
 }
 
 // D's state word, and A's, B's (and C's, when it is not D) as the inputs its origin is judged
@@ -81,8 +87,11 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
 void LaunchInstrumenter::library_origin(const GemmCall& c, ContextState& cs, CUstream stream,
                                         nanscope_scan_task& task, LaunchPlan& plan) {
   task.buffer_state = cs.buffer_states();
-  const DType dt = static_cast<DType>(task.buffers[0].dtype);
-  task.out_state[0] = cs.slots().ref_for_output(c.d_ptr, dt, task.buffers[0].elements * dtype_size(dt));
+  for (uint32_t b = 0; b < task.buffer_count; ++b) {
+    const nanscope_scan_buffer& out = task.buffers[b];
+    const DType dt = static_cast<DType>(out.dtype);
+    task.out_state[b] = cs.slots().ref_for_output(out.ptr, dt, out.elements * dtype_size(dt));
+  }
   if (!allocs_.opaque().empty()) allocs_.opaque().forget(c.d_ptr);  // judged now
   uint32_t ins = 0;
   auto add_input = [&](const GemmOperand& m) {
