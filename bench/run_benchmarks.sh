@@ -73,9 +73,11 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "   beside the typed launch above (launch_bench two_outputs_us)"
   tplain=$(python3 "$here/torch_launch_cost.py")
   tscoped=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 python3 "$here/torch_launch_cost.py")
-  echo "$tplain"
-  echo "$tscoped"
-  compare "$tplain" "$tscoped"
+  echo "== ... and of one intercepted GEMM call (torch.mm 64 x 64 bf16, F.linear with a bias)"
+  for what in torch_launch torch_gemm; do
+    p=$(grep "^$what " <<<"$tplain"); s=$(grep "^$what " <<<"$tscoped")
+    echo "$p"; echo "$s"; compare "$p" "$s"
+  done
   if [ $quick = 0 ]; then
   echo
   echo "== torch_decode.py graph replay (NaN in the padding rows every replay): no nanscope, the"
