@@ -112,5 +112,6 @@ Decoded decode_gather(const FamilyMatch&, const LaunchView&, const AddressQuery&
 Decoded decode_cat(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_index_copy(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_flash_fwd(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_mem_eff(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 
 }  // namespace nanscope::decode::aten

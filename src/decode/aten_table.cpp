@@ -362,6 +362,21 @@ FamilyMatch match_index_elementwise(std::string_view dem, const Layout& l) {
   return m;
 }
 
+// fmha_cutlassF_<...>(PyTorchMemEffAttention::AttentionKernel<scalar_t, arch, aligned, ...>::Params):
+// one 272-byte Params (aten_mem_eff.cpp); O has scalar_t.
+FamilyMatch match_mem_eff(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::mem_eff, l);
+  const std::size_t at = dem.find("AttentionKernel<");
+  const auto args = at == std::string_view::npos ? std::vector<std::string_view>{} : template_args(dem, at);
+  m.out_type = OutType::static_dtype;
+  if (args.empty()) return mismatch(m.family, "element type unknown");
+  if (args[0] == "cutlass::half_t") m.out = DType::f16;
+  else if (args[0] == "cutlass::bfloat16_t") m.out = DType::bf16;
+  else if (args[0] == "float") m.out = DType::f32;
+  else return mismatch(m.family, "element type unknown");
+  return layout_is(l, {{0, 272}}) ? m : mismatch(m.family, "layout mismatch");
+}
+
 // Families claimed so that their kernels are reported with a reason, not decoded.
 template <AtenFamily F>
 FamilyMatch claim_only(std::string_view, const Layout&) {
@@ -397,7 +412,7 @@ constexpr std::array<Entry, 19> kTable{
     Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_plain},
     Entry{"pytorch_flash::flash_fwd_splitkv_kernel", false, match_flash_splitkv},
     Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
-    Entry{"fmha_cutlassF_", true, claim_only<AtenFamily::mem_eff>},
+    Entry{"fmha_cutlassF_", true, match_mem_eff},
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// index_copy_ (the static KV cache's update), where and the comparison functors, against the
+// index_copy_ (the static KV cache's update), where and the comparison functors, the
+// mem-efficient attention forward, against the
 // torch 2.11 sm_90 layouts in fixtures/aten_sm90_kernels.tsv.
 #include <gtest/gtest.h>
 
@@ -87,4 +88,32 @@ TEST(DecodeAtenSelect, CompareFunctorWritesBool) {
   const auto m = match(row("gpu_kernel_impl_nocast<at::native::(anonymous namespace)::CompareFunctor<long> >"));
   ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
   EXPECT_EQ(m.out_type, OutType::not_float);
+}
+
+// SDPA's mem-efficient backend: Q, K, V [2, 128, 8, 64] bf16 dense ([B, M, H, D]), O the same
+// shape, the LSE [2, 8, 128] float.
+TEST(DecodeAtenAttention, MemEfficientForwardOutputLseAndInputs) {
+  const auto& r = row("fmha_cutlassF_bf16_aligned_64x64_rf_sm80");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.out, DType::bf16);
+  Launch l(r.layout);
+  l.set<uint64_t>(0, 0, 0x1000).set<uint64_t>(0, 8, 0x2000).set<uint64_t>(0, 16, 0x3000);
+  l.set<uint64_t>(0, 64, 0x4000).set<uint64_t>(0, 80, 0x5000);
+  l.set<int32_t>(0, 96, 64).set<int32_t>(0, 100, 64).set<int32_t>(0, 104, 128).set<int32_t>(0, 108, 128);
+  for (uint32_t at : {120u, 124u, 128u, 136u}) l.set<int32_t>(0, at, 8 * 64);   // strideM
+  for (uint32_t at : {140u, 144u, 148u}) l.set<int32_t>(0, at, 64);              // strideH
+  for (uint32_t at : {160u, 168u, 176u}) l.set<int64_t>(0, at, 128 * 8 * 64);   // strideB
+  l.set<int32_t>(0, 192, 2).set<int32_t>(0, 196, 8);
+  const Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 2u) << d.reason;
+  expect_write(d.writes[0], 0x4000, 2 * 128 * 8 * 64, 2 * 128 * 8 * 64 * 2, DType::bf16);
+  expect_write(d.writes[1], 0x5000, 2 * 8 * 128, 2 * 8 * 128 * 4, DType::f32);
+  ASSERT_EQ(d.read_count, 3u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(d.read_elements[i], 2u * 128 * 8 * 64) << i;
+  // O rows with a gap (o_strideM past H * D), or variable-length batches: refused.
+  l.set<int32_t>(0, 136, 8 * 64 + 8);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).status, Status::layout_mismatch);
+  l.set<int32_t>(0, 136, 8 * 64).set<uint64_t>(0, 32, 0x6000);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).reason, "varlen attention not decoded");
 }
