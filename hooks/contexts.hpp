@@ -82,6 +82,7 @@ class Allocations {
   // carves them up (the shim could not attach): typed extents are then unknown.
   bool torch_blind() const;
   OpaqueWriters& opaque() { return opaque_; }
+  CandidateBook& candidates() { return candidates_; }  // each scan's candidates, for its findings
   // `w` may have written the buffer holding ptr: noted for its block (or allocation) and, for
   // a view inside it, for ptr too. False when ptr is in no memory nanscope can scan.
   bool note_writer(uint64_t ptr, const OpaqueWrite& w);
@@ -91,6 +92,7 @@ class Allocations {
   AllocationMap map_;
   TorchBlockTracker torch_;
   OpaqueWriters opaque_;
+  CandidateBook candidates_;
 };
 
 }  // namespace nanscope

@@ -45,10 +45,11 @@ Engine::Engine(Config cfg)
       contexts_(ContextLimits{cfg_.channel_records, 4096, cfg_.max_captured_scans, cfg_.origin}, *log_),
       allocs_(contexts_),
       failures_(cfg_, *log_, counters_),
+      python_(cfg_.python_line),
       tasks_(cfg_, kernels_, watches_, allocs_, counters_, *log_),
       graphs_(cfg_, *log_, tasks_, contexts_, allocs_, counters_, failures_),
-      launches_(cfg_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, failures_, watches_, *log_),
-      reporter_(cfg_, *log_, kernels_, watches_, contexts_, allocs_, graphs_, counters_, start_ns_) {
+      launches_(cfg_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, failures_, watches_, *log_, python_),
+      reporter_(cfg_, *log_, kernels_, watches_, contexts_, allocs_, graphs_, counters_, python_, start_ns_) {
   watches_.load_rules(cfg_.rules_path);  // before the first launch
   kernels_.set_triton(&modules_);
 }

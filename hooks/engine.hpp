@@ -74,6 +74,7 @@ class Engine {
   Contexts contexts_;
   Allocations allocs_;
   ScanFailures failures_;
+  PythonFrames python_;  // before launches_ and reporter_, which share it
   TaskBuilder tasks_;
   GraphInstrumenter graphs_;
   LaunchInstrumenter launches_;

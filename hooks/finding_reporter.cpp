@@ -77,7 +77,8 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   counters_.neg_inf.fetch_add(f.neg_inf, std::memory_order_relaxed);
   const bool abort_now = aborts(f, watches_.effective(facts.watch.action));
 
-  const std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
+  std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
+  const std::optional<CandidateList> candidates = candidates_of(f, lineage_input);
   Site& site = sites_.record(site_key(f, origin_kind(lineage_input)), f.replay);
   if (cfg_.aggregate && site.total > 1 && !abort_now) {
     classify(lineage_input, site.first_event, /*repeat=*/true);  // its children name the event it repeats
@@ -88,6 +89,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (f.captured) facts.graph_stream = graphs_.stream_of(f.graph_id);
   const uint64_t id = log_.reserve_id();
   const auto origin = classify(lineage_input, id, /*repeat=*/false);
+  add_launch_facts(facts, candidates, origin && origin->origin == lineage::Origin::candidate);
   Json j = finding_event(facts, origin);
   // The first finding at each site, and the one that aborts, get a tensor dump.
   // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
@@ -98,6 +100,25 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (origin && origin->leak) log_.warn(leak_line(facts, id, *origin));  // the moment it happens, not only in the summary
   log_.info(finding_line(facts));
   if (abort_now) abort_on_real(f, facts.kernel, facts.watch.name);
+}
+
+std::optional<CandidateList> FindingReporter::candidates_of(const Finding& f,
+                                                           std::optional<lineage::DeviceFinding>& d) {
+  return d ? attach_candidates(allocs_.candidates(), f.launch_id, f.ptr, *d) : std::nullopt;
+}
+
+void FindingReporter::add_launch_facts(FindingFacts& facts, const std::optional<CandidateList>& candidates,
+                                       bool candidate) {
+  const Finding& f = facts.finding;
+  // An initial scan is named after the last launch that may have written the buffer: its line.
+  const auto named = candidates ? candidates->last() : std::nullopt;
+  const bool is_named = named && named->launch_id == f.launch_id && named->kernel_id == f.kernel_id;
+  facts.python = python_.resolve(is_named ? named->python : python_.recall(f.launch_id));
+  if (!candidate || !candidates) return;
+  for (uint32_t i = 0; i < candidates->n; ++i) {
+    const OpaqueWrite& w = candidates->w[i];
+    facts.candidates.push_back({kernel_name(w.kernel_id), w.launch_id, w.stream, python_.resolve(w.python)});
+  }
 }
 
 std::optional<lineage::Verdict> FindingReporter::classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id,

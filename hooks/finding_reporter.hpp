@@ -19,6 +19,7 @@
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
 #include "lineage.hpp"
+#include "python_frames.hpp"
 #include "watches.hpp"
 
 namespace nanscope {
@@ -26,9 +27,10 @@ namespace nanscope {
 class FindingReporter {
  public:
   FindingReporter(const Config& cfg, EventLog& log, KernelTable& kernels, Watches& watches, Contexts& contexts,
-                  Allocations& allocs, GraphInstrumenter& graphs, Counters& counters, uint64_t start_ns)
+                  Allocations& allocs, GraphInstrumenter& graphs, Counters& counters, PythonFrames& python,
+                  uint64_t start_ns)
       : cfg_(cfg), log_(log), kernels_(kernels), watches_(watches), contexts_(contexts), allocs_(allocs),
-        graphs_(graphs), counters_(counters), start_ns_(start_ns) {}
+        graphs_(graphs), counters_(counters), python_(python), start_ns_(start_ns) {}
 
   void start();      // the drain thread, every NANSCOPE_POLL_US
   void drain_all();  // every context, now
@@ -43,6 +45,11 @@ class FindingReporter {
   void drain_context(ContextState& cs);  // callers hold drain_mu_
   void handle_finding(const Finding& f, ContextState& cs);
   FindingFacts facts_of(const Finding& f, int device, const KernelInfo* k);
+  // The launches that may have written a finding's values, when no tracked input or host write
+  // explains them (origin candidate).
+  std::optional<CandidateList> candidates_of(const Finding& f, std::optional<lineage::DeviceFinding>& d);
+  // Its Python line and, for a candidate origin, its candidates as the log names them.
+  void add_launch_facts(FindingFacts& facts, const std::optional<CandidateList>& candidates, bool candidate);
   // Its origin, as event `event_id` (or a repeat of that event).
   std::optional<lineage::Verdict> classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id, bool repeat);
   // Writes the buffer of `f` as .npy with a JSON sidecar; returns the path, or empty.
@@ -62,6 +69,7 @@ class FindingReporter {
   Allocations& allocs_;
   GraphInstrumenter& graphs_;
   Counters& counters_;
+  PythonFrames& python_;
   const uint64_t start_ns_;
 
   std::mutex drain_mu_;  // serialises drains (thread, flush, exit, context teardown)

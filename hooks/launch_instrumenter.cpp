@@ -38,13 +38,31 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
                           "whose layout facts do not fit this build: please report it)", k.demangled));
   counters_.coverage.on_launch(k.id, plan.inspection, plan.written_bytes, plan.scanned_bytes);
   if (plan.inspection == Inspection::mismatch) counters_.coverage.on_refused_launch(k.id, k.demangled, plan.refused);
-  if (k.decoder == Decoder::none && k.hidden_reads) note_opaque(k, a, launch_id, cb.context);
+  // A launch whose decode was refused writes what nanscope cannot say: as opaque as no decoder.
+  if ((k.decoder == Decoder::none && k.hidden_reads) || plan.inspection == Inspection::mismatch)
+    note_opaque(k, a, launch_id, cb.context);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
   if (!scan) return;
   task.launch_id = launch_id;
   task.correlation_id = cb.correlationId;
 
   submit_scan(*cs, task, a.stream, max_bytes);
+  remember_for_findings(task, plan);
+}
+
+void LaunchInstrumenter::remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan) {
+  const bool captured = task.graph_id != 0;
+  if (!plan.candidates.empty())
+    for (uint32_t b = 0; b < task.buffer_count; ++b)
+      allocs_.candidates().put(task.launch_id, task.buffers[b].ptr, plan.candidates, captured);
+  python_.remember(task.launch_id, python_key(), captured);
+}
+
+uint64_t LaunchInstrumenter::python_key() {
+  const uint64_t key = python_.capture();
+  if (!key && python_.gave_up() && !warned_python_.load(std::memory_order_relaxed))
+    warn_once(log_, warned_python_, "python_line", python_.problem() + "; findings carry no python line");
+  return key;
 }
 
 // A launch nanscope cannot see into may write any buffer its parameter words point into: those
@@ -64,8 +82,11 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   }
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
+  // Its Python line travels with it: a candidate is named with it, in graph replays too.
+  const OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), python_key()};
+  python_.remember(launch_id, writer.python, false);
   for (uint64_t w : words) {
-    if (!allocs_.note_writer(w, {k.id, launch_id})) continue;
+    if (!allocs_.note_writer(w, writer)) continue;
     if (cs) cs->slots().invalidate(w);
   }
 }
@@ -78,6 +99,8 @@ void LaunchInstrumenter::submit_initial(ContextState& cs, const InitialScan& s, 
   task.buffer_count = 1;
   task.kernel_id = s.writer ? s.writer->kernel_id : kernels_.pseudo("initial state");
   task.launch_id = s.writer ? s.writer->launch_id : 0;
+  // The launches that may have written it are the finding's candidates.
+  if (s.writer && !s.writer->host) allocs_.candidates().put(task.launch_id, s.ptr, s.writers.kernels(), false);
   task.stream = reinterpret_cast<uint64_t>(stream);
   task.correlation_id = correlation;
   task.buffer_state = cs.buffer_states();

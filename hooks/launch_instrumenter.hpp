@@ -12,6 +12,7 @@
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
+#include "python_frames.hpp"
 #include "task_builder.hpp"
 #include "watches.hpp"
 
@@ -23,9 +24,9 @@ class LaunchInstrumenter {
  public:
   LaunchInstrumenter(const Config& cfg, TaskBuilder& tasks, GraphInstrumenter& graphs, Contexts& contexts,
                      Allocations& allocs, KernelTable& kernels, Counters& counters, ScanFailures& failures,
-                     const Watches& watches, EventLog& log)
+                     const Watches& watches, EventLog& log, PythonFrames& python)
       : cfg_(cfg), tasks_(tasks), graphs_(graphs), contexts_(contexts), allocs_(allocs), kernels_(kernels),
-        counters_(counters), failures_(failures), watches_(watches), log_(log) {}
+        counters_(counters), failures_(failures), watches_(watches), log_(log), python_(python) {}
 
   // API-exit site of a kernel launch.
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
@@ -45,6 +46,9 @@ class LaunchInstrumenter {
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
+  // The scan's candidates and the launch's Python line, kept for the findings that need them.
+  void remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan);
+  uint64_t python_key();  // the launching thread's Python line; says once when it cannot read one
   void watch_torch();
   uint64_t watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo);
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);
@@ -60,7 +64,9 @@ class LaunchInstrumenter {
   ScanFailures& failures_;
   const Watches& watches_;
   EventLog& log_;
+  PythonFrames& python_;
   std::atomic<bool> warned_torch_{false};
+  std::atomic<bool> warned_python_{false};
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
 };

@@ -80,6 +80,7 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
   counters_.coverage.on_extra_scan(bytes);
   submit_scan(*cs, task, stream, max_bytes);
+  if (task.launch_id) remember_for_findings(task, plan);  // candidates and the Python line
 }
 
 // D's state word, and A's, B's (and C's, when it is not D) as the inputs its origin is judged
@@ -100,7 +101,7 @@ void LaunchInstrumenter::library_origin(const GemmCall& c, ContextState& cs, CUs
       task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // an operand nanscope cannot judge
       return;
     }
-    const uint32_t ref = tasks_.input_ref(cs, stream, task, m.ptr, x.dtype, x.written, plan);
+    const uint32_t ref = tasks_.input_ref(cs, stream, task, m.ptr, x.dtype, x.written, &plan);
     for (uint32_t i = 0; i < ins; ++i)
       if (task.in_state[i] == ref) return;
     if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;

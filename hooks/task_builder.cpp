@@ -118,9 +118,11 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     for (uint32_t i = 0; i < draft.count(); ++i)
       plan->scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
   }
-  if (draft.count() == 0) return false;
   task.buffer_count = draft.count();  // add_origin reads the buffers
+  // A launch with nothing to scan (a predicate writing bool) still reads: its inputs that no scan
+  // judged get their initial scans all the same.
   if (cs.buffer_states()) add_origin(draft, task, plan);
+  if (draft.count() == 0) return false;
   task.kernel_id = k.id;
   task.stream = reinterpret_cast<uint64_t>(a.stream);
   if (plan) plan->scan = true;
@@ -145,9 +147,7 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
     if (bytes) {
       ref = slots.ref_for(ptr, dtype, bytes);
     } else {
-      bool unjudged = false;
-      std::tie(ref, unjudged) = slots.ref_for_input(ptr, dtype);
-      if (unjudged) maybe_initial_scan(draft.context, draft.args.stream, task, ptr, dtype, elements, plan);  // its first reader
+      ref = input_ref(draft.context, draft.args.stream, task, ptr, dtype, elements, plan);  // its first reader
     }
     for (uint32_t i = 0; i < ins; ++i)
       if (task.in_state[i] == ref) return;
@@ -168,9 +168,15 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
 }
 
 uint32_t TaskBuilder::input_ref(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr,
-                               DType dtype, uint64_t elements, LaunchPlan& plan) {
+                               DType dtype, uint64_t elements, LaunchPlan* plan) {
   const auto [ref, unjudged] = cs.slots().ref_for_input(ptr, dtype);
-  if (unjudged) maybe_initial_scan(cs, stream, task, ptr, dtype, elements, &plan);
+  if (!unjudged) return ref;
+  const uint32_t queued = plan ? plan->initial_count : 0;
+  maybe_initial_scan(cs, stream, task, ptr, dtype, elements, plan);
+  // No initial scan (under capture, extent unknown): the launches that may have written it are
+  // the reader's candidates.
+  if (plan && plan->initial_count == queued && !allocs_.opaque().empty())
+    if (const auto writers = allocs_.opaque().history(ptr)) plan->candidates.merge(writers->kernels());
   return ref;
 }
 
@@ -202,7 +208,8 @@ void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const na
   const auto claimed = cs.slots().claim_initial_scan(ptr, dtype, bytes);
   if (!claimed) return;
   InitialScan& s = plan->initial[plan->initial_count++];
-  s = {claimed->ptr, claimed->bytes / dtype_size(claimed->dtype), claimed->dtype, claimed->ref, allocs_.opaque().last(ptr)};
+  const CandidateList writers = allocs_.opaque().history(ptr).value_or(CandidateList{});
+  s = {claimed->ptr, claimed->bytes / dtype_size(claimed->dtype), claimed->dtype, claimed->ref, writers.last(), writers};
   allocs_.opaque().forget(ptr);
 }
 

@@ -107,13 +107,14 @@ class TaskCollector {
 // A buffer read before any scan judged it (written by the host, before nanscope attached, or
 // by a launch nanscope cannot see into): scanned once right before its first reader's scan, so
 // that reader's origin is decided from a known state. `writer` names the opaque launch that
-// last referenced it, when there was one.
+// last referenced it, when there was one; `writers` are all of them (its candidates).
 struct InitialScan {
   uint64_t ptr = 0;
   uint64_t elements = 0;
   DType dtype = DType::none;
   uint32_t ref = 0;
   std::optional<OpaqueWrite> writer;
+  CandidateList writers;
 };
 
 // What a launch gets: its scan task (when it has buffers) and the initial scans before it.
@@ -130,6 +131,9 @@ struct LaunchPlan {
   static constexpr uint32_t kMaxInitial = NANSCOPE_ORIGIN_MAX_INPUTS;
   InitialScan initial[kMaxInitial];
   uint32_t initial_count = 0;
+  // Opaque launches that referenced an input no scan judges before this launch's (under stream
+  // capture, or of unknown type or extent): the candidates of what its scan finds.
+  CandidateList candidates;
 };
 
 class TaskBuilder {
@@ -150,7 +154,7 @@ class TaskBuilder {
   // scan, as a kernel's would be. `task` holds the reader's outputs (an input it also writes
   // gets none).
   uint32_t input_ref(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
-                     uint64_t elements, LaunchPlan& plan);
+                     uint64_t elements, LaunchPlan* plan);
 
  private:
   void add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan);

@@ -116,6 +116,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_TYPED", c.typed);
   p.boolean("NANSCOPE_ORIGIN", c.origin);
   p.boolean("NANSCOPE_AGGREGATE", c.aggregate);
+  p.boolean("NANSCOPE_PYTHON_LINE", c.python_line);
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
   p.boolean("NANSCOPE_GRAPH_MERGE", c.graph_merge);
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
@@ -137,12 +138,13 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} rules={}",
+      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} python_line={} rules={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
-      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", rules_path.empty() ? "(none)" : rules_path);
+      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", python_line ? "on" : "off",
+      rules_path.empty() ? "(none)" : rules_path);
 }
 
 }  // namespace nanscope

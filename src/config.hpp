@@ -31,6 +31,7 @@ struct Config {
   bool graph_merge = true;          // NANSCOPE_GRAPH_MERGE: scan nodes beside the app's kernels that may run
                                     // together become one node (docs/graphs.md)
   bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events
+  bool python_line = true;          // NANSCOPE_PYTHON_LINE: findings say which Python line launched the kernel
   std::string rules_path;           // NANSCOPE_RULES
   std::string dump_dir;             // NANSCOPE_DUMP_DIR: tensor dumps (.npy + .json sidecar)
   uint32_t dump_max = 16;           // NANSCOPE_DUMP_MAX: dumps per process

@@ -106,6 +106,12 @@ constexpr const char* introduced = schema::origins_key::introduced;
 constexpr const char* propagated = schema::origins_key::propagated;
 constexpr const char* host = schema::origins_key::host;
 constexpr const char* evictions = schema::origins_key::evictions;
+constexpr const char* candidate = schema::origins_key::candidate;
+constexpr const char* candidates = schema::key::candidates;
+constexpr const char* python = schema::key::python;
+constexpr const char* file = schema::python_key::file;
+constexpr const char* line = schema::python_key::line;
+constexpr const char* function = schema::python_key::function;
 }  // namespace key
 
 // Values the log spells out.
@@ -160,6 +166,14 @@ void add_origin_fields(Json& j, const lineage::Verdict& origin) {
   }
 }
 
+Json candidates_json(const std::vector<CandidateFacts>& candidates) {
+  Json list = Json::array();
+  for (const CandidateFacts& c : candidates)
+    list.push_back(Json{{key::kernel, c.kernel}, {key::launch_id, c.launch_id}, {key::stream, hex(c.stream)},
+                        {key::python, python_json(c.python)}});
+  return list;
+}
+
 std::string graph_where(bool captured, uint64_t graph_id, uint32_t graph_node, uint32_t replay) {
   return captured ? fmt::format(", graph {} node {} replay {}", graph_id, graph_node, replay) : std::string();
 }
@@ -178,6 +192,11 @@ Json root_json(const lineage::RootSummary& r, const KernelName& kernel_name) {
          {key::buffers_reached, r.buffers.size()},
          {key::last_event, r.last_event_id}};
   if (r.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(r.why);
+  if (r.origin == lineage::Origin::candidate) {
+    Json names = Json::array();
+    for (uint32_t id : r.candidates) names.push_back(kernel_name(id));
+    j[key::candidates] = names;
+  }
   if (r.site.captured)
     j[key::graph_id] = r.site.graph_id, j[key::graph_node] = r.site.graph_node, j[key::replay] = r.site.replay;
   if (r.first_leak) {
@@ -196,6 +215,11 @@ Json root_json(const lineage::RootSummary& r, const KernelName& kernel_name) {
 }  // namespace
 
 std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
+
+Json python_json(const std::optional<PythonLine>& line) {
+  if (!line) return nullptr;
+  return Json{{key::file, line->file}, {key::line, line->line}, {key::function, line->function}};
+}
 
 std::string short_name(const std::string& kernel) {
   return kernel.size() > 120 ? kernel.substr(0, 117) + "..." : kernel;
@@ -317,6 +341,8 @@ Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdi
   j[key::region] = region_of(f);
   if (f.row_aware) add_rows_fields(j, facts);
   if (origin) add_origin_fields(j, *origin);
+  if (origin && origin->origin == lineage::Origin::candidate) j[key::candidates] = candidates_json(facts.candidates);
+  j[key::python] = python_json(facts.python);
   return j;
 }
 
@@ -330,6 +356,7 @@ std::string finding_line(const FindingFacts& facts) {
     verdict = fmt::format(" [{} '{}': {} in padding rows, {} in real rows; rows {}{}]", region_of(f), facts.watch.name,
                           f.verdict.counts_padding, f.verdict.counts_real, ranges_text(f),
                           f.fixed ? "; padding rows zeroed" : "");
+  if (facts.python) where += fmt::format(", from {}:{} in {}", facts.python->file, facts.python->line, facts.python->function);
   return fmt::format("non-finite output: {} arg {} ({} x{} at {}): {} NaN, {} +Inf, {} -Inf, first at {} ({}){}",
                      kernel.size() > 160 ? kernel.substr(0, 157) + "..." : kernel, f.arg, dtype_name(f.dtype),
                      f.elements, hex(f.ptr), f.nan, f.pos_inf, f.neg_inf, f.first_index, where, verdict);
@@ -388,6 +415,7 @@ Json origins_json(const lineage::Summary& o, const KernelName& kernel_name) {
   return Json{{key::roots, roots},          {key::roots_not_listed, o.roots_not_listed},
               {key::introduced, o.introduced}, {key::propagated, o.propagated},
               {key::host, o.host},            {key::unknown, o.unknown},
+              {key::candidate, o.candidate},
               {key::leaks, o.leaks},          {key::evictions, o.evictions}};
 }
 

@@ -15,6 +15,7 @@
 #include "event_log.hpp"
 #include "lineage.hpp"
 #include "padding.hpp"
+#include "python_line.hpp"
 #include "signature.hpp"
 
 namespace nanscope {
@@ -98,6 +99,13 @@ class Sites {
 Json repeat_event(const Site& s, bool with_replays, bool final);
 
 // --- the nonfinite event and its console lines -----------------------------------------------
+// A launch that may have written the finding's values (origin candidate), as the log names it.
+struct CandidateFacts {
+  std::string kernel = "?";  // demangled
+  uint64_t launch_id = 0;
+  uint64_t stream = 0;
+  std::optional<PythonLine> python;
+};
 struct FindingFacts {
   const Finding& finding;
   int device = 0;
@@ -105,7 +113,10 @@ struct FindingFacts {
   std::string kernel_mangled;
   WatchMeta watch;              // finding_watch()
   std::optional<uint64_t> graph_stream;  // captured: the stream the graph last launched on
+  std::optional<PythonLine> python;      // where the launch the finding is named after came from
+  std::vector<CandidateFacts> candidates;  // origin candidate: newest last
 };
+Json python_json(const std::optional<PythonLine>& line);  // {file, line, function}, or null
 // The body of the `nonfinite` event (without "dump", which the reporter adds after a dump).
 Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdict>& origin);
 std::string finding_line(const FindingFacts& facts);

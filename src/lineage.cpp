@@ -97,6 +97,7 @@ void Tracker::count(const Verdict& v) {
     case Origin::propagated: ++totals_.propagated; break;
     case Origin::host: ++totals_.host; break;
     case Origin::unknown: ++totals_.unknown; break;
+    case Origin::candidate: ++totals_.candidate; break;
     case Origin::none: break;  // never classified so
   }
   if (v.leak) ++totals_.leaks;
@@ -112,6 +113,7 @@ void Tracker::add_root(const Verdict& v, const Site& site) {
   r.event_id = r.last_event_id = v.event_id;
   r.origin = v.origin;
   r.why = v.why;
+  r.candidates = v.candidates;
   r.site = site;
   r.buffer = v.buffer;
   r.rows = v.rows_after;
@@ -168,6 +170,7 @@ void Tracker::put_seq(uint64_t seq, SeqInfo info) {
 Origin device_origin(const DeviceFinding& f) {
   if (f.parent_count > 0) return Origin::propagated;
   if (f.host) return Origin::host;
+  if (!f.candidates.empty()) return Origin::candidate;
   return f.input_unknown || f.reads_untracked ? Origin::unknown : Origin::introduced;
 }
 
@@ -199,7 +202,8 @@ Verdict Tracker::on_device_finding(const DeviceFinding& f) {
     v.leak = !lost && parents_padding_only && rows_known(f.rows) && f.rows.counts_real > 0;
     if (!f.repeat) reach(v, f.site);
   } else {
-    v.why = f.host ? Unknown::none
+    if (v.origin == Origin::candidate) v.candidates = f.candidates;
+    v.why = v.origin != Origin::unknown ? Unknown::none
             : f.input_unknown ? Unknown::state_lost
             : f.reads_untracked ? Unknown::untracked_read : Unknown::none;
     v.roots = {f.event_id};

@@ -60,6 +60,7 @@ struct Verdict {
   std::vector<uint64_t> roots;    // root origin events, sorted, the earliest max_roots_per_finding
   bool roots_truncated = false;
   bool incomplete = false;        // propagated, but some input's state was lost
+  std::vector<uint32_t> candidates;  // candidate: the kernel ids of the launches that may have written it
   bool leak = false;
   RowSet rows_before;             // propagated: union of the parents' rows
   RowSet rows_after;              // this finding's rows
@@ -76,8 +77,9 @@ struct Limits {
 // Per root: where it started, where it first leaked, and how far it spread.
 struct RootSummary {
   uint64_t event_id = 0;
-  Origin origin = Origin::introduced;  // introduced, host or unknown
+  Origin origin = Origin::introduced;  // introduced, host, unknown or candidate
   Unknown why = Unknown::none;
+  std::vector<uint32_t> candidates;    // candidate: the kernel ids of its candidates
   Site site;
   BufferId buffer;
   RowSet rows;
@@ -100,7 +102,7 @@ struct Summary {
   std::vector<RootSummary> roots;  // independent origins in time order (event id)
   uint64_t roots_not_listed = 0;   // roots past Limits::max_roots
   uint64_t findings = 0;
-  uint64_t introduced = 0, propagated = 0, host = 0, unknown = 0, leaks = 0;
+  uint64_t introduced = 0, propagated = 0, host = 0, unknown = 0, candidate = 0, leaks = 0;
   uint64_t evictions = 0;          // remembered findings dropped by the LRU bound
 };
 
@@ -121,6 +123,10 @@ struct DeviceFinding {
   bool reads_untracked = false;       // the launch may read memory nanscope does not track
   bool host = false;                  // written by a host copy or memset
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
+  // Launches nanscope could not see into that referenced the buffer (or an input the launch
+  // read) since a scan last judged it: their kernel ids (src/candidate.hpp). Without a tracked
+  // non-finite input or a host write, they are the finding's candidate origin.
+  std::vector<uint32_t> candidates;
 };
 
 // The kind of origin a device finding has, from its own flags alone (no parents needed): the

@@ -74,6 +74,8 @@ inline constexpr char origin_incomplete[] = "origin_incomplete";
 inline constexpr char leak[] = "leak";
 inline constexpr char rows_before[] = "rows_before";
 inline constexpr char rows_after[] = "rows_after";
+inline constexpr char candidates[] = "candidates";  // origin candidate: kCandidateKeys objects
+inline constexpr char python[] = "python";          // python_key object, or null
 inline constexpr char dump[] = "dump";
 // repeat
 inline constexpr char of[] = "of";
@@ -125,6 +127,11 @@ inline constexpr char real[] = "real";
 inline constexpr char unknown[] = "unknown";  // rows, only when a watch without a spec has some
 inline constexpr char truncated[] = "truncated";
 }  // namespace rows_key
+namespace python_key {  // nonfinite.python, candidates[i].python: where the kernel was launched from
+inline constexpr char file[] = "file";
+inline constexpr char line[] = "line";
+inline constexpr char function[] = "function";
+}  // namespace python_key
 namespace origins_key {  // summary.origins
 inline constexpr char roots[] = "roots";
 inline constexpr char roots_not_listed[] = "roots_not_listed";
@@ -132,6 +139,7 @@ inline constexpr char introduced[] = "introduced";
 inline constexpr char propagated[] = "propagated";
 inline constexpr char host[] = "host";
 inline constexpr char unknown[] = "unknown";
+inline constexpr char candidate[] = "candidate";
 inline constexpr char leaks[] = "leaks";
 inline constexpr char evictions[] = "evictions";
 }  // namespace origins_key
@@ -168,7 +176,9 @@ inline constexpr char verdict_nonfinite[] = "nonfinite";
 
 // A finding's first cause (docs/origin.md). `none` is the reader's "not recorded"; the writer
 // never writes it.
-enum class Origin : uint8_t { none, introduced, propagated, host, unknown };
+// `candidate`: the values may have been written by a launch nanscope could not see into (the
+// finding's `candidates`); nanscope did not prove it.
+enum class Origin : uint8_t { none, introduced, propagated, host, unknown, candidate };
 // Where a finding's non-finite values lie. `none`: not recorded (reader only).
 enum class Region : uint8_t { none, padding, real, mixed, unknown };
 
@@ -177,6 +187,7 @@ inline constexpr char introduced[] = "introduced";
 inline constexpr char propagated[] = "propagated";
 inline constexpr char host[] = "host";
 inline constexpr char unknown[] = "unknown";
+inline constexpr char candidate[] = "candidate";
 }  // namespace origin_str
 namespace origin_why_str {  // origin_why, for origin unknown
 inline constexpr char untracked_read[] = "untracked_read";
@@ -207,6 +218,7 @@ constexpr const char* origin_name(Origin o) {
     case Origin::propagated: return origin_str::propagated;
     case Origin::host: return origin_str::host;
     case Origin::unknown: return origin_str::unknown;
+    case Origin::candidate: return origin_str::candidate;
     case Origin::none: break;
   }
   return "";
@@ -223,7 +235,7 @@ constexpr const char* region_name(Region r) {
 }
 // The reader's inverse: a string it does not know is `unknown` (a newer writer's value).
 constexpr Origin origin_from(std::string_view s) {
-  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host})
+  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::candidate})
     if (s == origin_name(o)) return o;
   return Origin::unknown;
 }
@@ -248,7 +260,7 @@ inline constexpr std::string_view kNonfiniteKeys[] = {
     key::counts_real,    key::rows,        key::rows_total,  key::watch,             key::padding_source,
     key::rows_inferred,  key::action,      key::origin,      key::origin_why,        key::parents,
     key::root,           key::origin_incomplete, key::leak,  key::rows_before,       key::rows_after,
-    key::dump};
+    key::candidates,     key::python,      key::dump};
 inline constexpr std::string_view kRepeatKeys[] = {key::of, key::count, key::total, key::first_replay,
                                                    key::last_replay, key::final_};
 inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason};
@@ -286,12 +298,16 @@ inline constexpr ObjectSpec kObjects[] = {{key::buffer, kBufferKeys}, {key::coun
 inline constexpr std::string_view kOriginsKeys[] = {origins_key::roots,      origins_key::roots_not_listed,
                                                     origins_key::introduced, origins_key::propagated,
                                                     origins_key::host,       origins_key::unknown,
-                                                    origins_key::leaks,      origins_key::evictions};
+                                                    origins_key::candidate,  origins_key::leaks,
+                                                    origins_key::evictions};
 inline constexpr std::string_view kRootKeys[] = {
     root_key::event, key::kernel,     key::origin,     key::origin_why,         key::launch_id,
     key::stream,     key::graph_id,   key::graph_node, key::replay,             key::buffer,
     key::rows,       key::findings,   origins_key::leaks, root_key::kernels_reached, root_key::buffers_reached,
-    root_key::last_event, root_key::first_leak};
+    root_key::last_event, root_key::first_leak, key::candidates};
+// nonfinite.candidates[i] and the python object (the reader keeps both as JSON text).
+inline constexpr std::string_view kCandidateKeys[] = {key::kernel, key::launch_id, key::stream, key::python};
+inline constexpr std::string_view kPythonKeys[] = {python_key::file, python_key::line, python_key::function};
 inline constexpr std::string_view kFirstLeakKeys[] = {root_key::event, key::kernel,      key::launch_id,
                                                       key::buffer,     key::rows_before, key::rows_after};
 

@@ -18,14 +18,14 @@ void OpaqueWriters::note(uint64_t base, OpaqueWrite w) {
   std::lock_guard lock(mu_);
   auto it = by_base_.find(base);
   if (it != by_base_.end()) {
-    it->second = w;
+    it->second.add(w);
     return;
   }
   if (by_base_.size() >= cap_) {
     ++dropped_;  // see complete()
     return;
   }
-  by_base_.emplace(base, w);
+  by_base_[base].add(w);
   count_.store(by_base_.size(), std::memory_order_relaxed);
 }
 
@@ -36,6 +36,13 @@ void OpaqueWriters::forget(uint64_t base) {
 }
 
 std::optional<OpaqueWrite> OpaqueWriters::last(uint64_t base) const {
+  std::lock_guard lock(mu_);
+  auto it = by_base_.find(base);
+  if (it == by_base_.end()) return std::nullopt;
+  return it->second.last();
+}
+
+std::optional<CandidateList> OpaqueWriters::history(uint64_t base) const {
   std::lock_guard lock(mu_);
   auto it = by_base_.find(base);
   if (it == by_base_.end()) return std::nullopt;

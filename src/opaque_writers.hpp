@@ -1,8 +1,10 @@
 // Opaque writers: the launches nanscope could not decode, by the buffers their parameter words
-// point into (and the host copies and sets into buffers nanscope did not track yet). A buffer read before any scan judged it is scanned once before its reader's scan
-// (its initial state); when an opaque launch referenced it since it was last judged, that launch
-// is the writer the finding names (origin unknown: an untracked write), not the host and never
-// the decoded reader. Pure host code, thread-safe, bounded.
+// point into (and the host copies and sets into buffers nanscope did not track yet). A buffer
+// read before any scan judged it is scanned once before its reader's scan (its initial state);
+// when opaque launches referenced it since it was last judged, the last one is the writer the
+// finding is named after and all of them (the last few) are its candidates (origin candidate,
+// src/candidate.hpp), not the host and never the decoded reader. Pure host code, thread-safe,
+// bounded.
 #pragma once
 #include <cstdint>
 #include <atomic>
@@ -11,13 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace nanscope {
+#include "candidate.hpp"
 
-struct OpaqueWrite {
-  uint32_t kernel_id = 0;
-  uint64_t launch_id = 0;
-  bool host = false;  // a host copy or memset wrote it (origin host), not an opaque kernel
-};
+namespace nanscope {
 
 class OpaqueWriters {
  public:
@@ -34,6 +32,8 @@ class OpaqueWriters {
   void forget(uint64_t base);
   // The last opaque launch that referenced `base` since it was last judged.
   std::optional<OpaqueWrite> last(uint64_t base) const;
+  // Every writer (the last CandidateList::kMax) noted for `base` since it was last judged.
+  std::optional<CandidateList> history(uint64_t base) const;
   // False once a note was refused at the cap: a buffer with no note may then still have had an
   // opaque writer, so its initial state is unknown rather than the host's.
   bool complete() const;
@@ -45,7 +45,7 @@ class OpaqueWriters {
  private:
   const size_t cap_;
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, OpaqueWrite> by_base_;
+  std::unordered_map<uint64_t, CandidateList> by_base_;
   uint64_t dropped_ = 0;  // notes refused at the cap
   std::atomic<size_t> count_{0};  // by_base_.size(), for empty()
 };

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "launch_site.hpp"
 #include "model.hpp"
 #include "trace.hpp"
 
@@ -142,6 +143,7 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   s.arg = e.buffer.arg;
   s.buffer_name = e.buffer.name;
   s.dtype = e.buffer.dtype;
+  if (const auto py = python_site(e.python_json)) s.python = python_site_short(*py);
   s.rows_real = e.rows_real;
   s.rows_padding = e.rows_padding;
   s.has_graph = e.has_field(h_graph_id);
@@ -338,6 +340,8 @@ void Analysis::note_first_causes(const Event& e, std::uint32_t file, std::uint32
     if (snapshot_earlier(e, procs[pi].first_introduced)) take(procs[pi].first_introduced, e, file, pi, si, line);
   } else if (e.origin == Origin::host) {
     if (snapshot_earlier(e, first_host)) take(first_host, e, file, pi, si, line);
+  } else if (e.origin == Origin::candidate) {
+    if (snapshot_earlier(e, first_candidate)) take(first_candidate, e, file, pi, si, line);
   }
   if (snapshot_earlier(e, first_any)) take(first_any, e, file, pi, si, line);
 }
@@ -487,6 +491,10 @@ const Snapshot* Analysis::first_cause(const char** label) const {
   if (first_host.valid) {
     *label = "from host memory (no kernel introduced a non-finite value)";
     return &first_host;
+  }
+  if (first_candidate.valid) {
+    *label = "candidate (written, as far as nanscope can tell, by a kernel it could not inspect)";
+    return &first_candidate;
   }
   if (first_any.valid) {
     *label = "earliest finding (no finding is marked introduced)";

@@ -101,6 +101,7 @@ struct Event {
   std::vector<std::int64_t> parents, root;
   bool leak = false;
   std::string dump;
+  std::string python_json, candidates_json;  // as written; decoded by launch_site.hpp when shown
 
   // repeat
   std::int64_t of = 0, count = 0, total = 0, first_replay = 0, last_replay = 0;

@@ -80,6 +80,8 @@ const F kTop[] = {
     special(k::rows_before, K::ignored),
     special(k::rows_after, K::ignored),
     string(k::dump, &Event::dump, h_dump),
+    raw(k::python, &Event::python_json),
+    raw(k::candidates, &Event::candidates_json),
     // repeat
     integer(k::of, &Event::of, h_of),
     integer(k::count, &Event::count, h_count),
@@ -193,6 +195,8 @@ void Event::reset() {
   root.clear();
   leak = false;
   dump.clear();
+  python_json.clear();
+  candidates_json.clear();
   of = count = total = first_replay = last_replay = 0;
   final_ = false;
   version.clear();

@@ -89,6 +89,7 @@ struct Site {
   Origin origin = Origin::none;
   std::int64_t arg = -1;
   std::string buffer_name, dtype;
+  std::string python;  // the first finding's Python line, short ("model.py:42"), or empty
   std::vector<RowRange> rows_real, rows_padding;
   Counts first_counts;
   RegionCounts first_split;
@@ -190,7 +191,7 @@ class Analysis {
   std::unordered_map<std::uint64_t, std::int64_t> edges;                 // parent<<32|child
   TimeHist hist;
   Totals totals;
-  Snapshot first_introduced, first_host, first_any;
+  Snapshot first_introduced, first_host, first_candidate, first_any;
   bool any_origin = false;
   bool input_error = false;  // missing/empty input, unsupported schema -> exit 2
   std::int64_t t0 = kNoTime, t1 = kNoTime;  // earliest / latest timestamp seen

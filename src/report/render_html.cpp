@@ -5,6 +5,7 @@
 #include <functional>
 #include <sstream>
 
+#include "launch_site.hpp"
 #include "model.hpp"
 #include "util.hpp"
 
@@ -49,6 +50,7 @@ struct Html {
     auto kv = [&](const char* k, const std::string& v) {
       if (!v.empty()) o << "<dt>" << k << "</dt><dd>" << html_escape(v) << "</dd>\n";
     };
+    if (const auto py = python_site(e.python_json)) kv("python", python_site_text(*py));
     kv("process", a.proc_label(fc->proc) + (e.local_rank >= 0 ? " (local rank " + std::to_string(e.local_rank) + ")" : "") +
                       " · device " + std::to_string(e.device) + " · stream " + e.stream);
     kv("time", iso8601(e.ts_ns) + " (" + rel_time(e.ts_ns - a.t0) + ")");
@@ -67,6 +69,8 @@ struct Html {
     if (!e.rows_real.empty()) rows += "real " + ranges_str(e.rows_real);
     if (!e.rows_padding.empty()) rows += (rows.empty() ? "" : " · ") + std::string("padding ") + ranges_str(e.rows_padding);
     kv("rows", rows);
+    if (e.origin == Origin::candidate)
+      kv("candidates", candidates_text(candidate_refs(e.candidates_json), 120) + " (may have written these values; not proven)");
     kv("event", std::to_string(e.id) + " at " + a.files[fc->file] + ":" + std::to_string(fc->line));
     kv("dump", e.dump);
     o << "</dl></section>\n";
@@ -87,6 +91,7 @@ struct Html {
       const Site& s = a.sites[si];
       seen[si] = 1;
       o << "<li><span class=\"mono\">" << html_escape(shorten_kernel(a.kernels[s.kernel].name, 70)) << "</span> "
+        << (s.python.empty() ? "" : "<span class=\"mono muted\">@ " + html_escape(s.python) + "</span> ")
         << "<span class=\"muted\">" << html_escape(a.proc_label(s.proc)) << " · arg " << s.arg << " · "
         << when(s.first_ts) << "</span>";
       if (s.region != Region::none)

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "launch_site.hpp"
 #include "model.hpp"
 #include "report_json.hpp"
 #include "util.hpp"
@@ -44,6 +45,15 @@ json event_json(const Analysis& a, const Snapshot& s) {
             {"rows", {{"real", e.rows_real}, {"padding", e.rows_padding}, {"truncated", e.rows_truncated}}},
             {"leak", e.leak},
             {"dump", e.dump.empty() ? json(nullptr) : json(e.dump)}};
+  const auto py = python_site(e.python_json);
+  j["python"] = py ? json{{"file", py->file}, {"line", py->line}, {"function", py->function}} : json(nullptr);
+  if (e.origin == Origin::candidate) {
+    json list = json::array();
+    for (const CandidateRef& c : candidate_refs(e.candidates_json))
+      list.push_back({{"kernel", c.kernel}, {"launch_id", c.launch_id}, {"stream", c.stream},
+                      {"python", c.python ? json(python_site_text(*c.python)) : json(nullptr)}});
+    j["candidates"] = list;
+  }
   return j;
 }
 

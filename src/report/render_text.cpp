@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "launch_site.hpp"
 #include "model.hpp"
 #include "util.hpp"
 
@@ -83,6 +84,7 @@ void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
     if (!v.empty()) out << "  " << st("2", pad(k, 8)) << ' ' << v << '\n';
   };
   kv("kernel", st("1", e.kernel));
+  if (const auto py = python_site(e.python_json)) kv("python", python_site_text(*py));
   std::string where = a.proc_label(fc->proc);
   if (e.local_rank >= 0) where += " (local rank " + std::to_string(e.local_rank) + ")";
   where += " · device " + std::to_string(e.device) + " · stream " + (e.stream.empty() ? "?" : e.stream);
@@ -112,6 +114,9 @@ void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
   kv("rows", rows_line(e));
   kv("origin", std::string(e.origin == Origin::none ? "not recorded" : origin_name(e.origin)) + " · event " +
                    std::to_string(e.id) + " at " + a.files[fc->file] + ":" + std::to_string(fc->line));
+  if (e.origin == Origin::candidate)
+    kv("candidates", candidates_text(candidate_refs(e.candidates_json), 80) +
+                         "  (may have written these values; not proven)");
   if (!e.dump.empty()) kv("dump", e.dump + "  (nanscope report --dump " + std::to_string(e.id) + ")");
   // Other processes/ranks with their own introduced origin.
   std::vector<const Snapshot*> others;
@@ -144,6 +149,7 @@ void lineage(const Analysis& a, std::ostream& out, const Style& st) {
       const Site& s = a.sites[si];
       out << "  " << std::string(std::size_t(depth) * 2, ' ') << (depth ? "└ " : "") << pad(when(a, s.first_ts), 12, true)
           << "  " << a.proc_label(s.proc) << "  " << shorten_kernel(a.kernels[s.kernel].name, 48) << "  arg " << s.arg;
+      if (!s.python.empty()) out << "  @ " << s.python;
       if (s.region != Region::none) out << "  " << region_name(s.region);
       if (s.origin != Origin::none) out << " (" << origin_name(s.origin) << ")";
       if (s.leak) out << st("1;33", "  LEAK padding→real");

@@ -904,11 +904,10 @@ INDUCTOR_RSQRT = r"^triton_(per|red|poi)_fused_\w*rsqrt"
 # The attention kernels each SDPA backend launches in torch 2.11 on sm_90.
 ATTENTION_KERNELS = {"flash": r"pytorch_flash::flash_fwd", "efficient": r"fmha_cutlassF",
                      "cudnn": r"(?i)cudnn"}
-# Candidate attribution for opaque kernels (issue 17, item 3) is not in docs/log-schema.md yet:
-# these are the names test_cuda_ext expects, to be settled with the schema. A finding whose
-# non-finite input was last written by a kernel nanscope could not inspect carries
-# origin == CANDIDATE["origin"] and a list CANDIDATE["list"] of entries, each a kernel name or
-# an object with the kernel name under CANDIDATE["kernel"].
+# Candidate attribution for opaque kernels (issue 17, item 3; docs/origin.md, docs/log-schema.md):
+# a finding whose values were last written, as far as nanscope can tell, by a kernel it could not
+# inspect carries origin == CANDIDATE["origin"] and a list CANDIDATE["list"] of entries, each an
+# object with the kernel name under CANDIDATE["kernel"] (and launch_id, stream, python).
 CANDIDATE = {"origin": "candidate", "list": "candidates", "kernel": "kernel"}
 
 
@@ -1080,6 +1079,31 @@ def test_hf_compile():
           "an exact tensor; clean twins give no finding; outputs bit-identical")
 
 
+# Where c_fc's GEMM is launched from in Python (issue 17, item 4): transformers' Conv1D.forward
+# (pytorch_utils.py, the torch.addmm line) is the innermost frame outside torch; a GEMM named by
+# a hook one level up may name GPT2MLP.forward (modeling_gpt2.py, the self.c_fc(...) line).
+GPT2_GEMM_LINES = {"pytorch_utils.py": "Conv1D.forward", "modeling_gpt2.py": "GPT2MLP.forward"}
+
+
+def expect_python_line(finding, places, label, events):
+    """The finding's `python` names one of `places` (file name -> qualified function) at a line
+    that holds a call: the source line is read back and must not be blank."""
+    py = finding.get("python")
+    if not isinstance(py, dict):
+        fail(f"{label}: the first finding has no python line: {py!r}\nnanscope said:{said(events)}")
+    name = os.path.basename(py.get("file", ""))
+    if places.get(name) != py.get("function") or not isinstance(py.get("line"), int) or py["line"] <= 0:
+        fail(f"{label}: the first finding's python line should be in {places}: {py}\nnanscope said:{said(events)}")
+    try:
+        with open(py["file"]) as f:
+            source = f.read().splitlines()[py["line"] - 1]
+    except (OSError, IndexError) as e:
+        fail(f"{label}: cannot read the python line {py}: {e}")
+    if "(" not in source:
+        fail(f"{label}: the python line {py} holds no call: {source!r}")
+    return f"{name}:{py['line']} ({source.strip()[:60]})"
+
+
 def test_hf_gpt2_overflow():
     """GPT-2 fp16 with c_fc's weight scaled until its GEMM overflows: eager, graph, compile."""
     require_torch("transformers")
@@ -1104,10 +1128,13 @@ def test_hf_gpt2_overflow():
             expect_finding(first, GEMM_KERNELS, gemm["numel"], gemm["counts"], label, events)
         if mode == "graph":
             expect_in_graph(events, GEMM_KERNELS, gemm["numel"], gemm["counts"], label)
+        if mode != "compile":  # compiled: Inductor's generated module is the innermost frame
+            print(f"{label}: python line {expect_python_line(first, GPT2_GEMM_LINES, label, events)}")
         _, events = run_app("hf_gpt2_overflow", [mode, "--clean"], label + " --clean")
         expect_clean(events, label + " --clean")
     print("ok: GPT-2 c_fc GEMM named first, introduced, over its output with its exact Inf counts, eager, "
-          "graph and compiled; clean runs give no finding; outputs bit-identical")
+          "graph and compiled, with the Python line of the c_fc call (eager, graph); clean runs give no finding; "
+          "outputs bit-identical")
 
 
 def test_sdpa_backends():
@@ -1165,9 +1192,11 @@ def test_cuda_ext():
         fail(f"cuda_ext_params: the first finding should carry origin {CANDIDATE['origin']!r} with "
              f"{want['kernel']} among its {CANDIDATE['list']}: origin {first.get('origin')}, {names}"
              f"\nnanscope said:{said(events)}")
+    entry = next(c for c in candidates if isinstance(c, dict) and c.get(CANDIDATE["kernel"], "").startswith(want["kernel"]))
+    line = expect_python_line(entry, {"cuda_ext_params.py": "main"}, "cuda_ext_params candidate", events)
     _, events = run_app("cuda_ext_params", ["--clean", "--build-dir", build_dir], "cuda_ext_params --clean")
     expect_clean(events, "cuda_ext_params --clean")
-    print(f"ok: {want['kernel']} (params struct) named as the candidate origin at {first['kernel'][:80]}; "
+    print(f"ok: {want['kernel']} (params struct, launched at {line}) named as the candidate origin at {first['kernel'][:80]}; "
           f"the guarded kernel gives no finding; outputs bit-identical")
 
 

@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "event.hpp"
 #include "fields.hpp"
+#include "launch_site.hpp"
 #include "log_schema.hpp"
+#include "synth.hpp"
 
 namespace nanscope::report {
 namespace {
@@ -63,7 +66,7 @@ TEST(Schema, NoEventListsAKeyTwice) {
 
 // The enum strings round-trip through the reader's inverse; an unknown string reads as unknown.
 TEST(Schema, EnumStringsRoundTrip) {
-  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::unknown})
+  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::unknown, Origin::candidate})
     EXPECT_EQ(schema::origin_from(schema::origin_name(o)), o);
   for (Region r : {Region::padding, Region::real, Region::mixed, Region::unknown})
     EXPECT_EQ(schema::region_from(schema::region_name(r)), r);
@@ -93,6 +96,65 @@ TEST(Schema, NestedTypeErrorsNameTheObject) {
                               ev);
   ASSERT_TRUE(err);
   EXPECT_NE(err.message.find("counts.nan"), std::string::npos) << err.message;
+}
+
+// A candidate finding as the writer emits it (docs/origin.md): the parser keeps `candidates` and
+// `python` as text, launch_site.hpp decodes them, and the report shows both in the first cause.
+constexpr const char* kCandidateLine =
+    R"j({"schema":"nanscope/1","event":"nonfinite","id":3,"ts_ns":10,"pid":7,"device":0,"stream":"0x0",)j"
+    R"j("kernel":"scale_rows_params(ScaleRowsParams)","launch_id":14,"buffer":{"arg":65535,"ptr":"0x7f00",)j"
+    R"j("dtype":"f32","elements":16384},"counts":{"nan":2048,"pos_inf":0,"neg_inf":0},"first_index":0,)j"
+    R"j("last_index":9,"region":"unknown","origin":"candidate","root":[3],)j"
+    R"j("candidates":[{"kernel":"scale_rows_params(ScaleRowsParams)","launch_id":14,"stream":"0x0",)j"
+    R"j("python":{"file":"/app/cuda_ext_params.py","line":93,"function":"main"}}],)j"
+    R"j("python":{"file":"/app/cuda_ext_params.py","line":93,"function":"main"}})j";
+
+TEST(Schema, CandidatesAndThePythonLineAreReadBack) {
+  Event ev;
+  ASSERT_FALSE(parse_line(kCandidateLine, ev));
+  EXPECT_EQ(ev.origin, Origin::candidate);
+  const auto py = python_site(ev.python_json);
+  ASSERT_TRUE(py.has_value());
+  EXPECT_EQ(python_site_text(*py), "/app/cuda_ext_params.py:93 in main");
+  EXPECT_EQ(python_site_short(*py), "cuda_ext_params.py:93");
+  const auto c = candidate_refs(ev.candidates_json);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kernel, "scale_rows_params(ScaleRowsParams)");
+  EXPECT_EQ(c[0].launch_id, 14);
+  ASSERT_TRUE(c[0].python.has_value());
+  EXPECT_EQ(c[0].python->line, 93);
+  EXPECT_EQ(candidates_text(c, 80), "scale_rows_params(ScaleRowsParams) (launch 14, /app/cuda_ext_params.py:93 in main)");
+
+  synth::TempDir dir;
+  { std::ofstream(dir / "c.jsonl") << kCandidateLine << "\n"; }
+  const synth::Result r = synth::run({dir / "c.jsonl", "--color", "never"});
+  EXPECT_NE(r.out.find("candidate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cuda_ext_params.py:93 in main"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not proven"), std::string::npos) << r.out;
+  const synth::Result j = synth::run({dir / "c.jsonl", "--format", "json"});
+  EXPECT_NE(j.out.find("\"candidates\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"function\": \"main\""), std::string::npos) << j.out;
+}
+
+// Hostile or older values give nothing (or the entries that make sense), never an error.
+TEST(Schema, OddCandidatesAndPythonValuesAreHarmless) {
+  EXPECT_FALSE(python_site("null").has_value());
+  EXPECT_FALSE(python_site("").has_value());
+  EXPECT_FALSE(python_site(R"({"file":7,"line":"x"})").has_value());
+  EXPECT_FALSE(python_site("[1,2").has_value());
+  EXPECT_TRUE(candidate_refs(R"({"kernel":"k"})").empty());
+  const auto some = candidate_refs(R"(["bare", 3, {"kernel":""}, {"kernel":"k","launch_id":"x","python":5}])");
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some[0].kernel, "bare");
+  EXPECT_EQ(some[1].launch_id, 0);
+  EXPECT_FALSE(some[1].python.has_value());
+  std::string many = "[";
+  for (int i = 0; i < 1000; ++i) many += std::string(i ? "," : "") + R"({"kernel":"k"})";
+  EXPECT_EQ(candidate_refs(many + "]").size(), kMaxCandidates);
+  Event ev;  // the parser takes any JSON value for both, as a newer writer may send
+  EXPECT_FALSE(parse_line(R"({"schema":"nanscope/1","event":"nonfinite","id":1,"ts_ns":1,"pid":1,"kernel":"k",)"
+                          R"("counts":{"nan":1,"pos_inf":0,"neg_inf":0},"python":[1,{"a":2}],"candidates":"x"})",
+                          ev));
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ FindingFacts facts(const Finding& f, WatchMeta registered = {}, int device = 0) 
 TEST(FindingEvent, TypedOutput) {
   const Finding f = typed_output();
   EXPECT_EQ(finding_event(facts(f), std::nullopt).dump(),
-            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown"})j");
+            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown","python":null})j");
   EXPECT_EQ(finding_line(facts(f)),
             R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000))j");
 }
@@ -34,7 +34,7 @@ TEST(FindingEvent, UnknownKernelKeepsItsPlaces) {
   const Finding f = typed_output();
   FindingFacts x{f, 1};
   EXPECT_EQ(finding_event(x, std::nullopt).dump(),
-            R"j({"device":1,"stream":"0x5000","kernel":"?","kernel_mangled":"","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown"})j");
+            R"j({"device":1,"stream":"0x5000","kernel":"?","kernel_mangled":"","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown","python":null})j");
   EXPECT_EQ(finding_line(x),
             R"j(non-finite output: ? arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000))j");
 }
@@ -44,7 +44,7 @@ TEST(FindingEvent, CapturedTakesTheGraphsStreamInPlace) {
   FindingFacts x = facts(f);
   x.graph_stream = 0x9000;
   EXPECT_EQ(finding_event(x, introduced(2)).dump(),
-            R"j({"device":0,"stream":"0x9000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"graph_id":1099511627776,"graph_node":4,"replay":9,"region":"unknown","origin":"introduced","root":[2]})j");
+            R"j({"device":0,"stream":"0x9000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"graph_id":1099511627776,"graph_node":4,"replay":9,"region":"unknown","origin":"introduced","root":[2],"python":null})j");
   EXPECT_EQ(finding_line(x),  // the console keeps the stream the record names
             R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000, graph 1099511627776 node 4 replay 9))j");
 }
@@ -53,7 +53,7 @@ TEST(FindingEvent, WatchRowsFixedAndLeaking) {
   const Finding f = watch_rows();
   const FindingFacts x = facts(f, WatchMeta{"logits", Action::fix});
   EXPECT_EQ(finding_event(x, leaking(3)).dump(),
-            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"bf16","elements":1024,"name":"logits"},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"mixed","counts_padding":5,"counts_real":2,"rows":{"padding":[[6,7]],"real":[[0,1]],"truncated":false},"rows_total":8,"watch":"logits","padding_source":"seq_lens","action":"zeroed","origin":"propagated","parents":[5],"root":[5],"origin_incomplete":true,"leak":true,"rows_before":{"padding":[[6,7]],"real":[],"truncated":false},"rows_after":{"padding":[[6,7]],"real":[[0,1]],"truncated":false}})j");
+            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"bf16","elements":1024,"name":"logits"},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"mixed","counts_padding":5,"counts_real":2,"rows":{"padding":[[6,7]],"real":[[0,1]],"truncated":false},"rows_total":8,"watch":"logits","padding_source":"seq_lens","action":"zeroed","origin":"propagated","parents":[5],"root":[5],"origin_incomplete":true,"leak":true,"rows_before":{"padding":[[6,7]],"real":[],"truncated":false},"rows_after":{"padding":[[6,7]],"real":[[0,1]],"truncated":false},"python":null})j");
   EXPECT_EQ(leak_line(x, 3, leaking(3)),
             R"j(leak: non-finite values crossed from padding rows into real rows in void add_kernel<float>(float*, float const*, int) ('logits', event 3, from event 5))j");
   EXPECT_EQ(finding_line(x),
@@ -66,7 +66,7 @@ TEST(FindingEvent, RowsInferredFromTheGlobalSpec) {
   EXPECT_EQ(x.watch.name, "(global padding spec)");
   EXPECT_EQ(x.watch.action, Action::detect);
   EXPECT_EQ(finding_event(x, unknown(4)).dump(),
-            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024,"name":"(global padding spec)"},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown","counts_padding":0,"counts_real":0,"rows":{"padding":[],"real":[],"unknown":[[2,2]],"truncated":true},"rows_total":4,"watch":"(global padding spec)","padding_source":"none","rows_inferred":true,"origin":"unknown","origin_why":"untracked_read","root":[4]})j");
+            R"j({"device":0,"stream":"0x5000","kernel":"void add_kernel<float>(float*, float const*, int)","kernel_mangled":"_Z10add_kernelIfEvPfPKfi","launch_id":7,"correlation_id":41,"buffer":{"arg":1,"ptr":"0x7f0000001000","dtype":"f32","elements":1024,"name":"(global padding spec)"},"counts":{"nan":3,"pos_inf":1,"neg_inf":0},"first_index":17,"last_index":900,"region":"unknown","counts_padding":0,"counts_real":0,"rows":{"padding":[],"real":[],"unknown":[[2,2]],"truncated":true},"rows_total":4,"watch":"(global padding spec)","padding_source":"none","rows_inferred":true,"origin":"unknown","origin_why":"untracked_read","root":[4],"python":null})j");
   EXPECT_EQ(finding_line(x),
             R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000) [unknown '(global padding spec)': 0 in padding rows, 0 in real rows; rows 2,...])j");
 }
@@ -234,7 +234,8 @@ TEST(FindingEvent, OriginsAndFirstCauses) {
             R"j("kernels_reached":2,"buffers_reached":1,"last_event":8,"graph_id":1,"graph_node":4,"replay":9,)j"
             R"j("first_leak":{"event":6,"kernel":"?","launch_id":9,"buffer":"0x2000",)j"
             R"j("rows_before":{"padding":[],"real":[],"truncated":false},"rows_after":{"padding":[],"real":[],"truncated":false}}}],)j"
-            R"j("roots_not_listed":0,"introduced":1,"propagated":2,"host":0,"unknown":0,"leaks":1,"evictions":0})j");
+            R"j("roots_not_listed":0,"introduced":1,"propagated":2,"host":0,"unknown":0,"candidate":0,"leaks":1,)j"
+            R"j("evictions":0})j");
   const std::vector<std::string> lines = cause_lines(o, name);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],

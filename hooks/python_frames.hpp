@@ -1,0 +1,94 @@
+// The Python line of a launch: in a Python program, the innermost frame outside torch, triton,
+// nanscope and the import machinery (src/python_line.hpp) of the thread that launches the kernel.
+//
+// The injected library cannot link libpython, and the launching thread usually does not hold
+// the GIL: PyTorch releases it around every op's dispatch, Triton around its launch. Taking the
+// GIL in a CUDA callback can deadlock (its holder may wait for a lock the launching thread
+// holds), and the public frame API needs it (it allocates frame objects and counts references).
+// So the frames are read, not called: the thread's own interpreter frames, found through its
+// thread state (PyGILState_GetThisThreadState, a thread-local read), with the layout of the
+// running CPython (3.10 to 3.13, a table in python_frames.cpp). Only the owning thread changes
+// its frame chain, and it is inside this callback, so the chain holds still; the code objects
+// and their strings are held by the frames. No reference is counted, nothing is allocated in
+// Python's heap and no Python code runs. The line comes from CPython's own pure functions
+// (PyCode_Addr2Line and friends), resolved by dlsym(RTLD_DEFAULT) at first use.
+//
+// The first walks check every read (a read that would fault is refused, not taken) and every
+// object's type; a layout that does not fit turns the feature off with one warning. Per launch:
+// a walk of the few innermost frames and one cache lookup per frame (code object -> its file and
+// function, decoded once); the strings are copied only when a finding is logged.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "python_line.hpp"
+
+namespace nanscope {
+
+class PythonFrames {
+ public:
+  explicit PythonFrames(bool enabled);
+  ~PythonFrames();
+
+  // Where the calling thread is in Python now: a key for resolve(), 0 when there is no Python
+  // line (no interpreter, a thread that never ran Python, only library frames, the feature off).
+  uint64_t capture();
+  std::optional<PythonLine> resolve(uint64_t key) const;
+
+  // The key of a launch, for its findings: eager launches in a ring (their findings are
+  // drained within moments), captured ones (replayed for as long as their graph lives) in a map
+  // up to a cap.
+  void remember(uint64_t launch_id, uint64_t key, bool captured);
+  uint64_t recall(uint64_t launch_id) const;
+
+  // Why there is no Python line when the process runs Python (one line, for the warning); empty
+  // while it works or when the process has no Python.
+  std::string problem() const;
+  bool gave_up() const { return state_.load(std::memory_order_acquire) == State::off; }
+
+  struct Layout;  // python_frames.cpp: CPython's struct offsets
+  struct Reader;  // python_frames.cpp: reads that are checked first while the layout is new
+
+ private:
+  enum class State : uint8_t { unresolved, no_python, ready, off };
+  bool ready();
+  uint64_t walk(Reader& rd, const void* tstate);  // under mu_
+  uint32_t site_of(Reader& rd, const void* code);  // under mu_; 0 when none
+  void give_up(std::string why);
+
+  const bool enabled_;
+  std::atomic<State> state_{State::unresolved};
+  std::once_flag resolve_once_;
+  const Layout* layout_ = nullptr;
+  struct Api;
+  std::unique_ptr<Api> api_;
+  std::atomic<uint32_t> checked_walks_{0};  // walks whose reads were all checked
+
+  mutable std::mutex mu_;
+  struct CodeEntry {
+    const void* filename;
+    const void* name;
+    uint32_t site;
+  };
+  std::unordered_map<const void*, CodeEntry> code_sites_;
+  struct Site {
+    std::string file, function;
+    bool skipped;
+  };
+  std::vector<Site> sites_;  // site - 1
+  std::string problem_;
+
+  struct Slot {
+    std::atomic<uint64_t> launch{0}, key{0};
+  };
+  std::unique_ptr<Slot[]> ring_;
+  std::unordered_map<uint64_t, uint64_t> captured_;
+};
+
+}  // namespace nanscope

@@ -1,0 +1,85 @@
+#include "candidate.hpp"
+
+namespace nanscope {
+
+void CandidateList::add(const OpaqueWrite& write) {
+  for (uint32_t i = 0; i < n; ++i) {
+    if (w[i].launch_id != write.launch_id || w[i].kernel_id != write.kernel_id || w[i].host != write.host) continue;
+    for (uint32_t j = i; j + 1 < n; ++j) w[j] = w[j + 1];  // now the newest
+    w[n - 1] = write;
+    return;
+  }
+  if (n == kMax) {
+    for (uint32_t j = 0; j + 1 < n; ++j) w[j] = w[j + 1];
+    --n;
+    ++dropped;
+  }
+  w[n++] = write;
+}
+
+void CandidateList::merge(const CandidateList& other) {
+  dropped += other.dropped;
+  for (uint32_t i = 0; i < other.n; ++i) add(other.w[i]);
+}
+
+std::optional<OpaqueWrite> CandidateList::last() const {
+  if (n == 0) return std::nullopt;
+  return w[n - 1];
+}
+
+CandidateList CandidateList::kernels() const {
+  CandidateList out;
+  out.dropped = dropped;
+  for (uint32_t i = 0; i < n; ++i)
+    if (!w[i].host) out.w[out.n++] = w[i];
+  return out;
+}
+
+void CandidateBook::put(uint64_t launch_id, uint64_t ptr, const CandidateList& candidates, bool captured) {
+  if (candidates.empty()) return;
+  const Key key{launch_id, ptr};
+  std::lock_guard lock(mu_);
+  if (captured) {
+    if (auto it = captured_.find(key); it != captured_.end()) {
+      it->second = candidates;
+    } else if (captured_.size() >= captured_cap_) {
+      ++refused_;
+      return;
+    } else {
+      captured_.emplace(key, candidates);
+    }
+  } else {
+    auto [it, inserted] = eager_.insert_or_assign(key, candidates);
+    if (inserted) eager_order_.push_back(key);
+    while (eager_.size() > eager_cap_) {
+      eager_.erase(eager_order_.front());
+      eager_order_.pop_front();
+    }
+  }
+  count_.store(eager_.size() + captured_.size(), std::memory_order_relaxed);
+}
+
+std::optional<CandidateList> CandidateBook::find(uint64_t launch_id, uint64_t ptr) const {
+  if (empty()) return std::nullopt;
+  const Key key{launch_id, ptr};
+  std::lock_guard lock(mu_);
+  if (auto it = captured_.find(key); it != captured_.end()) return it->second;
+  if (auto it = eager_.find(key); it != eager_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<CandidateList> attach_candidates(const CandidateBook& book, uint64_t launch_id, uint64_t ptr,
+                                               lineage::DeviceFinding& d) {
+  if (d.parent_count || d.host || book.empty()) return std::nullopt;
+  auto found = book.find(launch_id, ptr);
+  if (found)
+    for (uint32_t i = 0; i < found->n; ++i) d.candidates.push_back(found->w[i].kernel_id);
+  return found;
+}
+
+uint64_t CandidateBook::refused() const {
+  std::lock_guard lock(mu_);
+  return refused_;
+}
+
+}  // namespace nanscope

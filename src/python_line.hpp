@@ -1,0 +1,29 @@
+// Where a kernel was launched from in a Python program: the innermost frame outside torch,
+// triton, nanscope and Python's import and run machinery (hooks/python_frames.* reads the
+// frames). The pure parts: which frames are skipped, and the text of a Python string's
+// characters, so CPU tests reach them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace nanscope {
+
+struct PythonLine {
+  std::string file;
+  uint32_t line = 0;
+  std::string function;  // the qualified name (Class.method) where Python has one
+};
+
+// Whether a frame whose code comes from `file` is library plumbing, not where the user's program
+// launched the kernel: anything inside a torch, triton or functorch package directory (so
+// torch._dynamo too), nanscope's Python helper where it is installed, and importlib and runpy
+// (`python -m`, frozen or not).
+bool skipped_frame(std::string_view file);
+
+// Appends the UTF-8 text of `length` characters stored `kind` bytes each (1: Latin-1, 2: UCS-2,
+// 4: UCS-4, as CPython's compact strings keep them). False, with `out` unchanged, on a kind
+// that is none of these or a code point past U+10FFFF.
+bool append_utf8(const void* data, uint64_t length, uint32_t kind, std::string& out);
+
+}  // namespace nanscope

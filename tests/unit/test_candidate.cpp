@@ -1,0 +1,218 @@
+// Tests for src/candidate.cpp and the candidate origin end to end on synthetic launch sequences:
+// opaque launches noted against buffers (OpaqueWriters), a reader's initial scan or a captured
+// reader whose input no scan judged (the book), the drained finding (attach_candidates), the
+// lineage's classification and the `nonfinite` event's fields.
+#include <gtest/gtest.h>
+
+#include "candidate.hpp"
+#include "finding_event.hpp"
+#include "lineage.hpp"
+#include "log_schema.hpp"
+#include "opaque_writers.hpp"
+
+namespace nanscope {
+namespace {
+
+using lineage::Origin;
+
+constexpr uint64_t kOut = 0x7f0000100000, kX = 0x7f0000200000;
+
+OpaqueWrite kernel(uint32_t id, uint64_t launch, uint64_t stream = 0) { return {id, launch, false, stream, 0}; }
+
+TEST(CandidateList, KeepsTheLastFewDistinctWritersOldestFirst) {
+  CandidateList c;
+  EXPECT_TRUE(c.empty());
+  EXPECT_FALSE(c.last().has_value());
+  c.add(kernel(1, 10));
+  c.add(kernel(2, 11));
+  c.add(kernel(1, 10));  // the same launch again (a view of the same buffer): one candidate, now the newest
+  ASSERT_EQ(c.n, 2u);
+  EXPECT_EQ(c.w[0].launch_id, 11u);
+  EXPECT_EQ(c.last()->launch_id, 10u);
+  for (uint64_t l = 12; l < 16; ++l) c.add(kernel(3, l));
+  EXPECT_EQ(c.n, CandidateList::kMax);
+  EXPECT_EQ(c.dropped, 2u);
+  EXPECT_EQ(c.w[0].launch_id, 12u);
+  EXPECT_EQ(c.last()->launch_id, 15u);
+}
+
+TEST(CandidateList, HostWritesAreNoCandidates) {
+  CandidateList c;
+  c.add(kernel(1, 10));
+  c.add({7, 0, true, 0, 0});  // a memset
+  const CandidateList k = c.kernels();
+  ASSERT_EQ(k.n, 1u);
+  EXPECT_EQ(k.w[0].kernel_id, 1u);
+  EXPECT_TRUE(c.last()->host);
+}
+
+TEST(CandidateBook, EagerEntriesAreKeptFirstInFirstOut) {
+  CandidateBook book(2, 2);
+  EXPECT_TRUE(book.empty());
+  CandidateList c;
+  c.add(kernel(1, 10));
+  book.put(10, kOut, c, false);
+  book.put(11, kOut, c, false);
+  book.put(12, kOut, c, false);  // the oldest goes
+  EXPECT_FALSE(book.find(10, kOut).has_value());
+  EXPECT_TRUE(book.find(11, kOut).has_value());
+  EXPECT_TRUE(book.find(12, kOut).has_value());
+  EXPECT_FALSE(book.find(12, kX).has_value());  // another buffer of the same launch
+  book.put(13, kOut, CandidateList{}, false);   // nothing to keep
+  EXPECT_FALSE(book.find(13, kOut).has_value());
+}
+
+TEST(CandidateBook, CapturedEntriesStayForEveryReplayUpToTheCap) {
+  CandidateBook book(1, 2);
+  CandidateList c;
+  c.add(kernel(1, 10));
+  book.put(20, kOut, c, true);
+  book.put(21, kOut, c, true);
+  book.put(22, kOut, c, true);  // refused: the graph's candidates would otherwise push out others
+  for (uint64_t eager = 100; eager < 110; ++eager) book.put(eager, kOut, c, false);
+  EXPECT_TRUE(book.find(20, kOut).has_value());
+  EXPECT_TRUE(book.find(21, kOut).has_value());
+  EXPECT_FALSE(book.find(22, kOut).has_value());
+  EXPECT_EQ(book.refused(), 1u);
+}
+
+// The drained finding of a scan, as the device reports it (src/finding_event.cpp: device_finding).
+lineage::DeviceFinding finding(uint64_t seq, uint64_t launch, uint32_t kernel_id, uint64_t ptr) {
+  lineage::DeviceFinding d;
+  d.seq = seq;
+  d.event_id = seq;
+  d.buffer = {ptr};
+  d.site = {launch, kernel_id, 0, false, 0, 0, 0};
+  return d;
+}
+
+// An extension kernel (id 5, launch 40) hides its output pointer in a params struct: nanscope
+// notes it as a possible writer of the output and of its input. The next decoded reader (a
+// predicate writing bool: no scan of its own) reads the output: its initial scan is named after
+// the extension launch, whose candidates the book keeps. The scan finds NaN.
+TEST(CandidateOrigin, AnInitialScanAfterAnOpaqueWriterNamesItAsTheCandidate) {
+  OpaqueWriters writers;
+  CandidateBook book;
+  writers.note(kX, kernel(5, 40, 0x10));
+  writers.note(kOut, kernel(5, 40, 0x10));
+  // The reader's initial scan: named after the last writer, its writers are the candidates.
+  const auto history = writers.history(kOut);
+  ASSERT_TRUE(history.has_value());
+  const auto named = history->last();
+  ASSERT_TRUE(named && !named->host);
+  book.put(named->launch_id, kOut, history->kernels(), false);
+  writers.forget(kOut);  // judged by that scan
+
+  lineage::DeviceFinding d = finding(1, named->launch_id, named->kernel_id, kOut);
+  d.reads_untracked = true;  // the initial scan of an opaque write
+  const auto found = attach_candidates(book, 40, kOut, d);
+  ASSERT_TRUE(found.has_value());
+  lineage::Tracker tracker;
+  const lineage::Verdict v = tracker.on_device_finding(d);
+  EXPECT_EQ(v.origin, Origin::candidate);
+  EXPECT_EQ(v.why, lineage::Unknown::none);
+  EXPECT_EQ(v.candidates, std::vector<uint32_t>{5});
+  EXPECT_EQ(v.roots, std::vector<uint64_t>{1});
+  const lineage::Summary s = tracker.summary();
+  EXPECT_EQ(s.candidate, 1u);
+  EXPECT_EQ(s.unknown, 0u);
+  ASSERT_EQ(s.roots.size(), 1u);
+  EXPECT_EQ(s.roots[0].origin, Origin::candidate);
+  EXPECT_EQ(s.roots[0].candidates, std::vector<uint32_t>{5});
+
+  // Its child (a reader of the NaN) is propagated from it, never a candidate itself.
+  lineage::DeviceFinding child = finding(2, 41, 6, 0x7f0000300000);
+  child.parent_seqs = {1};
+  child.parent_count = 1;
+  book.put(41, child.buffer.ptr, history->kernels(), false);  // even with candidates on file
+  attach_candidates(book, 41, child.buffer.ptr, child);
+  const lineage::Verdict vc = tracker.on_device_finding(child);
+  EXPECT_EQ(vc.origin, Origin::propagated);
+  EXPECT_EQ(vc.parents, std::vector<uint64_t>{1});
+}
+
+// Inside a capture there are no initial scans: two opaque launches reference buffer B, then a
+// decoded reader (launch 52) reads B, whose state is unknown on every replay. Each replay's
+// finding names both opaque launches, not the reader.
+TEST(CandidateOrigin, ACapturedReaderOfAnUnjudgedInputNamesItsOpaqueWriters) {
+  OpaqueWriters writers;
+  CandidateBook book;
+  writers.note(kX, kernel(7, 50));
+  writers.note(kX, kernel(8, 51));
+  CandidateList plan;  // TaskBuilder::add_origin: an unjudged input no initial scan covers
+  plan.merge(writers.history(kX)->kernels());
+  book.put(52, kOut, plan, /*captured=*/true);
+  for (int i = 0; i < 200; ++i) book.put(1000 + i, kOut, plan, false);  // eager traffic meanwhile
+
+  lineage::Tracker tracker;
+  for (uint32_t replay = 0; replay < 3; ++replay) {
+    lineage::DeviceFinding d = finding(10 + replay, 52, 9, kOut);
+    d.input_unknown = true;
+    d.site.captured = true;
+    d.site.replay = replay;
+    attach_candidates(book, 52, kOut, d);
+    const lineage::Verdict v = tracker.on_device_finding(d);
+    EXPECT_EQ(v.origin, Origin::candidate) << "replay " << replay;
+    EXPECT_EQ(v.candidates, (std::vector<uint32_t>{7, 8}));
+  }
+}
+
+// A buffer judged clean since the opaque launch, or last written by the host, has no candidates.
+TEST(CandidateOrigin, NoCandidatesAfterAScanJudgedTheBufferOrAHostWrite) {
+  OpaqueWriters writers;
+  CandidateBook book;
+  writers.note(kOut, kernel(5, 40));
+  writers.forget(kOut);  // a scan judged it
+  EXPECT_FALSE(writers.history(kOut).has_value());
+  lineage::DeviceFinding d = finding(1, 60, 9, kOut);
+  EXPECT_FALSE(attach_candidates(book, 60, kOut, d).has_value());
+  lineage::Tracker tracker;
+  EXPECT_EQ(tracker.on_device_finding(d).origin, Origin::introduced);
+
+  writers.note(kX, kernel(5, 41));
+  writers.note(kX, {3, 0, true, 0, 0});  // then a memset: the host's write is the last
+  const auto history = writers.history(kX);
+  EXPECT_TRUE(history->last()->host);     // the initial scan is host origin, its book entry none
+  lineage::DeviceFinding h = finding(2, 0, 3, kX);
+  h.host = true;
+  book.put(0, kX, history->kernels(), false);
+  EXPECT_FALSE(attach_candidates(book, 0, kX, h).has_value());
+  EXPECT_EQ(tracker.on_device_finding(h).origin, Origin::host);
+}
+
+TEST(CandidateOrigin, TheEventListsTheCandidatesWithTheirPythonLines) {
+  Finding f;
+  f.launch_id = 40;
+  f.ptr = kOut;
+  f.elements = 16;
+  f.nan = 4;
+  f.dtype = DType::f32;
+  f.origin_tracked = true;
+  FindingFacts facts{f, 0, "scale_rows_params(ScaleRowsParams)"};
+  facts.python = PythonLine{"/app/run.py", 12, "main"};
+  facts.candidates.push_back({"scale_rows_params(ScaleRowsParams)", 40, 0x10, PythonLine{"/app/run.py", 12, "main"}});
+  lineage::Verdict v;
+  v.event_id = 1;
+  v.origin = Origin::candidate;
+  v.roots = {1};
+  const Json j = finding_event(facts, v);
+  EXPECT_EQ(j[schema::key::origin], "candidate");
+  EXPECT_FALSE(j.contains(schema::key::origin_why));
+  ASSERT_EQ(j[schema::key::candidates].size(), 1u);
+  const Json& c = j[schema::key::candidates][0];
+  EXPECT_EQ(c[schema::key::kernel], "scale_rows_params(ScaleRowsParams)");
+  EXPECT_EQ(c[schema::key::launch_id], 40);
+  EXPECT_EQ(c[schema::key::stream], "0x10");
+  EXPECT_EQ(c[schema::key::python][schema::python_key::line], 12);
+  EXPECT_EQ(j[schema::key::python][schema::python_key::file], "/app/run.py");
+  EXPECT_EQ(j[schema::key::python][schema::python_key::function], "main");
+
+  v.origin = Origin::introduced;  // candidates only with the candidate origin
+  facts.python.reset();
+  const Json k = finding_event(facts, v);
+  EXPECT_FALSE(k.contains(schema::key::candidates));
+  EXPECT_TRUE(k[schema::key::python].is_null());
+}
+
+}  // namespace
+}  // namespace nanscope
