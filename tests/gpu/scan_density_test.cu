@@ -1,10 +1,11 @@
 // Layer test for kernels/scan.cu at every NaN density (issue 18): none, one element, one row,
 // half the rows, every element; every dtype; every scan kernel (plain, grouped, row-aware,
 // fused fix on row-chunked and unaligned rows, the zero_padding fold-in of the general row
-// kernel); rows that are 16-byte aligned, odd rows with NaN in the gaps on a misaligned start, and
-// tiny rows on one block (the row bitmap too large for a block's shared window). Counts, first and
-// last index, padding count, row ranges, the fix's stores, the origin state word and the cleared
-// row bitmap are compared with a host reference. Exit 77 without a GPU.
+// kernel); rows that are 16-byte aligned, odd rows with NaN in the gaps (on a misaligned start,
+// and row-chunked on an aligned one), and tiny rows on one block (the row bitmap too large for a
+// block's shared window). Counts, first and last index, padding count, row ranges, the fix's
+// stores, the origin state word and the cleared row bitmap are compared with a host reference.
+// Exit 77 without a GPU.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -312,6 +313,7 @@ int main() {
   const Layout layouts[] = {
       {"aligned rows", 64, 0, 0, 0, 0},            // 24 KiB + 16 B a row: two chunks and a part
       {"odd rows, gaps, misaligned", 200, 257, 260, 1, 0},
+      {"odd rows, gaps, aligned", 200, 257, 272, 0, 0},  // row-chunked, with elements past the last vector
       {"tiny rows, one block", 40000, 3, 3, 0, 1},  // the bitmap does not fit a block's window
       {"aligned rows, three blocks", 64, 0, 0, 0, 3}};
   cudaMalloc(&g.row_state, 64 + (40000 / 32 + 1) * 4);
