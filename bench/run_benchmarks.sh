@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every GPU benchmark side by side in one go (the H200 run that BENCHMARKS.md quotes).
 # Usage: bench/run_benchmarks.sh BIN_DIR LIB [--quick]
-#   --quick: only the side-by-side ratios a change is judged by (host cost per launch, the graph
-#   replay in line / beside / merged, one decoded ATen launch, the Hugging Face decoder), for a
-#   device run that must share its minutes with the GPU suite.
+#   --quick: only the side-by-side ratios a change is judged by (the scan kernels' NaN-density
+#   sweep against the read roofline, host cost per launch, the graph replay in line / beside /
+#   merged, one decoded ATen launch, the Hugging Face decoder), for a device run that must share
+#   its minutes with the GPU suite.
 set -uo pipefail
 bin=${1:?bin dir}
 lib=${2:?libnanscope.so}
@@ -23,8 +24,11 @@ side_by_side() {
 }
 scan_out=$(mktemp)
 if [ $quick = 0 ]; then
-  echo "== scan throughput and graph node cost"
+  echo "== scan throughput, graph node cost and the NaN-density sweep"
   "$bin/nanscope_scan_bench" | tee "$scan_out"
+else
+  echo "== NaN-density sweep: every scan kernel against the read roofline of the same bytes"
+  "$bin/nanscope_scan_bench" --density
 fi
 echo
 echo "== host cost per launch (median of 60 batches of 200 launches)"

@@ -2,138 +2,21 @@
 //  1. throughput of nanscope's scan kernel on 1 GiB fp32 / bf16 against a plain device
 //     reduction of the same buffer (CUB sum, and a 16-byte-load XOR reduction = read roofline);
 //  2. cost of one scan node inside a CUDA graph on a [16,128,512] bf16 buffer, against an
-//     empty kernel node.
+//     empty kernel node;
+//  3.-5. row-aware scans, zero_padding in graphs and decode-sized nodes;
+//  6. the NaN-density sweep of every scan kernel against the read roofline (scan_bench_density.cu;
+//     `--density` runs only that).
 // The scan kernel is the embedded fatbin the tool uses, launched through the driver API with
 // the tool's own launch geometry (src/scan_launch.hpp).
-#include <cuda.h>
 #include <cuda_bf16.h>
-#include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <string>
-#include <vector>
 
 #include <cub/device/device_reduce.cuh>
 
-#include "scan_abi.h"
-#include "scan_launch.hpp"
+#include "scan_bench_common.hpp"
 
-extern "C" {
-extern const unsigned char nanscope_kernels_fatbin[];
-}
-
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-#define CU(x)                                                          \
-  do {                                                                 \
-    CUresult r_ = (x);                                                 \
-    if (r_ != CUDA_SUCCESS) {                                          \
-      std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, (int)r_); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
-
-__global__ void fill_random(uint32_t* p, size_t words, uint32_t seed, uint32_t mask, uint32_t bits) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t x = (uint32_t)i * 2654435761u ^ seed;
-    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-    p[i] = (x & mask) | bits;  // finite values: exponent bits never all ones
-  }
-}
-
-__global__ void xor_reduce(const uint4* p, size_t n, unsigned* out) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint4 v = __ldcs(p + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) atomicAdd(out, 1u);  // keeps the loads alive
-}
-
-__global__ void empty_kernel() {}
-
-namespace {
-
-struct Channel {
-  nanscope_channel_host* host = nullptr;
-  CUdeviceptr host_dev = 0;
-  nanscope_channel_dev* dev = nullptr;
-  nanscope_scan_accum* accum = nullptr;
-};
-
-Channel make_channel(unsigned accums) {
-  Channel c;
-  const size_t bytes = sizeof(nanscope_channel_host) + 1024 * sizeof(nanscope_record);
-  CK(cudaHostAlloc((void**)&c.host, bytes, cudaHostAllocMapped));
-  std::memset(c.host, 0, bytes);
-  c.host->capacity = 1024;
-  void* d = nullptr;
-  CK(cudaHostGetDevicePointer(&d, c.host, 0));
-  c.host_dev = (CUdeviceptr)d;
-  CK(cudaMalloc(&c.dev, sizeof(nanscope_channel_dev)));
-  CK(cudaMemset(c.dev, 0, sizeof(nanscope_channel_dev)));
-  CK(cudaMalloc(&c.accum, accums * sizeof(nanscope_scan_accum)));
-  CK(cudaMemset(c.accum, 0, accums * sizeof(nanscope_scan_accum)));
-  return c;
-}
-
-nanscope_scan_task make_task(const Channel& c, unsigned accum_index, const void* ptr, uint64_t elements, uint32_t dtype) {
-  nanscope_scan_task t{};
-  t.buffers[0] = {(uint64_t)ptr, elements, dtype, 0};
-  t.buffer_count = 1;
-  t.accum = c.accum + accum_index;
-  t.channel_dev = c.dev;
-  t.channel_host = (nanscope_channel_host*)c.host_dev;
-  t.records = (nanscope_record*)(c.host_dev + sizeof(nanscope_channel_host));
-  t.channel_capacity = c.host->capacity;
-  return t;
-}
-
-template <typename F>
-float median_ms(F&& launch, int reps, cudaStream_t s) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) launch();
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a, s));
-    launch();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-// Captures what `record` launches on `s` into a graph; returns the graph's median replay time.
-template <typename Record>
-float graph_replay_ms(cudaStream_t s, Record&& record) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  record();
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  const float ms = median_ms([&] { CK(cudaGraphLaunch(ge, s)); }, 30, s);
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return ms;
-}
-
-}  // namespace
+int density_sweep(const cudaDeviceProp& prop, CUmodule mod);  // scan_bench_density.cu
 
 int main(int argc, char** argv) {
   int dev_count = 0;
@@ -152,6 +35,7 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Channel ch = make_channel(256);
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  if (argc > 1 && std::string(argv[1]) == "--density") return density_sweep(prop, mod);
 
   // ---- 1. Throughput on 1 GiB.
   const size_t bytes = size_t{1} << 30;
@@ -367,5 +251,6 @@ int main(int argc, char** argv) {
       ch.host->read_index = 0;
     }
   }
-  return 0;
+  CK(cudaFree(buf));
+  return density_sweep(prop, mod);
 }

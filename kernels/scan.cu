@@ -6,9 +6,10 @@
 // and occupancy its own. Built into a fatbin and embedded in libnanscope.so; the host
 // (hooks/context_state.cpp) loads it with cuModuleLoadData and launches with cuLaunchKernel
 // (never the runtime API), with the geometry of src/scan_launch.hpp.
-// The agent code lives in headers included only here: scan_buffer.cuh (per-element and
-// per-buffer walk), scan_rows.cuh (row-aware walks), scan_publish.cuh (records and origin
-// state, the last block's work) and zero_rows.cuh (the zero_padding kernels).
+// The agent code lives in headers included only here: scan_classify.cuh (whole-vector
+// classification), scan_buffer.cuh (counters and the per-buffer walk), scan_rows.cuh (row-aware
+// walks), scan_ranges.cuh (row verdicts), scan_publish.cuh (records and origin state, the last
+// block's work) and zero_rows.cuh (the zero_padding kernels).
 #include <stdint.h>
 
 #include "scan_abi.h"
@@ -43,9 +44,9 @@ __device__ __forceinline__ WarpCounts warp_counts(const ThreadCounts& c) {
 // (and, for row-aware buffers, the empty state remembered for the next scan to compare with).
 template <bool kRows, typename Task>
 __device__ __forceinline__ void finish_scan(const Task& t, const nanscope_scan_counts* tot, bool wrote,
-                                            unsigned int replay) {
+                                            unsigned int replay, const RowRanges* ranges) {
   if (wrote) {
-    publish<kRows>(t, tot, replay);
+    publish<kRows>(t, tot, replay, ranges);
   } else {
     for (uint32_t b = 0; b < t.buffer_count; ++b) set_state(t, b, NS_STATE_CLEAN, 0);
   }
@@ -80,96 +81,155 @@ __device__ __forceinline__ void stage_row_spec(const Task& t, uint32_t b, nansco
   __syncthreads();
 }
 
+// One block's counts of each buffer (shared memory), summed by one lane of each warp that saw a
+// bad value.
+struct BlockCounts {
+  unsigned nan[NANSCOPE_SCAN_MAX_BUFFERS], pinf[NANSCOPE_SCAN_MAX_BUFFERS], ninf[NANSCOPE_SCAN_MAX_BUFFERS],
+      pad[NANSCOPE_SCAN_MAX_BUFFERS];
+  unsigned long long first[NANSCOPE_SCAN_MAX_BUFFERS], last[NANSCOPE_SCAN_MAX_BUFFERS];
+  __device__ __forceinline__ bool found(uint32_t b) const { return (nan[b] | pinf[b] | ninf[b]) != 0; }
+};
+
+// How a block leaves a scan: not the last one, the last of a clean scan, the last with findings.
+enum BlockClose : uint32_t { kNotLast = 0, kLastClean = 1, kLastFound = 2 };
+
+// Thread 0: adds the block's counts into the accumulator and takes a ticket; the last block gets
+// the totals in `tot`. Zero counts are not added (a NaN-only buffer adds three words, not six).
+template <typename Task>
+__device__ __forceinline__ BlockClose close_block(const Task& t, const BlockCounts& s, nanscope_scan_counts* tot) {
+  nanscope_scan_accum* acc = t.accum;
+  bool wrote = false;
+  for (uint32_t b = 0; b < t.buffer_count; ++b) wrote |= s.found(b);
+  if (gridDim.x == 1) {
+    // The only block is the last one: totals come straight from shared memory, with no
+    // accumulator traffic, fence or ticket (the common case for decode-sized outputs).
+    for (uint32_t b = 0; b < t.buffer_count; ++b)
+      tot[b] = {s.nan[b], s.pinf[b], s.ninf[b], ~s.first[b], s.last[b], s.pad[b]};
+    return wrote ? kLastFound : kLastClean;
+  }
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    if (!s.found(b)) continue;
+    nanscope_scan_counts* a = &acc->buf[b];
+    if (s.pad[b]) atomicAdd(&a->padding, (unsigned long long)s.pad[b]);
+    if (s.nan[b]) atomicAdd(&a->nan, (unsigned long long)s.nan[b]);
+    if (s.pinf[b]) atomicAdd(&a->pos_inf, (unsigned long long)s.pinf[b]);
+    if (s.ninf[b]) atomicAdd(&a->neg_inf, (unsigned long long)s.ninf[b]);
+    atomicMax(&a->first_inv, ~s.first[b]);
+    atomicMax(&a->last, s.last[b]);
+  }
+  // Only a block that added counts must order them before its ticket; clean blocks (the
+  // common case) skip the fence. The ticket's high half counts blocks that added counts, so
+  // the last block of a clean scan knows it without reading the accumulator back.
+  if (wrote) __threadfence();
+  const unsigned int old = atomicAdd(&acc->blocks_done, wrote ? 0x10001u : 1u);
+  if ((old & 0xffffu) != gridDim.x - 1) return kNotLast;
+  wrote |= (old >> 16) != 0;
+  acc->blocks_done = 0;  // the next scan with this accumulator is a later kernel
+  if (wrote) {
+    __threadfence();
+    take_accumulated_totals(t, acc, tot);
+  }
+  return wrote ? kLastFound : kLastClean;
+}
+
+// The row ranges of each row-aware buffer of a scan with findings (scan_ranges.cuh).
+__device__ __forceinline__ RowRanges* row_ranges_store() {
+  __shared__ RowRanges s_ranges[NANSCOPE_SCAN_MAX_BUFFERS];
+  return s_ranges;
+}
+
+// The last block of a scan with findings, every thread: the row ranges of the row-aware buffers
+// that found something, built while their bitmaps are cleared.
+template <typename Task>
+__device__ __forceinline__ void build_all_ranges(const Task& t, const nanscope_scan_counts* tot, nanscope_row_spec& s_rows) {
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    if (!((t.row_aware_mask >> b) & 1u) || (tot[b].nan | tot[b].pos_inf | tot[b].neg_inf) == 0) continue;
+    stage_row_spec(t, b, s_rows);
+    build_row_ranges(s_rows, row_ranges_store()[b]);
+  }
+  __syncthreads();  // the ranges, for thread 0's records
+}
+
+// A block's counts of buffer b into shared memory. Rare: only warps that saw a bad value touch
+// shared memory, one lane each.
+__device__ __forceinline__ void add_block_counts(BlockCounts& s, uint32_t b, const ThreadCounts& c) {
+  const unsigned found = __ballot_sync(0xffffffffu, c.any());
+  if (!found) return;
+  const WarpCounts w = warp_counts(c);
+  if ((threadIdx.x & 31) == (unsigned)(__ffs(found) - 1)) {
+    atomicAdd(&s.pad[b], w.padding);
+    atomicAdd(&s.nan[b], w.nan);
+    atomicAdd(&s.pinf[b], w.pos_inf);
+    atomicAdd(&s.ninf[b], w.neg_inf);
+    atomicMin(&s.first[b], w.first);
+    atomicMax(&s.last[b], w.last);
+  }
+}
+
 template <bool kRows, typename Task>
 __device__ __forceinline__ void scan_main(const Task& t) {
-  __shared__ unsigned int s_nan[NANSCOPE_SCAN_MAX_BUFFERS], s_pinf[NANSCOPE_SCAN_MAX_BUFFERS],
-      s_ninf[NANSCOPE_SCAN_MAX_BUFFERS], s_pad[NANSCOPE_SCAN_MAX_BUFFERS];
-  __shared__ unsigned long long s_first[NANSCOPE_SCAN_MAX_BUFFERS], s_last[NANSCOPE_SCAN_MAX_BUFFERS];
+  __shared__ BlockCounts s_counts;
   __shared__ nanscope_scan_counts s_tot[NANSCOPE_SCAN_MAX_BUFFERS];
+  __shared__ uint32_t s_close;
   // The row spec lives in shared memory: taking the address of a kernel parameter would copy the
   // whole task into local memory in every thread.
   __shared__ nanscope_row_spec s_rows;
-  const bool one_block = gridDim.x == 1;
   // The replay number is stable while this scan runs (only its last block bumps it): load it
   // now, so its round trip hides behind the scan.
   unsigned int replay = 0;
   if (threadIdx.x == 0) replay = __ldcg(&t.accum->executions);
   if (threadIdx.x < NANSCOPE_SCAN_MAX_BUFFERS) {
-    s_nan[threadIdx.x] = s_pinf[threadIdx.x] = s_ninf[threadIdx.x] = s_pad[threadIdx.x] = 0;
-    s_first[threadIdx.x] = ~0ull;
-    s_last[threadIdx.x] = 0;
+    s_counts.nan[threadIdx.x] = s_counts.pinf[threadIdx.x] = s_counts.ninf[threadIdx.x] = s_counts.pad[threadIdx.x] = 0;
+    s_counts.first[threadIdx.x] = ~0ull;
+    s_counts.last[threadIdx.x] = 0;
   }
+  if constexpr (kRows) clear_row_window();
   __syncthreads();
 
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     ThreadCounts c;
+    RowFlags flags;
     bool row_aware = false;
     if constexpr (kRows) {
       row_aware = (t.row_aware_mask >> b) & 1u;
-      if (row_aware) stage_row_spec(t, b, s_rows);
-    }
-    scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr);
-    // Rare: only warps that saw a bad value touch shared memory, one lane each. A buffer full
-    // of NaN would otherwise serialise hundreds of threads on the same shared counters.
-    const unsigned found = __ballot_sync(0xffffffffu, c.any());
-    if (found) {
-      const WarpCounts w = warp_counts(c);
-      if ((threadIdx.x & 31) == (unsigned)(__ffs(found) - 1)) {
-        atomicAdd(&s_pad[b], w.padding);
-        atomicAdd(&s_nan[b], w.nan);
-        atomicAdd(&s_pinf[b], w.pos_inf);
-        atomicAdd(&s_ninf[b], w.neg_inf);
-        atomicMin(&s_first[b], w.first);
-        atomicMax(&s_last[b], w.last);
+      if (row_aware) {
+        stage_row_spec(t, b, s_rows);
+        flags = row_flags_for(t.buffers[b], s_rows, chunked_walk(s_rows));
       }
     }
+    scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
+    if constexpr (kRows) {
+      if (row_aware) flush_row_window(flags, c.any());
+    }
+    add_block_counts(s_counts, b, c);
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-
-  nanscope_scan_accum* acc = t.accum;
-  bool wrote = false;
-  for (uint32_t b = 0; b < t.buffer_count; ++b) wrote |= (s_nan[b] | s_pinf[b] | s_ninf[b]) != 0;
-  if (one_block) {
-    // The only block is the last one: totals come straight from shared memory, with no
-    // accumulator traffic, fence or ticket (the common case for decode-sized outputs).
-    for (uint32_t b = 0; b < t.buffer_count; ++b)
-      s_tot[b] = {s_nan[b], s_pinf[b], s_ninf[b], ~s_first[b], s_last[b], s_pad[b]};
-  } else {
-    for (uint32_t b = 0; b < t.buffer_count; ++b) {
-      if ((s_nan[b] | s_pinf[b] | s_ninf[b]) == 0) continue;
-      atomicAdd(&acc->buf[b].padding, (unsigned long long)s_pad[b]);
-      atomicAdd(&acc->buf[b].nan, (unsigned long long)s_nan[b]);
-      atomicAdd(&acc->buf[b].pos_inf, (unsigned long long)s_pinf[b]);
-      atomicAdd(&acc->buf[b].neg_inf, (unsigned long long)s_ninf[b]);
-      atomicMax(&acc->buf[b].first_inv, ~s_first[b]);
-      atomicMax(&acc->buf[b].last, s_last[b]);
-    }
-    // Only a block that added counts must order them before its ticket; clean blocks (the
-    // common case) skip the fence. The ticket's high half counts blocks that added counts, so
-    // the last block of a clean scan knows it without reading the accumulator back.
-    if (wrote) __threadfence();
-    const unsigned int old = atomicAdd(&acc->blocks_done, wrote ? 0x10001u : 1u);
-    if ((old & 0xffffu) != gridDim.x - 1) return;  // not the last block
-    wrote |= (old >> 16) != 0;
-    acc->blocks_done = 0;  // the next scan with this accumulator is a later kernel
-    if (wrote) {
-      __threadfence();
-      take_accumulated_totals(t, acc, s_tot);
-    }
+  BlockClose close = kNotLast;
+  if (threadIdx.x == 0) {
+    close = close_block(t, s_counts, s_tot);
+    s_close = close;
   }
-  finish_scan<kRows>(t, s_tot, wrote, replay);
-  acc->executions = replay + 1;
+  if constexpr (kRows) {
+    __syncthreads();
+    close = static_cast<BlockClose>(s_close);
+    if (close == kLastFound) build_all_ranges(t, s_tot, s_rows);
+  }
+  if (threadIdx.x != 0 || close == kNotLast) return;
+  const RowRanges* ranges = nullptr;
+  if constexpr (kRows) ranges = row_ranges_store();
+  finish_scan<kRows>(t, s_tot, close == kLastFound, replay, ranges);
+  t.accum->executions = replay + 1;
 }
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan(const nanscope_scan_task_head t) {
+// Four blocks per SM (at most 64 registers): ScanPolicy::blocks_per_sm blocks all resident at once.
+extern "C" __global__ void __launch_bounds__(kThreads, 4) nanscope_scan(const nanscope_scan_task_head t) {
   scan_main<false>(t);
 }
 
 // Read-only scans of several launches merged into one graph node (hooks/graph_overlap.cpp).
-extern "C" __global__ void __launch_bounds__(kThreads) nanscope_scan_grouped(const nanscope_scan_group t) {
+extern "C" __global__ void __launch_bounds__(kThreads, 4) nanscope_scan_grouped(const nanscope_scan_group t) {
   scan_main<false>(t);
 }
 

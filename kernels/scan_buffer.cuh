@@ -1,11 +1,14 @@
 // Per-thread element code of the scan kernels (kernels/scan.cu, its only includer): the
-// classification of each dtype's bits, the padding status of a row, a thread's counters and the
-// grid-stride walk over one buffer, with the fix mode's zeroing of padding rows.
+// classification of one element's bits, the padding status of a row, a thread's counters, the
+// marking of rows with non-finite values, and the walk over one buffer (each block a contiguous
+// share of it), with the fix mode's zeroing of padding rows. Whole vectors are classified by
+// scan_classify.cuh; only vectors across a row boundary are looked at element by element.
 #pragma once
 
 #include <stdint.h>
 
 #include "scan_abi.h"
+#include "scan_classify.cuh"
 
 namespace {
 
@@ -52,24 +55,6 @@ __device__ __forceinline__ int classify(uint32_t dt, uint64_t bits) {
   }
 }
 
-// Non-zero if any element packed in the 32-bit word is non-finite. Per-lane SIMD compares.
-__device__ __forceinline__ uint32_t word_suspect(uint32_t dt, uint32_t w) {
-  switch (dt) {
-    case NS_F32: return (w & 0x7f800000u) == 0x7f800000u;
-    case NS_F16: return __vcmpeq2(w & 0x7c007c00u, 0x7c007c00u);
-    case NS_BF16: return __vcmpeq2(w & 0x7f807f80u, 0x7f807f80u);
-    case NS_F8E4M3: return __vcmpeq4(w & 0x7f7f7f7fu, 0x7f7f7f7fu);
-    case NS_F8E5M2: return __vcmpeq4(w & 0x7c7c7c7cu, 0x7c7c7c7cu);
-    default: return 0;  // f64 is checked on its high words by vec_suspect
-  }
-}
-
-__device__ __forceinline__ uint32_t vec_suspect(uint32_t dt, const uint4& v) {
-  if (dt == NS_F64)
-    return ((v.y & 0x7ff00000u) == 0x7ff00000u) | ((v.w & 0x7ff00000u) == 0x7ff00000u);
-  return word_suspect(dt, v.x) | word_suspect(dt, v.y) | word_suspect(dt, v.z) | word_suspect(dt, v.w);
-}
-
 // Padding status of row r, read on the device at scan time (so graph replays see new values).
 __device__ __forceinline__ bool row_is_padding(const nanscope_row_spec& s, uint64_t r) {
   switch (s.source) {
@@ -97,30 +82,82 @@ __device__ __forceinline__ uint64_t row_of(uint64_t i, const nanscope_row_spec& 
   return r;
 }
 
+// Where a row-aware scan marks the rows that hold non-finite values: a block's own window of the
+// row bitmap in shared memory when its share of the buffer spans few enough bitmap words (flushed
+// into the device bitmap once, at the end of the buffer), else the device bitmap itself.
+struct RowFlags {
+  unsigned* window = nullptr;
+  uint64_t window_word = 0;  // bitmap word of window[0]
+  uint64_t window_words = 0;
+  unsigned* bitmap = nullptr;
+  __device__ __forceinline__ unsigned* word(uint64_t w) const {
+    return w - window_word < window_words ? window + (w - window_word) : bitmap + w;
+  }
+};
+
 struct ThreadCounts {
   uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
-  unsigned long long first = ~0ull, last = 0;
+  unsigned long long first = ~0ull, last = 0;  // of the elements counted one by one
+  // The first and the last vector counted whole (element 0 and the mask of its non-finite
+  // elements): a thread visits its vectors in index order, so the elements are found once, in
+  // settle(), rather than for every vector.
+  unsigned long long first_e0 = 0, last_e0 = 0;
+  uint32_t first_mask = 0, last_mask = 0;
   unsigned long long flagged_row = ~0ull;  // last row this thread marked in the row bitmap
+  unsigned long long flagged_row_start = 0;  // its first element
   bool flagged_padding = false;            // and its padding status: one lookup per row
 
+  __device__ __forceinline__ void note_row(uint64_t r, const nanscope_row_spec& s) {
+    flagged_padding = row_is_padding(s, r);
+    flagged_row = r;
+    flagged_row_start = r * s.row_stride;
+  }
   // `rows` is null for buffers scanned without a row spec.
-  __device__ __forceinline__ void add(int kind, unsigned long long index, const nanscope_row_spec* rows) {
+  __device__ __forceinline__ void add(int kind, unsigned long long index, const nanscope_row_spec* rows,
+                                      const RowFlags& flags) {
     if (kind == 0) return;
     if (rows) {
       const uint64_t r = row_of(index, *rows);
       if (index - r * rows->row_stride >= rows->row_elements) return;  // gap between rows
       if (r != flagged_row) {
-        flagged_padding = row_is_padding(*rows, r);
-        atomicOr(&rows->row_bitmap[r >> 5], 1u << (r & 31));
-        flagged_row = r;
+        note_row(r, *rows);
+        atomicOr(flags.word(r >> 5), 1u << (r & 31));
       }
       padding += flagged_padding;
     }
+    add_known_row(kind, index, false);
+  }
+  // An element whose row is already marked (the row-chunked walks).
+  __device__ __forceinline__ void add_known_row(int kind, unsigned long long index, bool in_padding) {
+    if (kind == 0) return;
+    padding += in_padding;
     nan += kind == 1;
     pos_inf += kind == 2;
     neg_inf += kind == 3;
     first = index < first ? index : first;
     last = index > last ? index : last;
+  }
+  // A whole vector starting at element e0.
+  __device__ __forceinline__ void add_vec(const VecMasks& m, unsigned long long e0) {
+    nan += __popc(m.nan);
+    pos_inf += __popc(m.pinf);
+    neg_inf += __popc(m.ninf);
+    const uint32_t bad = m.bad();
+    if (bad && !first_mask) first_e0 = e0, first_mask = bad;
+    if (bad) last_e0 = e0, last_mask = bad;
+  }
+  // Folds the vectors counted whole into first / last; once, at the end of a buffer.
+  template <uint32_t dt>
+  __device__ __forceinline__ void settle() {
+    uint32_t lo, hi;
+    if (first_mask) {
+      mask_bounds<dt>(first_mask, lo, hi);
+      first = first_e0 + lo < first ? first_e0 + lo : first;
+    }
+    if (last_mask) {
+      mask_bounds<dt>(last_mask, lo, hi);
+      last = last_e0 + hi > last ? last_e0 + hi : last;
+    }
   }
   __device__ __forceinline__ bool any() const { return (nan | pos_inf | neg_inf) != 0; }
 };
@@ -134,20 +171,61 @@ __device__ __forceinline__ uint64_t load_bits(const unsigned char* base, uint32_
   }
 }
 
-// Slow path: a 16-byte vector that holds at least one suspect element.
-template <bool kRows>
-__device__ __noinline__ void count_vector(uint32_t dt, const uint4 v, unsigned long long first_elem,
-                                          ThreadCounts& c, const nanscope_row_spec* rows) {
+// A vector across a row boundary (or a gap) of a row-aware buffer: element by element, as the
+// rows of its elements differ.
+template <uint32_t dt>
+__device__ __noinline__ void count_vector_split(const uint4 v, unsigned long long first_elem, ThreadCounts& c,
+                                                const nanscope_row_spec* rows, const RowFlags& flags) {
   const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-  const int eb = element_bytes(dt);
-  const int per_vec = 16 / eb;
-  for (int e = 0; e < per_vec; ++e) {
+  constexpr int eb = (int)kElementBytes<dt>;
+  for (int e = 0; e < 16 / eb; ++e) {
     const int byte = e * eb;
     uint64_t bits;
     if (eb == 8) bits = (uint64_t)words[byte / 4] | ((uint64_t)words[byte / 4 + 1] << 32);
     else bits = words[byte / 4] >> ((byte % 4) * 8);
-    c.add(classify(dt, bits), first_elem + e, kRows ? rows : nullptr);
+    c.add(classify(dt, bits), first_elem + e, rows, flags);
   }
+}
+
+// Marks the rows in `row` (~0: none) in the row bitmap, one atomic per bitmap word a warp
+// touches, not one per lane. Every lane of the warp calls it.
+__device__ __forceinline__ void flag_rows_warp(unsigned long long row, const RowFlags& flags) {
+  unsigned need = __ballot_sync(0xffffffffu, row != ~0ull);
+  while (need) {
+    const int leader = __ffs(need) - 1;
+    const unsigned long long word = __shfl_sync(0xffffffffu, row >> 5, leader);
+    const bool mine = row != ~0ull && (row >> 5) == word;
+    const unsigned bits = __reduce_or_sync(0xffffffffu, mine ? 1u << (row & 31) : 0u);
+    if ((int)(threadIdx.x & 31) == leader) atomicOr(flags.word(word), bits);
+    need &= ~__ballot_sync(0xffffffffu, mine);
+  }
+}
+
+// One vector of a row-aware buffer, starting at element e0. A vector inside one row (the common
+// case) is counted whole, and its row looked up only when it is not the row this lane saw last.
+// Every lane of the warp calls it.
+template <uint32_t dt>
+__device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long long e0, ThreadCounts& c,
+                                                 const nanscope_row_spec& s, const RowFlags& flags) {
+  constexpr uint32_t per_vec = 16 / kElementBytes<dt>;
+  const VecMasks m = classify_vec<dt>(x);
+  const uint32_t bad = m.bad();
+  unsigned long long to_flag = ~0ull;
+  if (bad) {
+    bool whole = c.flagged_row != ~0ull && e0 >= c.flagged_row_start && e0 + per_vec <= c.flagged_row_start + s.row_elements;
+    if (!whole) {
+      const uint64_t r = row_of(e0, s);
+      whole = e0 + per_vec <= r * s.row_stride + s.row_elements;
+      if (whole) c.note_row(r, s), to_flag = r;
+    }
+    if (whole) {
+      c.add_vec(m, e0);
+      c.padding += c.flagged_padding ? __popc(bad) : 0u;
+    } else {
+      count_vector_split<dt>(x, e0, c, &s, flags);
+    }
+  }
+  flag_rows_warp(to_flag, flags);
 }
 
 // Fix mode: zeroes the elements of a padding row, leaving real rows and gaps untouched.
@@ -189,67 +267,87 @@ __device__ __forceinline__ void zero_vector_if_padding(unsigned char* base, uint
   for (uint32_t j = 0; j < per_vec; ++j) zero_if_padding(base, eb, e0 + j, s, cur);
 }
 
-// Counts the non-finite elements of one buffer that this thread owns (grid-stride).
-// The dtype is a template parameter so the hot loop carries no dtype switch.
+// This block's share of a buffer: a scalar head up to 16-byte alignment (block 0), whole vectors
+// [v_lo, v_hi), a scalar tail (the last block). Contiguous shares keep the rows a block marks
+// together, so its marks fit a small shared window and blocks rarely touch the same bitmap word.
+struct BlockShare {
+  uint64_t head, vecs, tail_start, v_lo, v_hi;
+  uint64_t e_lo, e_hi;  // the elements of the share, [e_lo, e_hi)
+};
+
+__device__ __forceinline__ BlockShare block_share(uint64_t ptr, uint64_t n, uint32_t eb) {
+  BlockShare w;
+  w.head = ((16 - (ptr & 15)) & 15) / eb;
+  if (w.head > n) w.head = n;
+  const uint64_t per_vec = 16 / eb;
+  w.vecs = (n - w.head) / per_vec;
+  w.tail_start = w.head + w.vecs * per_vec;
+  const uint64_t share = ((w.vecs + gridDim.x - 1) / gridDim.x + 31) & ~31ull;  // whole warps of vectors
+  w.v_lo = (uint64_t)blockIdx.x * share < w.vecs ? (uint64_t)blockIdx.x * share : w.vecs;
+  w.v_hi = w.v_lo + share < w.vecs ? w.v_lo + share : w.vecs;
+  w.e_lo = blockIdx.x == 0 ? 0 : w.head + w.v_lo * per_vec;
+  w.e_hi = blockIdx.x == gridDim.x - 1 ? n : w.head + w.v_hi * per_vec;
+  return w;
+}
+
+// Counts the non-finite elements of this block's share of one buffer. The dtype is a template
+// parameter so the hot loop carries no dtype switch. Loop trip counts are the same for every
+// thread of the block, so warps stay converged for the ballots.
 template <uint32_t dt, bool kRows, bool kFix>
-__device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
+__device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows,
+                                  const RowFlags& flags) {
   unsigned char* base = reinterpret_cast<unsigned char*>(b.ptr);
   PaddingCursor cursor;
-  const uint64_t eb = element_bytes(dt);
+  constexpr uint32_t eb = kElementBytes<dt>, per_vec = 16 / eb;
   const uint64_t n = b.elements;
-  const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-
-  // Scalar head up to 16-byte alignment, then 16-byte vectors, then a scalar tail.
-  uint64_t head = ((16 - (b.ptr & 15)) & 15) / eb;
-  if (head > n) head = n;
-  const uint64_t per_vec = 16 / eb;
-  const uint64_t vecs = (n - head) / per_vec;
-  const uint64_t tail_start = head + vecs * per_vec;
-
+  const BlockShare w = block_share(b.ptr, n, eb);
   if (!kRows) rows = nullptr;  // lets the plain instantiation drop every row-aware branch
-  for (uint64_t i = tid; i < head; i += stride) {
-    c.add(classify(dt, load_bits(base, dt, i)), i, rows);
+  auto scalar = [&](uint64_t i) {
+    c.add(classify(dt, load_bits(base, dt, i)), i, rows, flags);
     if (kFix) zero_if_padding(base, eb, i, *rows, cursor);
-  }
-  for (uint64_t i = tail_start + tid; i < n; i += stride) {
-    c.add(classify(dt, load_bits(base, dt, i)), i, rows);
-    if (kFix) zero_if_padding(base, eb, i, *rows, cursor);
-  }
+  };
+  if (blockIdx.x == 0)
+    for (uint64_t i = threadIdx.x; i < w.head; i += kThreads) scalar(i);
 
-  const uint4* vbase = reinterpret_cast<const uint4*>(base + head * eb);
+  const uint4* vbase = reinterpret_cast<const uint4*>(base + w.head * eb);
   (void)cursor;
-  uint64_t v = tid;
-  for (; v + (kUnroll - 1) * stride < vecs; v += kUnroll * stride) {
+  for (uint64_t s = w.v_lo; s < w.v_hi; s += uint64_t{kThreads} * kUnroll) {
     uint4 x[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) x[u] = __ldcs(vbase + v + u * stride);
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t i = s + u * kThreads + threadIdx.x;
+      x[u] = i < w.v_hi ? __ldcs(vbase + i) : make_uint4(0, 0, 0, 0);
+    }
     uint32_t suspect = 0;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect(dt, x[u]);
-    if (suspect) {
+    for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect_bits<dt>(x[u]);
+    if (__any_sync(0xffffffffu, suspect)) {  // the whole warp classifies: its lanes' rows are marked together
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (vec_suspect(dt, x[u])) count_vector<kRows>(dt, x[u], head + (v + u * stride) * per_vec, c, rows);
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint64_t e0 = w.head + (s + u * kThreads + threadIdx.x) * per_vec;
+        if constexpr (kRows) count_row_vector<dt>(x[u], e0, c, *rows, flags);
+        else c.add_vec(classify_vec<dt>(x[u]), e0);
+      }
     }
     if (kFix) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        zero_vector_if_padding(base, eb, head + (v + u * stride) * per_vec, per_vec, *rows, cursor);
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint64_t i = s + u * kThreads + threadIdx.x;
+        if (i < w.v_hi) zero_vector_if_padding(base, eb, w.head + i * per_vec, per_vec, *rows, cursor);
+      }
     }
   }
-  for (; v < vecs; v += stride) {
-    const uint4 x = __ldcs(vbase + v);
-    if (vec_suspect(dt, x)) count_vector<kRows>(dt, x, head + v * per_vec, c, rows);
-    if (kFix) zero_vector_if_padding(base, eb, head + v * per_vec, per_vec, *rows, cursor);
-  }
+  if (blockIdx.x == gridDim.x - 1)
+    for (uint64_t i = w.tail_start + threadIdx.x; i < n; i += kThreads) scalar(i);
+  c.settle<dt>();
 }
 
 template <bool kRows, bool kFix>
-__device__ void scan_buffer_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows) {
+__device__ void scan_buffer_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows,
+                                     const RowFlags& flags) {
   switch (b.dtype) {
 #define NS_SCAN_TYPED_(suffix, name, code, bytes) \
-  case NS_##suffix: scan_buffer_typed<NS_##suffix, kRows, kFix>(b, c, rows); break;
+  case NS_##suffix: scan_buffer_typed<NS_##suffix, kRows, kFix>(b, c, rows, flags); break;
     NANSCOPE_SCAN_DTYPES(NS_SCAN_TYPED_)
 #undef NS_SCAN_TYPED_
     default: break;

@@ -7,39 +7,9 @@
 #include <type_traits>
 #include "scan_abi.h"
 #include "scan_buffer.cuh"
+#include "scan_ranges.cuh"
 
 namespace {
-
-// Turns the row bitmap into ranges of consecutive rows with the same padding status, and
-// clears it for the next run. One thread; only words with a set bit cost more than a load.
-__device__ void publish_rows(const nanscope_row_spec& s, nanscope_record* r) {
-  uint32_t count = 0, pad_bits = 0;
-  bool truncated = false;
-  const uint64_t words = (s.rows + 31) / 32;
-  for (uint64_t w = 0; w < words; ++w) {
-    unsigned int bits = s.row_bitmap[w];
-    if (!bits) continue;
-    s.row_bitmap[w] = 0;
-    while (bits) {
-      const int bit = __ffs(bits) - 1;
-      bits &= bits - 1;
-      const uint64_t row = w * 32 + bit;
-      const bool pad = row_is_padding(s, row);
-      if (count > 0 && r->range_last[count - 1] + 1 == row && ((pad_bits >> (count - 1)) & 1u) == pad) {
-        r->range_last[count - 1] = (uint32_t)row;
-      } else if (count < NANSCOPE_MAX_ROW_RANGES) {
-        r->range_first[count] = r->range_last[count] = (uint32_t)row;
-        pad_bits |= (uint32_t)pad << count;
-        ++count;
-      } else {
-        truncated = true;
-      }
-    }
-  }
-  r->range_count = (uint16_t)count;
-  r->range_padding_bits = pad_bits;
-  r->ranges_truncated = truncated;
-}
 
 // Reserves a channel slot without consuming an index it could not fill, so the host never
 // waits on a hole (it reads records strictly in index order). The host's read_index lives in
@@ -155,12 +125,6 @@ __device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t st
   t.buffer_state[NS_SLOT_OF(ref)] = status | (unsigned long long)NS_GEN_OF(ref) << 8 | seq << 24;
 }
 
-// A quiet or dropped finding's row bitmap is cleared here, so the next run starts empty
-// (publish_rows clears it for a posted one). Taken by value: the spec's fields are loaded once.
-__device__ __forceinline__ void clear_row_bitmap(const nanscope_row_spec spec) {
-  for (uint64_t w = 0; w < (spec.rows + 31) / 32; ++w) spec.row_bitmap[w] = 0;
-}
-
 // Whether a buffer's totals are what the previous scan of it saw (`last_state`, six words).
 __device__ __forceinline__ bool same_as_last_scan(const unsigned long long* st, const nanscope_scan_counts& c) {
   const unsigned long long s0 = __ldcg(st), s1 = __ldcg(st + 1), s2 = __ldcg(st + 2), s3 = __ldcg(st + 3),
@@ -176,10 +140,24 @@ __device__ __forceinline__ void remember_scan(unsigned long long* st, const nans
   st[5] = c.padding;
 }
 
+// The row fields of a record from the ranges the last block built (scan_ranges.cuh).
+__device__ __forceinline__ void set_row_ranges(const RowRanges& rr, nanscope_record& r) {
+  uint32_t pad_bits = 0;
+  for (uint32_t k = 0; k < rr.count; ++k) {
+    r.range_first[k] = rr.first[k];
+    r.range_last[k] = rr.last[k];
+    pad_bits |= (uint32_t)rr.padding[k] << k;
+  }
+  r.range_count = (uint16_t)rr.count;
+  r.range_padding_bits = pad_bits;
+  r.ranges_truncated = rr.truncated;
+}
+
 // The last block to finish turns the totals into channel records. `tot` holds each buffer's
-// totals (read from the accumulator, or straight from shared memory for a one-block scan).
+// totals (read from the accumulator, or straight from shared memory for a one-block scan);
+// `ranges` the row ranges of the row-aware buffers with findings (their bitmaps are already clear).
 template <bool kRows, typename Task>
-__device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay) {
+__device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay, const RowRanges* ranges) {
   uint32_t launch = 0;
   InputStates in = read_inputs(t, 0);
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
@@ -201,16 +179,12 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
     if (c.nan + c.pos_inf + c.neg_inf != 0 && quiet) {
       // Nothing new to say, and the host would drop it: count it instead of a PCIe round trip.
       t.channel_host->unchanged = atomicAdd(&t.channel_dev->unchanged, 1ull) + 1;
-      if constexpr (kRows) clear_row_bitmap(t.row_specs[b]);
     } else if (c.nan + c.pos_inf + c.neg_inf != 0) {
       unsigned long long slot = 0;
       if (!reserve_slot(t, slot)) {
         // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
         t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
         set_state(t, b, NS_STATE_NONFINITE, 0);  // non-finite, from a finding nobody will see
-        if constexpr (kRows) {
-          if (row_aware) clear_row_bitmap(t.row_specs[b]);  // dropped: cleared for the next run all the same
-        }
       } else {
         alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
         set_launch_fields(t, launch, r);
@@ -242,7 +216,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
             r.rows_total = spec.rows;
             r.watch_id = spec.watch_id;
             r.padding_source = (uint8_t)spec.source;
-            publish_rows(spec, &r);
+            set_row_ranges(ranges[b], r);
             fixed_clean = spec.fix && spec.source && c.padding == c.nan + c.pos_inf + c.neg_inf;
           }
         }

@@ -78,6 +78,14 @@ def test_scan_kernel():
         fail(f"scan_kernel_test exited {p.returncode}")
 
 
+def test_scan_density():
+    """Every scan kernel at every NaN density, against a host reference (issue 18)."""
+    p = run([os.path.join(BIN_DIR, "scan_density_test")], check=False)
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    if p.returncode != 0:
+        fail(f"scan_density_test exited {p.returncode}")
+
+
 def run_logged(cmd, env=None, check=True):
     log = tempfile.mktemp(suffix=".jsonl")
     full = {"NANSCOPE_LOG": log}

@@ -14,6 +14,7 @@
 
 #include "scan_abi.h"
 #include "scan_launch.hpp"
+#include "scan_test_channel.cuh"
 
 extern "C" {
 extern const unsigned char nanscope_kernels_fatbin[];
@@ -46,12 +47,7 @@ void put(std::vector<unsigned char>& buf, size_t byte_off, uint64_t v, int size)
 }  // namespace
 
 int main() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("skip: no CUDA device\n");
-    return 77;
-  }
-  cudaFree(nullptr);
+  if (!have_gpu()) return 77;
   CUmodule mod;
   CUfunction scan;
   if (cuModuleLoadData(&mod, nanscope_kernels_fatbin) != CUDA_SUCCESS ||
@@ -63,19 +59,12 @@ int main() {
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
 
   const uint64_t cap = 64;
-  nanscope_channel_host* host = nullptr;
-  cudaHostAlloc((void**)&host, sizeof(nanscope_channel_host) + cap * sizeof(nanscope_record), cudaHostAllocMapped);
-  std::memset(host, 0, sizeof(nanscope_channel_host) + cap * sizeof(nanscope_record));
-  host->capacity = cap;
-  auto* records = reinterpret_cast<volatile nanscope_record*>(host + 1);
-  void* host_dev = nullptr;
-  cudaHostGetDevicePointer(&host_dev, host, 0);
-  nanscope_channel_dev* ctrl = nullptr;
-  cudaMalloc(&ctrl, sizeof(*ctrl));
-  cudaMemset(ctrl, 0, sizeof(*ctrl));
-  nanscope_scan_accum* acc = nullptr;
-  cudaMalloc(&acc, sizeof(*acc));
-  cudaMemset(acc, 0, sizeof(*acc));
+  const TestChannel channel = make_test_channel(cap);
+  nanscope_channel_host* host = channel.host;
+  volatile nanscope_record* records = channel.records;
+  void* host_dev = channel.host_dev;
+  nanscope_channel_dev* ctrl = channel.ctrl;
+  nanscope_scan_accum* acc = channel.acc;
   uint64_t consumed = 0;
 
   std::mt19937_64 rng(42);
