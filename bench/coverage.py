@@ -61,6 +61,13 @@ def report(summary, not_inspected_events, top):
     print(f"bytes written by inspected launches that were scanned: "
           f"{share(cov[COVERAGE['bytes_scanned']], cov[COVERAGE['bytes_written']])}")
     print(f"library launches (GEMMs, cuDNN; not counted as non-GEMM): {launches.get(COVERAGE['library'], 0):,}")
+    calls = cov.get("library_calls") or {}
+    if calls:  # intercepted cuBLAS/cuBLASLt calls whose D was scanned (docs/library-calls.md)
+        print(f"library calls with D scanned: {share(calls.get('scanned', 0), calls.get('calls', 0))}")
+        for r in calls.get("not_scanned", [])[:top]:
+            print(f"  {r['calls']:>8,} calls     not scanned: {r['reason']:<24} {r['api']}")
+    print(f"scans {summary.get('scans', 0):,}; graph scan nodes beside the critical path "
+          f"{summary.get('graph_scans_overlapped', 0):,}, folded into merged nodes {summary.get('graph_scans_merged', 0):,}")
     print(f"top {top} kernels not inspected (outside the libraries):")
     for e in cov[COVERAGE["top"]][:top]:
         print(f"  {e['launches']:>8,} launches  {e['reason']:<32} {e['kernel'][:140]}")

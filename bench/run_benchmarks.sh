@@ -11,18 +11,7 @@ quick=0
 [ "${3:-}" = "--quick" ] && quick=1
 here=$(cd "$(dirname "$0")" && pwd)
 
-# compare PLAIN_LINE NANSCOPE_LINE: both "name mode key=value ..."; prints, per key, the
-# difference and the ratio of the nanscope run to the plain one.
-compare() {
-  python3 - "$1" "$2" <<'PY'
-import sys
-def parse(line):
-    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[2:])}
-p, s = parse(sys.argv[1]), parse(sys.argv[2])
-for k in p:
-    print(f"{k}: {s[k]:.3f} vs {p[k]:.3f} plain: {s[k]-p[k]:+.3f}, ratio {s[k]/p[k]:.3f}")
-PY
-}
+. "$here/compare.sh"
 # side_by_side BINARY: runs BINARY plainly, then under nanscope, prints both lines and compares them.
 side_by_side() {
   local binary=$1 plain scoped
@@ -84,9 +73,11 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   echo "   beside the typed launch above (launch_bench two_outputs_us)"
   tplain=$(python3 "$here/torch_launch_cost.py")
   tscoped=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 python3 "$here/torch_launch_cost.py")
-  echo "$tplain"
-  echo "$tscoped"
-  compare "$tplain" "$tscoped"
+  echo "== ... and of one intercepted GEMM call (torch.mm 64 x 64 bf16, F.linear with a bias)"
+  for what in torch_launch torch_gemm; do
+    p=$(grep "^$what " <<<"$tplain"); s=$(grep "^$what " <<<"$tscoped")
+    echo "$p"; echo "$s"; compare "$p" "$s"
+  done
   if [ $quick = 0 ]; then
   echo
   echo "== torch_decode.py graph replay (NaN in the padding rows every replay): no nanscope, the"
@@ -105,16 +96,6 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   fi
   if python3 -c "import transformers" 2>/dev/null; then
     echo
-    echo "== Hugging Face Llama (bf16, 8 layers, from a config): eager forward, decode step as a CUDA"
-    echo "   graph at batch 8 and 64; then what nanscope inspected in the run under it"
-    for case in eager graph-b8 graph-b64; do
-      cov_log=$(mktemp --suffix=.jsonl)
-      plain=$(python3 "$here/hf_bench.py" "$case")
-      scoped=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 NANSCOPE_LOG="$cov_log" python3 "$here/hf_bench.py" "$case")
-      echo "$plain"
-      echo "$scoped"
-      compare "$plain" "$scoped"
-      python3 "$here/coverage.py" "$cov_log"
-    done
+    "$here/hf_section.sh" "$lib"
   fi
 fi

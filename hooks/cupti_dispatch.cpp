@@ -91,7 +91,10 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
       if (succeeded(cb)) e.allocations().on_alloc(cbid, cb.functionParams);
       return;
     case DriverHook::module_load:
-      if (succeeded(cb)) e.modules().on_load(cbid, cb.functionParams);
+      if (succeeded(cb)) {
+        e.modules().on_load(cbid, cb.functionParams);
+        e.launches().on_module_loaded();  // a library with GEMM imports may have arrived
+      }
       return;
     case DriverHook::none: {
       CopyArgs copy;

@@ -72,6 +72,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
       return;
     }
     e->reporter_.start();
+    e->launches_.start_library_calls();
     instance_.store(e, std::memory_order_release);
   });
   return status;

@@ -17,6 +17,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
 
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   ToolScope scope;  // everything below is our own driver work
+  if (inside_library_call(k, launch_id, cb.correlationId)) return;
   if (!tasks_.worth_a_look(k)) {
     counters_.coverage.on_launch(k.id, k.excluded          ? Inspection::excluded
                                        : k.layout_mismatch ? Inspection::mismatch
@@ -141,7 +142,7 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   if (!cs) return;
   nanscope_scan_task task{};
   const uint32_t pseudo = kernels_.pseudo(c.api);
-  uint64_t max_bytes = copy_watched(c, *cs, task, pseudo);
+  uint64_t max_bytes = watched_scan(c.dst, *cs, task, pseudo);
   if (!max_bytes) {
     if (!cfg_.origin || !cs->buffer_states()) return;
     const auto dst = cs->slots().containing(c.dst);
@@ -163,17 +164,17 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   submit_scan(*cs, task, c.stream, max_bytes);
 }
 
-// The watches holding the copy's destination, as the launch of a kernel referencing them would
-// scan them. Returns the bytes to size the scan's grid, 0 when no watch holds it.
-uint64_t LaunchInstrumenter::copy_watched(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task,
-                                          uint32_t pseudo) {
+// The watches holding `dst` (a copy's destination, a library call's D), as the launch of a
+// kernel referencing them would scan them: name, padding spec, verdict, action (the fix).
+// Returns the bytes to size the scan's grid, 0 when no watch holds it.
+uint64_t LaunchInstrumenter::watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo) {
   if (!watches_.any()) return 0;
   const KernelInfo* k = kernels_.by_id(pseudo);
   if (!k) return 0;
   const auto snapshot = watches_.snapshot();
   const LaunchArgs none;
   TaskDraft draft(*k, none, cs, task, watches_, counters_, log_, warned_copy_full_);
-  WatchRegistry::for_each_containing(*snapshot, c.dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
+  WatchRegistry::for_each_containing(*snapshot, dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
   task.buffer_count = draft.count();
   return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;
 }

@@ -6,6 +6,7 @@
 #include <cupti.h>
 
 #include "config.hpp"
+#include "gemm_extent.hpp"
 #include "contexts.hpp"
 #include "counters.hpp"
 #include "graph_instrumenter.hpp"
@@ -30,13 +31,22 @@ class LaunchInstrumenter {
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
   // A copy or memset into a buffer whose state is tracked (NaN origin).
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
+  // Library calls (library_scans.cpp): patch the GEMM imports and take their reports; again
+  // when a module was loaded (a library may have arrived); a successful GEMM call's D.
+  void start_library_calls();
+  void on_module_loaded();
+  void on_library_call(const GemmCall& c);
 
  private:
+  // A kernel launched inside a library call belongs to it (its output is the call's D).
+  bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
+  void library_origin(const GemmCall& c, ContextState& cs, CUstream stream, nanscope_scan_task& task,
+                      LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   void watch_torch();
-  uint64_t copy_watched(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo);
+  uint64_t watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t pseudo);
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);
   void copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);  // attaches to torch's allocator once it is there; says once if it cannot
 

@@ -147,7 +147,7 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
     } else {
       bool unjudged = false;
       std::tie(ref, unjudged) = slots.ref_for_input(ptr, dtype);
-      if (unjudged) maybe_initial_scan(draft, task, ptr, dtype, elements, plan);  // its first reader
+      if (unjudged) maybe_initial_scan(draft.context, draft.args.stream, task, ptr, dtype, elements, plan);  // its first reader
     }
     for (uint32_t i = 0; i < ins; ++i)
       if (task.in_state[i] == ref) return;
@@ -167,12 +167,19 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
   if (draft.kernel.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
 }
 
-void TaskBuilder::maybe_initial_scan(const TaskDraft& draft, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
-                                     uint64_t elements, LaunchPlan* plan) {
+uint32_t TaskBuilder::input_ref(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr,
+                               DType dtype, uint64_t elements, LaunchPlan& plan) {
+  const auto [ref, unjudged] = cs.slots().ref_for_input(ptr, dtype);
+  if (unjudged) maybe_initial_scan(cs, stream, task, ptr, dtype, elements, &plan);
+  return ref;
+}
+
+void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr,
+                                     DType dtype, uint64_t elements, LaunchPlan* plan) {
   if (!plan || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial) return;
   if (plan->capture == LaunchPlan::Capture::unknown) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    const bool plain = cuStreamIsCapturing(draft.args.stream, &status) == CUDA_SUCCESS &&
+    const bool plain = cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
                        status == CU_STREAM_CAPTURE_STATUS_NONE;
     plan->capture = plain ? LaunchPlan::Capture::no : LaunchPlan::Capture::yes;
   }
@@ -192,7 +199,7 @@ void TaskBuilder::maybe_initial_scan(const TaskDraft& draft, const nanscope_scan
     plan->refused_extent = true;
     return;
   }
-  const auto claimed = draft.context.slots().claim_initial_scan(ptr, dtype, bytes);
+  const auto claimed = cs.slots().claim_initial_scan(ptr, dtype, bytes);
   if (!claimed) return;
   InitialScan& s = plan->initial[plan->initial_count++];
   s = {claimed->ptr, claimed->bytes / dtype_size(claimed->dtype), claimed->dtype, claimed->ref, allocs_.opaque().last(ptr)};

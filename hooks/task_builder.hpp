@@ -145,13 +145,19 @@ class TaskBuilder {
   // false when there is nothing to scan. `max_bytes`: the largest buffer, for the grid.
   bool build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
              uint64_t& max_bytes, LaunchPlan* plan = nullptr);
+  // The state word a reader of [ptr, ptr + elements) on `stream` judges its origin from (a
+  // library call's operands); an input no scan judged yet is queued in `plan` for its initial
+  // scan, as a kernel's would be. `task` holds the reader's outputs (an input it also writes
+  // gets none).
+  uint32_t input_ref(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
+                     uint64_t elements, LaunchPlan& plan);
 
  private:
   void add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan);
   // An input whose state no scan established yet: queued for an initial scan when its extent
   // and type are known and the launch does not also write it.
-  void maybe_initial_scan(const TaskDraft& draft, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
-                          uint64_t elements, LaunchPlan* plan);
+  void maybe_initial_scan(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr,
+                          DType dtype, uint64_t elements, LaunchPlan* plan);
 
   const Config& cfg_;
   KernelTable& kernels_;

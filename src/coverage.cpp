@@ -70,6 +70,21 @@ void Coverage::on_launch(uint32_t kernel_id, Inspection how, uint64_t written, u
   }
 }
 
+void Coverage::on_library_call(const char* api, const char* refused) {
+  library_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (!refused) {
+    library_scanned_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  for (LibraryRefusal& r : library_refused_)
+    if (r.api == api && r.why == refused) {
+      ++r.calls;
+      return;
+    }
+  if (library_refused_.size() < 64) library_refused_.push_back({api, refused, 1});
+}
+
 nlohmann::ordered_json Coverage::to_json(size_t top) const {
   nlohmann::ordered_json launches = nlohmann::ordered_json::object();
   uint64_t total = 0;
@@ -85,6 +100,13 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
     const Kernel* k;
   };
   std::vector<Row> rows;
+  auto library_json = [this] {  // under mu_
+    nlohmann::ordered_json refused = nlohmann::ordered_json::array();
+    for (const LibraryRefusal& r : library_refused_) refused.push_back({{"api", r.api}, {"reason", r.why}, {"calls", r.calls}});
+    return nlohmann::ordered_json{{"calls", library_calls_.load(std::memory_order_relaxed)},
+                                  {"scanned", library_scanned_.load(std::memory_order_relaxed)},
+                                  {"not_scanned", refused}};
+  };
   std::lock_guard lock(mu_);
   for (const Kernel& k : not_inspected_) {
     const uint32_t c = k.id / kChunk;
@@ -109,6 +131,7 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
           {"kernels_not_inspected", not_inspected_.size()},
           {"not_inspected_top", top_rows},
           {"library_top", library_rows},
+          {"library_calls", library_json()},
           {"not_inspected_uncounted_launches", overflow_.load(std::memory_order_relaxed)}};
 }
 

@@ -53,6 +53,9 @@ class Coverage {
   void on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned);
   // Per launch of a library call's output scan (GEMMs and the like) or a rescan after a copy.
   void on_extra_scan(uint64_t scanned) { scanned_.fetch_add(scanned, std::memory_order_relaxed); }
+  // Per intercepted library call (cuBLAS / cuBLASLt): `refused` is null when its output was
+  // scanned, else why not (a static string: the calls not scanned are listed by reason).
+  void on_library_call(const char* api, const char* refused);
 
   uint64_t launches(Inspection how) const { return by_kind_[static_cast<size_t>(how)].load(std::memory_order_relaxed); }
   // The summary's `coverage` object; `top` not-inspected kernels by launch count.
@@ -74,6 +77,13 @@ class Coverage {
   };
   std::vector<Kernel> not_inspected_;  // under mu_, one per kernel
   std::vector<bool> refused_listed_;   // under mu_: kernel ids on_refused_launch listed
+  std::atomic<uint64_t> library_calls_{0}, library_scanned_{0};
+  struct LibraryRefusal {
+    const char* api;
+    const char* why;
+    uint64_t calls;
+  };
+  std::vector<LibraryRefusal> library_refused_;  // under mu_; few distinct (api, reason) pairs
 };
 
 }  // namespace nanscope

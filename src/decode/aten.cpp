@@ -24,8 +24,8 @@ constexpr std::array<DecodeFn, static_cast<std::size_t>(AtenFamily::count_)> kDe
     nullptr,          decode_vectorized,     decode_unrolled,        decode_multi_output,
     decode_legacy,    decode_reduce,         decode_layer_norm_vec,  decode_rowwise_moments,
     decode_layer_norm_fwd, decode_softmax_warp, decode_softmax_block, decode_index_select,
-    decode_gather,    decode_cat,            nullptr,                decode_flash_fwd,
-    nullptr,          nullptr};
+    decode_gather,    decode_cat,            decode_index_copy,      decode_flash_fwd,
+    nullptr,          decode_mem_eff};
 
 }  // namespace
 

@@ -34,10 +34,10 @@ enum class AtenFamily : uint8_t {
   index_select,        // indexSelectSmallIndex / indexSelectLargeIndex
   gather,              // vectorized_gather_kernel<Align, index_t> (embedding)
   cat,                 // CatArrayBatchedCopy*<OpaqueType<n>, unsigned, Dims, batch, stride_size>
-  index_elementwise,   // index_elementwise_kernel: claimed, not decoded (mismatch)
+  index_elementwise,   // index_elementwise_kernel: index_copy_'s lambda decoded, other closures claimed (mismatch)
   flash_fwd,           // pytorch_flash::flash_fwd_kernel, flash_fwd_splitkv_kernel<..., Split=false, Append_KV=false>
   flash_other,         // other split-kv kernels and the combine kernel: claimed, not decoded
-  mem_eff,             // fmha_cutlassF_*(AttentionKernel::Params): claimed, not decoded
+  mem_eff,             // fmha_cutlassF_*(AttentionKernel<scalar_t, ...>::Params): O and the LSE
   count_
 };
 

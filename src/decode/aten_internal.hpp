@@ -110,6 +110,8 @@ Decoded decode_softmax_block(const FamilyMatch&, const LaunchView&, const Addres
 Decoded decode_index_select(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_gather(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_cat(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_index_copy(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_flash_fwd(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_mem_eff(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 
 }  // namespace nanscope::decode::aten

@@ -47,18 +47,29 @@ constexpr std::array<ConvertingOp, 4> kConvertingOps{
     ConvertingOp{"::_fft_conjugate_copy_kernel", DType::none},
 };
 
+// Ops whose lambda returns one of its parameters (the others are conditions): the result type
+// is parameter `param`'s, e.g. where's (bool cond, T self, T other) -> T (TensorCompare.cu).
+struct SelectingOp {
+  std::string_view name;
+  uint32_t param;
+};
+constexpr std::array<SelectingOp, 1> kSelectingOps{SelectingOp{"::where_kernel_impl", 1}};
+
 // Named functors whose result type is template argument `index` (0-based) and whose
 // operator() takes `inputs` tensor arguments of template arguments in[0..inputs-1]:
 // BinaryFunctor<a1, a2, r, F>::operator()(a1, a2); AUnaryFunctor<a1, a2, r, F> holds the scalar
 // a1 and takes (a2); BUnaryFunctor holds b and takes (a1) (Loops.cuh). The ufunc functors
 // (UfuncCUDA_add.cu, generated) take (T, T) or (T); FillFunctor::operator()() takes nothing.
+// kBoolResult: the functor returns bool whatever its arguments (CompareFunctor<T>, the
+// comparison kernels of CompareKernels.cu, operator()(T, T) -> bool).
+constexpr uint32_t kBoolResult = 0xffffffffu;
 struct NamedFunctor {
   std::string_view name;
   uint32_t index;
   uint8_t inputs;
   uint8_t in[2];
 };
-constexpr std::array<NamedFunctor, 8> kNamedFunctors{
+constexpr std::array<NamedFunctor, 9> kNamedFunctors{
     NamedFunctor{"at::native::BinaryFunctor<", 2, 2, {0, 1}},
     NamedFunctor{"at::native::AUnaryFunctor<", 2, 1, {1, 0}},
     NamedFunctor{"at::native::BUnaryFunctor<", 2, 1, {0, 0}},
@@ -67,6 +78,7 @@ constexpr std::array<NamedFunctor, 8> kNamedFunctors{
     NamedFunctor{"at::native::CUDAFunctorOnOther_add<", 0, 1, {0, 0}},
     NamedFunctor{"at::native::FillFunctor<", 0, 0, {0, 0}},
     NamedFunctor{"at::native::AbsFunctor<", 0, 1, {0, 0}},
+    NamedFunctor{"at::native::(anonymous namespace)::CompareFunctor<", kBoolResult, 2, {0, 0}},
 };
 
 const NamedFunctor* named_functor(std::string_view functor) {
@@ -125,6 +137,9 @@ bool lambda_result(std::string_view functor, OutType& cls, DType& dt) {
       return true;
     }
   const auto types = split_top(params);
+  for (const SelectingOp& op : kSelectingOps)
+    if (functor.find(op.name) != std::string_view::npos)
+      return types.size() > op.param && classify_type(types[op.param], cls, dt);
   if (types.empty()) return false;  // nullary: the result type is not in the name
   for (auto t : types)
     if (t != types.front()) return false;
@@ -181,6 +196,10 @@ bool classify_type(std::string_view type, OutType& cls, DType& dt) {
 bool functor_result(std::string_view functor, OutType& cls, DType& dt) {
   functor = trim(functor);
   if (const NamedFunctor* f = named_functor(functor)) {
+    if (f->index == kBoolResult) {
+      cls = OutType::not_float;
+      return true;
+    }
     const auto args = template_args(functor);
     return args.size() > f->index && classify_type(args[f->index], cls, dt);
   }

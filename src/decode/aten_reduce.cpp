@@ -5,7 +5,7 @@
 //   void* cta_buf; int* semaphores; int64_t base_idx; bool accumulate; bool final_output;
 //   int noutputs; };
 // ops and ident vary in size, so the head is found from the fixed tail: src at size-64. The
-// 4-aligned config + calculators (68 + 404 + 504 = 976 bytes) end at size-64, or at size-68
+// 4-aligned config + calculators (64 + 404 + 504 = 972 bytes) end at size-64, or at size-68
 // when padding sits before the 8-aligned src. Both candidates are checked against the
 // calculator's own invariants and config.num_outputs; exactly one must fit.
 #include "decode/aten_internal.hpp"
@@ -14,8 +14,12 @@ namespace nanscope::decode::aten {
 
 namespace {
 
-constexpr uint32_t kConfigBytes = 68;  // ReduceConfig: 15 ints, a bool (padded), an int
-constexpr uint32_t kHeadBytes = kConfigBytes + offset_calc_size(1) + offset_calc_size(2);  // 976
+// ReduceConfig (Reduce.cuh): 14 ints, a bool (padded to 4), an int. The struct sizes in the
+// kernel table cannot tell 64 from 68 (the padding before src absorbs 4 bytes), so this is
+// the header's count.
+constexpr uint32_t kConfigBytes = 64;
+constexpr uint32_t kHeadBytes = kConfigBytes + offset_calc_size(1) + offset_calc_size(2);  // 972
+static_assert(kConfigBytes == 16 * 4, "ReduceConfig: 6 + 3 + 2 + 3 ints, a padded bool, an int");
 
 // Tail offsets from the end of the struct.
 constexpr uint32_t kSrc = 64, kDst0 = 56, kDst1 = 48, kAccBuf = 40, kFinal = 7, kNoutputs = 4;

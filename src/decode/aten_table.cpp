@@ -341,11 +341,46 @@ FamilyMatch match_flash_splitkv(std::string_view dem, const Layout& l) {
   return match_flash_fwd(dem, l);
 }
 
+// index_elementwise_kernel<nt, vt, index_copy_kernel_impl<OpaqueType<n>>(...)::{lambda(int)#1}>
+// (int64_t N, lambda): the closure aten_index.cpp decodes; other closures (index, index_put,
+// index_fill) are claimed and not decoded.
+FamilyMatch match_index_elementwise(std::string_view dem, const Layout& l) {
+  FamilyMatch m = mismatch(AtenFamily::index_elementwise, "closure not decoded");
+  const auto args = template_args(dem);
+  constexpr std::string_view kCopy = "at::native::index_copy_kernel_impl<";
+  if (args.size() != 3 || args[2].find(kCopy) != 0 || args[2].find("{lambda(int)#1}") == std::string_view::npos)
+    return m;
+  const auto impl = template_args(args[2]);
+  constexpr std::string_view kOpaque = "at::native::OpaqueType<";
+  if (impl.size() != 1 || impl[0].find(kOpaque) != 0 || !layout_is(l, {{0, 8}, {8, 648}}))
+    return mismatch(AtenFamily::index_elementwise, "layout mismatch");
+  const int elem = std::atoi(std::string(impl[0].substr(kOpaque.size())).c_str());
+  if (elem < 1 || elem > 16) return mismatch(AtenFamily::index_elementwise, "layout mismatch");
+  m = matched(AtenFamily::index_elementwise, l);
+  m.out_type = OutType::bytes_only;
+  m.elem_bytes = static_cast<uint8_t>(elem);
+  return m;
+}
+
+// fmha_cutlassF_<...>(PyTorchMemEffAttention::AttentionKernel<scalar_t, arch, aligned, ...>::Params):
+// one 272-byte Params (aten_mem_eff.cpp); O has scalar_t.
+FamilyMatch match_mem_eff(std::string_view dem, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::mem_eff, l);
+  const std::size_t at = dem.find("AttentionKernel<");
+  const auto args = at == std::string_view::npos ? std::vector<std::string_view>{} : template_args(dem, at);
+  m.out_type = OutType::static_dtype;
+  if (args.empty()) return mismatch(m.family, "element type unknown");
+  if (args[0] == "cutlass::half_t") m.out = DType::f16;
+  else if (args[0] == "cutlass::bfloat16_t") m.out = DType::bf16;
+  else if (args[0] == "float") m.out = DType::f32;
+  else return mismatch(m.family, "element type unknown");
+  return layout_is(l, {{0, 272}}) ? m : mismatch(m.family, "layout mismatch");
+}
+
 // Families claimed so that their kernels are reported with a reason, not decoded.
 template <AtenFamily F>
 FamilyMatch claim_only(std::string_view, const Layout&) {
   switch (F) {
-    case AtenFamily::index_elementwise: return mismatch(F, "closure not decoded");
     case AtenFamily::flash_other: return mismatch(F, "split-kv accumulators not decoded");
     default: return mismatch(F, "extent unknown");
   }
@@ -373,11 +408,11 @@ constexpr std::array<Entry, 19> kTable{
     Entry{"at::native::indexSelectLargeIndex", false, match_index_select},
     Entry{"at::native::vectorized_gather_kernel", false, match_gather},
     Entry{"at::native::CatArrayBatchedCopy", true, match_cat},
-    Entry{"at::native::index_elementwise_kernel", false, claim_only<AtenFamily::index_elementwise>},
+    Entry{"at::native::index_elementwise_kernel", false, match_index_elementwise},
     Entry{"pytorch_flash::flash_fwd_kernel", false, match_flash_plain},
     Entry{"pytorch_flash::flash_fwd_splitkv_kernel", false, match_flash_splitkv},
     Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
-    Entry{"fmha_cutlassF_", true, claim_only<AtenFamily::mem_eff>},
+    Entry{"fmha_cutlassF_", true, match_mem_eff},
 };
 
 }  // namespace

@@ -233,8 +233,8 @@ Launch reduce_launch(const KernelRow& kr, uint32_t c, uint32_t r, uint32_t es, b
   Launch l(kr.layout);
   const uint32_t s = kr.layout[0].second;
   l.set<int32_t>(0, c, 4).set<int32_t>(0, c + 4, 128).set<int32_t>(0, c + 8, static_cast<int32_t>(r));
-  put_offset_calc(l, 0, c + 68, 1, {128}, {{4}});
-  put_offset_calc(l, 0, c + 68 + 404, 2, {r}, {{es, 512}});
+  put_offset_calc(l, 0, c + 64, 1, {128}, {{4}});
+  put_offset_calc(l, 0, c + 64 + 404, 2, {r}, {{es, 512}});
   l.set<uint64_t>(0, s - 64, 0x7000).set<uint64_t>(0, s - 56, 0x8000).set<uint64_t>(0, s - 48, 0x9000);
   l.set<uint64_t>(0, s - 40, acc_buf).set<uint8_t>(0, s - 7, final_output ? 1 : 0);
   l.set<int32_t>(0, s - 4, noutputs);
@@ -262,11 +262,12 @@ TEST(DecodeAtenVectorized, ConvertingCopiesWriteTheDestinationType) {
 }  // namespace
 
 TEST(DecodeAtenReduce, TailOffsetsForBothStructSizes) {
-  // 1048 bytes (ops 1, float ident, config at 8) and 1064 (Welford: config at 24).
+  // 1048 bytes (ops 1, float ident, config at 8) and 1064 (Welford: config at 24), as torch
+  // 2.11 lays them out: 4 bytes of padding before src in both.
   const auto ms = match(sum_bf16());
   ASSERT_EQ(ms.kind, MatchKind::matched) << ms.reason;
   EXPECT_EQ(ms.out, DType::f32);  // ReduceOp's 4th template argument, not the input type
-  Launch ls = reduce_launch(sum_bf16(), 1048 - 64 - 976, 32, 4, true, 0, 1);
+  Launch ls = reduce_launch(sum_bf16(), 1048 - 68 - 972, 32, 4, true, 0, 1);
   Decoded d = decode_aten(ms, ls.view, kNoQuery);
   ASSERT_EQ(d.write_count, 1u) << d.reason;
   expect_write(d.writes[0], 0x8000, 32, 128, DType::f32);
@@ -275,7 +276,7 @@ TEST(DecodeAtenReduce, TailOffsetsForBothStructSizes) {
   const auto mw = match(welford());
   ASSERT_EQ(mw.kind, MatchKind::matched) << mw.reason;
   EXPECT_TRUE(mw.second_output);
-  Launch lw = reduce_launch(welford(), 1064 - 64 - 976, 10, 4, true, 0, 2);
+  Launch lw = reduce_launch(welford(), 1064 - 68 - 972, 10, 4, true, 0, 2);
   d = decode_aten(mw, lw.view, kNoQuery);
   ASSERT_EQ(d.write_count, 2u) << d.reason;
   expect_write(d.writes[0], 0x8000, 10, 40, DType::f32);
@@ -284,13 +285,13 @@ TEST(DecodeAtenReduce, TailOffsetsForBothStructSizes) {
 
 TEST(DecodeAtenReduce, PaddedHeadAndUnknownExtent) {
   const auto m = match(sum_bf16());
-  // Config 4 mod 8: 4 bytes of padding before src.
-  Launch padded = reduce_launch(sum_bf16(), 1048 - 68 - 976, 6, 4, true, 0, 1);
+  // Config 0 mod 8 (a head of 4 more bytes): no padding before src.
+  Launch padded = reduce_launch(sum_bf16(), 1048 - 64 - 972, 6, 4, true, 0, 1);
   const Decoded d = decode_aten(m, padded.view, kNoQuery);
   ASSERT_EQ(d.write_count, 1u) << d.reason;
   expect_write(d.writes[0], 0x8000, 6, 24, DType::f32);
   // Neither placement fits (num_outputs disagrees with the calculator): extent unknown.
-  Launch bad = reduce_launch(sum_bf16(), 1048 - 64 - 976, 6, 4, true, 0, 1);
+  Launch bad = reduce_launch(sum_bf16(), 1048 - 68 - 972, 6, 4, true, 0, 1);
   bad.set<int32_t>(0, 8 + 8, 7);
   const Decoded b = decode_aten(m, bad.view, kNoQuery);
   EXPECT_EQ(b.status, Status::layout_mismatch);
@@ -493,8 +494,8 @@ TEST(DecodeAtenReads, ReduceSourceIsScalarTOverBothCalculators) {
   EXPECT_EQ(m.in[0], DType::bf16);  // ReduceOp's 1st argument (scalar_t), not out_scalar_t
   // 128 reduced bf16 (byte stride 2) x 32 outputs whose inputs start 256 bytes apart: dense.
   Launch l = reduce_launch(sum_bf16(), 8, 32, 4, true, 0, 1);
-  put_offset_calc(l, 0, 8 + 68, 1, {128}, {{2}});
-  put_offset_calc(l, 0, 8 + 68 + 404, 2, {32}, {{4, 256}});
+  put_offset_calc(l, 0, 8 + 64, 1, {128}, {{2}});
+  put_offset_calc(l, 0, 8 + 64 + 404, 2, {32}, {{4, 256}});
   Decoded d = decode_aten(m, l.view, kNoQuery);
   ASSERT_EQ(d.read_count, 1u) << d.reason;
   EXPECT_EQ(d.reads[0], 0x7000u);
@@ -509,5 +510,5 @@ TEST(DecodeAtenReads, ReduceSourceIsScalarTOverBothCalculators) {
   EXPECT_EQ(decode_aten(m, l.view, kNoQuery).read_elements[0], 0u);
   // A bool reduction's source holds no NaN: no read.
   const auto& any = row("ReduceOp<bool, at::native::MinMaxOps<bool, bool, int>");
-  EXPECT_EQ(decode_aten(match(any), reduce_launch(any, any.layout[0].second - 64 - 976, 4, 1, true, 0, 1).view, kNoQuery).read_count, 0u);
+  EXPECT_EQ(decode_aten(match(any), reduce_launch(any, any.layout[0].second - 68 - 972, 4, 1, true, 0, 1).view, kNoQuery).read_count, 0u);
 }

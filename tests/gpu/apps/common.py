@@ -98,6 +98,18 @@ def first_nonfinite(model, forward, described=()):
             "outputs": outputs}
 
 
+def additive_mask(mask, dtype):
+    """The [B, 1, T, T] additive mask (0 where a query may attend, the dtype's lowest value
+    elsewhere: causal and padding) that transformers builds from the 2-D mask on every forward.
+    A CUDA graph captures it prepared: building it copies a host scalar, which capture forbids,
+    and transformers uses a 4-D mask as given."""
+    seq = mask.shape[-1]
+    causal = torch.ones(seq, seq, dtype=torch.bool, device=mask.device).tril()
+    allowed = causal[None, None, :, :] & mask.bool()[:, None, None, :]
+    lowest = torch.finfo(dtype).min
+    return torch.zeros(allowed.shape, dtype=dtype, device=mask.device).masked_fill(~allowed, lowest)
+
+
 def capture_and_replay(forward, replays):
     """The serving pattern: warm up on a side stream, capture one forward with torch.cuda.graph on
     static inputs, replay it. Returns the graph's output tensor."""

@@ -54,8 +54,8 @@ def build_model():
     return model.to(device="cuda", dtype=torch.float16).eval()
 
 
-def forward(model, ids):
-    return model(input_ids=ids, use_cache=False).logits
+def forward(model, ids, mask=None):
+    return model(input_ids=ids, attention_mask=mask, use_cache=False).logits
 
 
 def plan_overflow(model, ids):
@@ -99,7 +99,10 @@ def main():
         if args.mode == "eager":
             logits = forward(model, ids)
         elif args.mode == "graph":
-            logits = common.capture_and_replay(lambda: forward(model, ids), REPLAYS)
+            # The causal mask prepared (no padding): transformers would build it from a host
+            # scalar inside the capture, which capture forbids; a 4-D mask is used as given.
+            prepared = common.additive_mask(torch.ones_like(ids), torch.float16)
+            logits = common.capture_and_replay(lambda: forward(model, ids, prepared), REPLAYS)
         else:
             logits = common.compiled_calls(model, lambda m: forward(m, ids), "default")
         torch.cuda.synchronize()

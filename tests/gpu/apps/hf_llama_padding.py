@@ -68,24 +68,12 @@ def forward(model, ids, mask):
     return model(input_ids=ids, attention_mask=mask, use_cache=False).logits
 
 
-def additive_mask(mask, dtype):
-    """The [B, 1, T, T] additive mask (0 where a query may attend, the dtype's lowest value
-    elsewhere: causal and padding) that transformers builds from the 2-D mask on every forward.
-    A CUDA graph captures it prepared: building it copies a host scalar, which capture forbids,
-    and transformers uses a 4-D mask as given."""
-    seq = mask.shape[-1]
-    causal = torch.ones(seq, seq, dtype=torch.bool, device=mask.device).tril()
-    allowed = causal[None, None, :, :] & mask.bool()[:, None, None, :]
-    lowest = torch.finfo(dtype).min
-    return torch.zeros(allowed.shape, dtype=dtype, device=mask.device).masked_fill(~allowed, lowest)
-
-
 def measured(mode, model, ids, mask):
     with torch.no_grad():
         if mode in ("eager", "sdpa"):
             logits = forward(model, ids, mask)
         elif mode == "graph":
-            prepared = additive_mask(mask, torch.bfloat16)
+            prepared = common.additive_mask(mask, torch.bfloat16)
             logits = common.capture_and_replay(lambda: forward(model, ids, prepared), REPLAYS)
         else:
             logits = common.compiled_calls(model, lambda m: forward(m, ids, mask),
