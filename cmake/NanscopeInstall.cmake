@@ -63,3 +63,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/nanscope.pc DESTINATION ${CMAKE_INST
 # The Python helper (ctypes, nothing to build): PYTHONPATH=<prefix>/share/nanscope/python.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/nanscope DESTINATION ${NANSCOPE_INSTALL_PYTHONDIR}
         PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
+# Its version, the library's (nanscope/__init__.py compares the two when it loads the library).
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/package/_version.py
+     CONTENT "# Written by cmake --install from include/nanscope/version.h: the library's version too.\nversion = \"${PROJECT_VERSION}\"\n")
+install(FILES ${PROJECT_BINARY_DIR}/package/_version.py DESTINATION ${NANSCOPE_INSTALL_PYTHONDIR}/nanscope)

@@ -64,6 +64,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
       return;
     }
     auto* e = new Engine(std::move(parsed.config));  // lives until the process ends
+    e->cupti_ = load_cupti(cupti_search_inputs_from_environment());
     e->log_start(attach, parsed.errors);
     if (!e->subscribe()) {
       status = NANSCOPE_ERROR_UNAVAILABLE;
@@ -98,16 +99,27 @@ void Engine::log_start(nanscope_attach_t attach, const std::vector<std::string>&
                      {"origin", cfg_.origin},
                      {"aggregate", cfg_.aggregate},
                      {"rules", cfg_.rules_path}};
+  if (cupti_.ok()) {
+    log_->info(fmt::format("CUPTI {}: {}, from {}", cupti_.path, cupti_.origin, cupti_.source));
+    start["cupti"] = {{"path", cupti_.path}, {"origin", cupti_.origin}, {"source", cupti_.source}};
+  }
   if (!config_errors.empty()) start["config_errors"] = config_errors;
   start["argv0"] = program_name();
   log_->emit("start", start);
 }
 
 bool Engine::subscribe() {
-  CUptiResult r = cuptiSubscribe(&subscriber_, cupti_callback, this);
+  if (!cupti_.ok()) {
+    const std::string msg = cupti_.error + "; the program runs on without nanscope";
+    log_->warn(msg);
+    log_->emit("warning", Json{{"what", "cupti_load"}, {"message", msg}});
+    return false;
+  }
+  const CuptiApi& cupti = cupti_.api;
+  CUptiResult r = cupti.subscribe(&subscriber_, cupti_callback, this);
   if (r != CUPTI_SUCCESS) {
     const char* s = nullptr;
-    cuptiGetResultString(r, &s);
+    cupti.result_string(r, &s);
     subscriber_ = nullptr;
     const std::string msg = fmt::format(
         "cannot subscribe to CUPTI ({}){}; the program runs on without nanscope", s ? s : "?",
@@ -119,12 +131,12 @@ bool Engine::subscribe() {
     return false;
   }
   // Only the callbacks we need: a serving process makes millions of driver calls.
-  for (CUpti_CallbackId id : driver_hook_cbids()) cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : driver_hook_cbids()) cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   // Copies and sets change tracked buffers' states (origin) and watched buffers' contents.
-  for (CUpti_CallbackId id : copy_cbids()) cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : copy_cbids()) cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
                               CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
+    cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
   return true;
 }
 

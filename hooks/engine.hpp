@@ -19,6 +19,7 @@
 #include "config.hpp"
 #include "contexts.hpp"
 #include "counters.hpp"
+#include "cupti_loader.hpp"
 #include "event_log.hpp"
 #include "finding_reporter.hpp"
 #include "graph_instrumenter.hpp"
@@ -79,6 +80,7 @@ class Engine {
   GraphInstrumenter graphs_;
   LaunchInstrumenter launches_;
   FindingReporter reporter_;
+  CuptiLibrary cupti_;  // opened at init, before subscribe()
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::atomic<bool> warned_callback_{false};
 };

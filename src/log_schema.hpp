@@ -43,6 +43,7 @@ inline constexpr char attach[] = "attach";
 inline constexpr char config[] = "config";
 inline constexpr char config_errors[] = "config_errors";
 inline constexpr char argv0[] = "argv0";
+inline constexpr char cupti[] = "cupti";  // {path, origin, source}: the CUPTI that was loaded
 // nonfinite (and not_inspected, abort)
 inline constexpr char device[] = "device";
 inline constexpr char stream[] = "stream";
@@ -252,7 +253,7 @@ using Keys = std::span<const std::string_view>;
 inline constexpr std::string_view kCommonKeys[] = {key::schema, key::event, key::id,        key::ts_ns,
                                                    key::pid,    key::rank,  key::local_rank};
 inline constexpr std::string_view kStartKeys[] = {key::version, key::attach, key::config, key::config_errors,
-                                                  key::argv0};
+                                                  key::argv0,   key::cupti};
 inline constexpr std::string_view kNonfiniteKeys[] = {
     key::device,         key::stream,      key::kernel,      key::kernel_mangled,    key::launch_id,
     key::correlation_id, key::buffer,      key::counts,      key::first_index,       key::last_index,

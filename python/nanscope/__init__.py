@@ -15,6 +15,10 @@ read on the GPU at every scan, so update it in place before each replay.
 
 The module imports without torch; tensors are only inspected through their attributes (is_cuda,
 dtype, shape, stride(), data_ptr(), numel()).
+
+Installed as a wheel (`pip install`), the package carries libnanscope.so and the launcher:
+`nanscope -- python app.py` (or `python -m nanscope -- app.py`) lets the program `import nanscope`
+without PYTHONPATH (docs/wheel.md). The package and the library it loads must be one version.
 """
 
 import ctypes
@@ -23,7 +27,10 @@ import operator
 import os
 import threading
 
+from nanscope import _versions
+
 __all__ = [
+    "__version__",
     "enable",
     "enabled",
     "library_path",
@@ -141,6 +148,10 @@ _padding_stack = []  # live Padding scopes, innermost last
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _LIBNAME = "libnanscope.so"
+_BUNDLED = os.path.join(_HERE, "lib", _LIBNAME)  # a wheel's copy
+
+
+__version__ = _versions.package_version(_HERE)
 
 
 def _is_nanscope(path):
@@ -177,7 +188,9 @@ def _candidates():
     for entry in os.environ.get("LD_PRELOAD", "").replace(":", " ").split():
         if _is_nanscope(entry):
             found.append((entry, "LD_PRELOAD"))
-    # The source tree (python/nanscope -> <repo>), then an install (<prefix>/share/nanscope/python).
+    # The wheel's own copy, the source tree (python/nanscope -> <repo>), then an install
+    # (<prefix>/share/nanscope/python).
+    found.append((_BUNDLED, "bundled with this package"))
     repo = os.path.dirname(os.path.dirname(_HERE))
     found.append((os.path.join(repo, "build", "lib", _LIBNAME), "<repo>/build/lib"))
     found.append((os.path.join(repo, ".stage", "lib", _LIBNAME), "<repo>/.stage/lib"))
@@ -185,6 +198,10 @@ def _candidates():
     for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
         found.append((os.path.join(prefix, libdir, _LIBNAME), "install prefix " + prefix))
     return found
+
+
+def _check_version(library_version, path):
+    _versions.check(__version__, library_version, path, _HERE)
 
 
 def _bind(lib):
@@ -212,7 +229,10 @@ def _load():
         except OSError as e:
             tried.append(f"{path} ({origin}: {e})")
             continue
-        _lib, _lib_path = _bind(lib), path
+        lib = _bind(lib)
+        version_fn = getattr(lib, "nanscope_version", None)
+        _check_version(_text(version_fn()) if version_fn else "", path)
+        _lib, _lib_path = lib, path
         return _lib
     raise RuntimeError("nanscope: cannot find libnanscope.so; set NANSCOPE_LIBRARY. Tried:\n  " + "\n  ".join(tried))
 
@@ -255,7 +275,8 @@ def enable():
 
     The library is found, in order: a libnanscope already loaded in this process, NANSCOPE_LIBRARY,
     CUDA_INJECTION64_PATH (when it names libnanscope), LD_PRELOAD entries naming libnanscope,
-    <repo>/build/lib/libnanscope.so (and <repo>/.stage/lib), then an install prefix. Under
+    the copy bundled with this package (a wheel), <repo>/build/lib/libnanscope.so (and
+    <repo>/.stage/lib), then an install prefix. Its version must be this package's. Under
     `nanscope --` this is the library the driver injects, so both are one engine, initialised
     once. Call it before capturing CUDA graphs that should be scanned.
     """
@@ -273,8 +294,14 @@ def enabled():
 
 
 def library_path():
-    """The path of the loaded libnanscope, or None."""
-    return _lib_path
+    """The libnanscope this helper uses: the loaded one, else the first that exists in enable()'s
+    search order (without loading it; in a wheel, the bundled <package>/lib/libnanscope.so), else None."""
+    if _lib_path is not None:
+        return _lib_path
+    for path, _ in _candidates():
+        if "/" in path and os.path.exists(path):
+            return os.path.abspath(path)
+    return None
 
 
 def version():

@@ -47,6 +47,7 @@ const F kTop[] = {
     string(k::argv0, &Event::argv0),
     special(k::config, K::ignored),
     special(k::config_errors, K::ignored),
+    special(k::cupti, K::ignored),
     // nonfinite
     integer(k::device, &Event::device, h_device),
     string(k::stream, &Event::stream),

@@ -1208,6 +1208,14 @@ def test_cuda_ext():
           f"the guarded kernel gives no finding; outputs bit-identical")
 
 
+def test_wheel():
+    """The pip wheel (issue 20) in a venv that sees this machine's torch, running a PyTorch example
+    under the venv's `nanscope --`: tests/gpu/wheel_check.sh (skips without .stage/wheel)."""
+    p = subprocess.run(["bash", os.path.join(HERE, "wheel_check.sh")], capture_output=True, text=True, timeout=600)
+    print(p.stdout[-6000:], p.stderr[-3000:])
+    sys.exit(p.returncode)
+
+
 def gpu_tests():
     """Every test, in definition order: the one list CMake and tests/gpu/run_suite.sh read."""
     return [n[len("test_"):] for n, f in globals().items() if n.startswith("test_") and callable(f)]

@@ -17,6 +17,11 @@ ln -s libnanscope.so "$root/.stage/lib/libnanscope.so.0"  # soname of linked app
 shim=$build/lib/libnanscope_torch_shim.so
 if [ -f "$shim" ]; then strip -o "$root/.stage/lib/libnanscope_torch_shim.so" "$shim"
 else echo "stage.sh: warning: no $shim: torch extents fall back (configure with -DNANSCOPE_TORCH_INCLUDE)" >&2; fi
+# The pip wheel (.ci/wheel_check.sh leaves it in build/wheel-check/wheelhouse): tests/gpu/wheel_check.sh
+# installs it on the device, which has no network.
+wheels=("$build"/wheel-check/wheelhouse/nanscope-*.whl)
+if [ -f "${wheels[0]}" ]; then mkdir -p "$root/.stage/wheel" && cp "${wheels[@]}" "$root/.stage/wheel/"
+else echo "stage.sh: note: no wheel in $build/wheel-check/wheelhouse (.ci/wheel_check.sh builds it): test wheel skips" >&2; fi
 # The binaries the GPU tests and benchmarks run, as their scripts name them: a stage without
 # one would only fail on the device.
 needed=$( { echo nanscope

@@ -1,7 +1,8 @@
 """CPU tests of the Python helper (python/nanscope): argument validation with fake tensors, the
 ctypes mirror of the C ABI, and the calls made into a stand-in for libnanscope. No GPU, no torch,
 no libnanscope needed. Runs under unittest (`python3 -m unittest discover -s tests/python`) or
-pytest.
+pytest. NANSCOPE_TEST_INSTALLED=1 tests the nanscope the interpreter imports (an installed wheel,
+.ci/wheel_check.sh) instead of python/ in this tree.
 """
 import ctypes
 import os
@@ -13,7 +14,9 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+INSTALLED = os.environ.get("NANSCOPE_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 HEADER = os.path.join(ROOT, "include", "nanscope", "nanscope.h")
 
 import nanscope  # noqa: E402
@@ -447,7 +450,9 @@ class Library(HelperTest):
         os.environ["LD_PRELOAD"] = "/x/libother.so:/c/libnanscope.so.0"
         paths = [p for p, _ in nanscope._candidates()]
         self.assertEqual(paths[:3], ["/a/libnanscope.so", "/b/libnanscope.so", "/c/libnanscope.so.0"])
-        self.assertEqual(paths[3], os.path.join(ROOT, "build", "lib", "libnanscope.so"))
+        self.assertEqual(paths[3], os.path.join(os.path.dirname(nanscope.__file__), "lib", "libnanscope.so"))
+        if not INSTALLED:
+            self.assertEqual(paths[4], os.path.join(ROOT, "build", "lib", "libnanscope.so"))
 
     def test_other_injection_ignored(self):
         os.environ.pop("NANSCOPE_LIBRARY", None)
@@ -475,7 +480,7 @@ class Library(HelperTest):
     def test_import_without_torch(self):
         code = ("import sys; sys.modules['torch'] = None; sys.path.insert(0, %r); import nanscope; "
                 "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]; print('ok')"
-                % os.path.join(ROOT, "python"))
+                % os.path.dirname(os.path.dirname(os.path.abspath(nanscope.__file__))))
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout.strip(), "ok")
