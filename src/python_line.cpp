@@ -54,8 +54,15 @@ bool skipped_frame(std::string_view file) {
   if (file.starts_with("<frozen importlib") || file.starts_with("<frozen runpy") ||
       file.starts_with("<frozen zipimport"))
     return true;
+  // Only below the last site-packages / dist-packages, when there is one: a virtualenv under
+  // /opt/torch/.venv holds the user's libraries (transformers) too.
+  std::string_view below = file;
+  for (std::string_view root : {"site-packages/", "dist-packages/"})
+    if (const size_t at = file.rfind(root); at != std::string_view::npos && at + root.size() <= file.size() &&
+                                            file.size() - at - root.size() < below.size())
+      below = file.substr(at + root.size() - 1);
   for (std::string_view dir : kSkippedPackages)
-    if (has_component(file, dir)) return true;
+    if (has_component(below, dir)) return true;
   for (std::string_view dir : kNanscopeHomes)
     if (has_component(file, dir)) return true;
   for (std::string_view module : kSkippedModules)

@@ -16,6 +16,11 @@ python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || { ech
 fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d /tmp/nanscope-wheel.XXXXXX)
 python3 -m venv --system-site-packages "$work/venv" || fail "python3 -m venv --system-site-packages"
+# When the machine's torch lives in a virtualenv itself (the H200's /opt/torch/.venv),
+# --system-site-packages sees only the base interpreter's: a .pth adds that env's site-packages.
+venv_site=$("$work/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+python3 -c "import site, sys; print('\n'.join(p for p in site.getsitepackages() if p.startswith(sys.prefix)))" \
+  >"$venv_site/_machine_torch.pth" || fail "the machine's site-packages"
 "$work/venv/bin/pip" install -q --no-index --no-deps "$whl" || fail "pip install --no-index --no-deps $whl"
 pkg=$("$work/venv/bin/python" -c "import os, nanscope; print(os.path.dirname(os.path.realpath(nanscope.__file__)))") || fail "import nanscope"
 echo "installed $(basename "$whl"): $pkg ($("$work/venv/bin/nanscope" --version)); torch $(python3 -c 'import torch; print(torch.__version__)')"

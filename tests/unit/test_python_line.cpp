@@ -17,7 +17,8 @@ TEST(PythonLine, LibraryFramesAreSkippedWhereverTheyAreInstalled) {
                         "/opt/venv/lib/python3.12/site-packages/nanscope/__init__.py",
                         "/work/nanscope/python/nanscope/__init__.py", "<frozen importlib._bootstrap>",
                         "<frozen runpy>", "/usr/lib/python3.11/runpy.py", "/usr/lib/python3.11/importlib/__init__.py",
-                        "C:\\Python312\\Lib\\site-packages\\torch\\nn\\functional.py"})
+                        "C:\\Python312\\Lib\\site-packages\\torch\\nn\\functional.py",
+                        "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/linear.py"})
     EXPECT_TRUE(skipped_frame(f)) << f;
 }
 
@@ -27,7 +28,9 @@ TEST(PythonLine, TheUsersFramesAreKept) {
                         "/home/u/nanscope/tests/gpu/apps/cuda_ext_params.py",  // a checkout named nanscope
                         "/home/u/torchvision_app/train.py", "/home/u/my_torch/model.py", "torch_model.py",
                         "<string>", "<stdin>", "/usr/lib/python3.11/threading.py",
-                        "/tmp/torchinductor_u/ab/cabc123.py"})
+                        "/tmp/torchinductor_u/ab/cabc123.py",
+                        // A virtualenv under a directory named torch (the H200's /opt/torch/.venv).
+                        "/opt/torch/.venv/lib/python3.12/site-packages/transformers/pytorch_utils.py"})
     EXPECT_FALSE(skipped_frame(f)) << f;
 }
 
