@@ -36,10 +36,10 @@ struct Options {
 struct RegionCounts {
   std::int64_t padding = 0, real = 0, unknown = 0;
   RegionCounts& operator+=(const RegionCounts& o) {
-    padding += o.padding, real += o.real, unknown += o.unknown;
+    padding = sat_add(padding, o.padding), real = sat_add(real, o.real), unknown = sat_add(unknown, o.unknown);
     return *this;
   }
-  RegionCounts times(std::int64_t n) const { return {padding * n, real * n, unknown * n}; }
+  RegionCounts times(std::int64_t n) const { return {sat_mul(padding, n), sat_mul(real, n), sat_mul(unknown, n)}; }
 };
 
 // A full copy of one nonfinite event (first cause, per-rank first causes).
