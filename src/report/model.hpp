@@ -26,6 +26,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string format = "text";
   std::string trace_path, html_path, dump_id;
+  std::string dump_dir;  // --dump-dir: where dumps named by a log are read (default: beside the log)
   FailOn fail_on = FailOn::real;
   std::optional<std::int64_t> since, until;
   std::string kernel_regex;

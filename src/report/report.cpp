@@ -30,6 +30,8 @@ int run(int argc, char** argv) {
   app.add_option("--until", until, "ignore findings after this time (ns since the epoch or ISO-8601)");
   app.add_option("--kernel", opt.kernel_regex, "only kernels whose demangled name matches this regex (ECMAScript)");
   app.add_option("--dump", opt.dump_id, "print a tensor dump: event ID, PID:ID, or a .npy path");
+  app.add_option("--dump-dir", opt.dump_dir,
+                 "read the dump a log names from this directory (by its file name only; default: the log's directory)");
   app.add_option("--color", color, "colour: auto (only on a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   try {
