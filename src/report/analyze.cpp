@@ -50,7 +50,7 @@ void TimeHist::add(std::uint32_t kernel, std::int64_t ts, const RegionCounts& c)
 // ---- Analysis ---------------------------------------------------------------------------
 
 Analysis::Analysis(const Options& o) : opt(o) {
-  if (!opt.kernel_regex.empty()) kernel_re_.emplace(opt.kernel_regex, std::regex::ECMAScript | std::regex::optimize);
+  if (!opt.kernel_regex.empty()) kernel_re_ = SafeRegex::compile(opt.kernel_regex, nullptr);  // run() checked it
   if (!opt.trace_path.empty()) trace = std::make_unique<TraceSink>(opt.trace_path);
 }
 
@@ -92,7 +92,7 @@ std::uint32_t Analysis::kernel_of(const std::string& name) {
   auto idx = static_cast<std::uint32_t>(kernels.size());
   KernelAgg k;
   k.name = name;
-  k.selected = !kernel_re_ || std::regex_search(name, *kernel_re_);
+  k.selected = !kernel_re_ || kernel_re_->search(name);
   kernels.push_back(std::move(k));
   kernel_index_.emplace(h, idx);
   return idx;

@@ -9,12 +9,12 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "event.hpp"
+#include "safe_regex.hpp"
 
 namespace nanscope::report {
 
@@ -212,7 +212,7 @@ class Analysis {
   std::vector<std::string> site_keys_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> graph_index_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> proc_index_;
-  std::optional<std::regex> kernel_re_;
+  std::optional<SafeRegex> kernel_re_;
   std::string key_;
   std::uint32_t cur_file_ = 0;
   bool file_refused_ = false;

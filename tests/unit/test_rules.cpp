@@ -241,7 +241,7 @@ TEST(RulesErrors, BadRegex) {
   const auto e = only_error(one(R"({"name": "r", "kernel": "flash_mla[", "output": )" +
                                 kOutput + "}"));
   EXPECT_EQ(e.rfind(R"(rules.json: rule 0 ("r"): kernel: "flash_mla[" is not a valid )"
-                    "ECMAScript regex: ",
+                    "regular expression: ",
                     0),
             0u)
       << e;
@@ -410,6 +410,21 @@ TEST(RulesLoad, MissingFile) {
   EXPECT_EQ(r.errors[0],
             "/nonexistent/nanscope-rules.json: cannot open rules file: No such file or directory");
   EXPECT_TRUE(r.file.rules.empty());
+}
+
+// Defect 9: a directory was "not valid JSON"; a 1 GB file was read whole into the application.
+TEST(RulesLoad, DirectoriesAndHugeFilesAreNamed) {
+  auto r = load_rules(::testing::TempDir());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("is a directory, not a rules file"), std::string::npos) << r.errors[0];
+  const std::string path = ::testing::TempDir() + "nanscope_big_rules_" + std::to_string(::getpid()) + ".json";
+  ASSERT_EQ(::truncate(path.c_str(), 0), -1);  // not there yet
+  { std::ofstream(path) << "[]"; }
+  ASSERT_EQ(::truncate(path.c_str(), off_t(1) << 30), 0);  // sparse: 1 GiB, no disk used
+  r = load_rules(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("larger than the 4 MiB limit"), std::string::npos) << r.errors[0];
 }
 
 TEST(RulesLoad, ReadsAFile) {
