@@ -237,6 +237,14 @@ TEST(RulesErrors, UnknownDtype) {
   EXPECT_EQ(r.file.rules.size(), 2u);
 }
 
+// Found by .ci/fuzz: an out-of-range number threw json::out_of_range past the parse_error
+// handler, and std::terminate took the application down.
+TEST(RulesErrors, NumberPastDoubleRangeIsAnError) {
+  const auto r = parse_rules(R"({"rules": [2222222222222222222e22222222]})", "rules.json");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("number overflow"), std::string::npos) << r.errors[0];
+}
+
 TEST(RulesErrors, BadRegex) {
   const auto e = only_error(one(R"({"name": "r", "kernel": "flash_mla[", "output": )" +
                                 kOutput + "}"));
