@@ -29,7 +29,7 @@ std::string program_name() {
 
 std::unique_ptr<EventLog> open_log(const Config& cfg) {
   std::string error;
-  auto log = std::make_unique<EventLog>(EventLogOptions{cfg.log_path, cfg.console, cfg.level}, &error);
+  auto log = std::make_unique<EventLog>(EventLogOptions{cfg.log_path, cfg.console, cfg.level, "nanscope", cfg.log_path_unique}, &error);
   if (!error.empty()) log->warn(error + "; JSON log disabled, console only");
   return log;
 }

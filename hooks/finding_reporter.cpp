@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "npy_writer.hpp"
+#include "safe_file.hpp"
 
 namespace nanscope {
 
@@ -144,8 +145,7 @@ std::string FindingReporter::dump_buffer(const Finding& f, ContextState& cs, uin
     warn_once(log_, warned_dump_, "dump_copy", "cannot copy a buffer for a tensor dump: " + err);
     return {};
   }
-  std::error_code ec;
-  std::filesystem::create_directories(cfg_.dump_dir, ec);
+  // The directory was checked at start-up (config.cpp); none is created here.
   const std::string path =
       (std::filesystem::path(cfg_.dump_dir) / fmt::format("nanscope-{}-{}.npy", getpid(), event_id)).string();
   const std::vector<uint64_t> shape = dump_shape(f);
@@ -153,7 +153,8 @@ std::string FindingReporter::dump_buffer(const Finding& f, ContextState& cs, uin
     warn_once(log_, warned_dump_, "dump_write", err);
     return {};
   }
-  std::ofstream(path + ".json") << dump_sidecar(f, event_id, static_cast<long>(getpid()), event, shape).dump(2) << "\n";
+  const std::string sidecar = dump_sidecar(f, event_id, static_cast<long>(getpid()), event, shape).dump(2) + "\n";
+  if (std::string err = write_new_file(path + ".json", sidecar); !err.empty()) warn_once(log_, warned_dump_, "dump_write", err);
   ++dumps_;
   dump_bytes_ += bytes;
   return path;

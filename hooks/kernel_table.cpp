@@ -51,8 +51,8 @@ std::string name_of(void* handle, const char* symbol_name) {
 KernelTable::KernelTable(std::string filter, std::string exclude, const std::vector<Rule>* rules)
     : rules_(rules) {
   // The config parser already validated both expressions.
-  if (!filter.empty()) { filter_ = std::regex(filter); has_filter_ = true; }
-  if (!exclude.empty()) { exclude_ = std::regex(exclude); has_exclude_ = true; }
+  if (!filter.empty()) filter_ = SafeRegex::compile(filter, nullptr);
+  if (!exclude.empty()) exclude_ = SafeRegex::compile(exclude, nullptr);
 }
 
 KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
@@ -61,12 +61,12 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   k.mangled = name_of(handle, symbol_name);
   KernelSignature sig = parse_kernel_signature(k.mangled);
   k.demangled = sig.demangled.empty() ? k.mangled : sig.demangled;
-  if (has_filter_ && !std::regex_search(k.demangled, filter_)) {
+  if (filter_ && !filter_->search(k.demangled)) {
     k.reason = "excluded by NANSCOPE_KERNEL_FILTER";
     k.excluded = true;
     return k;
   }
-  if (has_exclude_ && std::regex_search(k.demangled, exclude_)) {
+  if (exclude_ && exclude_->search(k.demangled)) {
     k.reason = "excluded by NANSCOPE_KERNEL_EXCLUDE";
     k.excluded = true;
     return k;

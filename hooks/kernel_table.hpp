@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <regex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -89,8 +89,7 @@ class KernelTable {
   const TritonModules* triton_ = nullptr;
 
   const std::vector<Rule>* rules_;
-  bool has_filter_ = false, has_exclude_ = false;
-  std::regex filter_, exclude_;
+  std::optional<SafeRegex> filter_, exclude_;  // never backtracks (safe_regex.hpp)
   mutable std::shared_mutex mu_;
   std::unordered_map<void*, uint32_t> by_handle_;
   std::deque<KernelInfo> infos_;  // deque: stable addresses while growing

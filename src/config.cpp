@@ -1,12 +1,17 @@
 #include "config.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <charconv>
 #include <cstdlib>
-#include <regex>
 
 #include <fmt/format.h>
+
+#include "safe_regex.hpp"
 
 namespace nanscope {
 
@@ -27,8 +32,25 @@ struct Parser {
 
   std::optional<std::string> raw(const char* name) {
     auto v = env(name);
-    if (v && v->empty()) return std::nullopt;  // set but empty means "default"
+    if (v && v->empty()) {  // set but empty: the default, said once so a typo'd export is seen
+      errors.push_back(fmt::format("{} is set but empty; using its default", name));
+      return std::nullopt;
+    }
     return v;
+  }
+
+  // NANSCOPE_DUMP_DIR must be a directory this process can write into; checked at start-up so
+  // the first finding does not discover it (no directory is created).
+  void dump_dir(std::string& out) {
+    auto v = raw("NANSCOPE_DUMP_DIR");
+    if (!v) return;
+    struct stat st{};
+    std::string problem;
+    if (::stat(v->c_str(), &st) != 0) problem = fmt::format("does not exist ({})", std::strerror(errno));
+    else if (!S_ISDIR(st.st_mode)) problem = "is not a directory";
+    else if (::access(v->c_str(), W_OK | X_OK) != 0) problem = "is not writable by this process";
+    if (problem.empty()) out = *v;
+    else errors.push_back(fmt::format("NANSCOPE_DUMP_DIR='{}' {} (nanscope creates no directories); no tensor dumps", *v, problem));
   }
 
   void reject(const char* name, const std::string& value, const std::string& accepts,
@@ -76,12 +98,9 @@ struct Parser {
   void regex(const char* name, std::string& out) {
     auto v = raw(name);
     if (!v) return;
-    try {
-      std::regex re(*v, std::regex::ECMAScript);
-      out = *v;
-    } catch (const std::regex_error& e) {
-      reject(name, *v, fmt::format("an ECMAScript regular expression; {}", e.what()), "no filter");
-    }
+    std::string error;
+    if (SafeRegex::compile(*v, &error)) out = *v;
+    else reject(name, *v, fmt::format("a regular expression (docs/configuration.md); {}", error), "no filter");
   }
 };
 
@@ -101,7 +120,10 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   Config& c = r.config;
   Parser p{getenv_fn, r.errors};
   p.boolean("NANSCOPE_ENABLE", c.enabled);
-  if (auto v = p.raw("NANSCOPE_LOG")) c.log_path = expand_pid(*v, pid);
+  if (auto v = p.raw("NANSCOPE_LOG")) {
+    c.log_path = expand_pid(*v, pid);
+    c.log_path_unique = v->find("%p") != std::string::npos;
+  }
   p.boolean("NANSCOPE_CONSOLE", c.console);
   p.choice("NANSCOPE_LEVEL", c.level, {"trace", "debug", "info", "warn", "error", "off"});
   p.regex("NANSCOPE_KERNEL_FILTER", c.kernel_filter);
@@ -120,7 +142,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
   p.boolean("NANSCOPE_GRAPH_MERGE", c.graph_merge);
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
-  if (auto v = p.raw("NANSCOPE_DUMP_DIR")) c.dump_dir = *v;
+  p.dump_dir(c.dump_dir);
   p.integer<uint32_t>("NANSCOPE_DUMP_MAX", c.dump_max, 0, 1u << 20);
   p.integer<uint64_t>("NANSCOPE_DUMP_MAX_BYTES", c.dump_max_bytes, 0, UINT64_MAX);
   return r;

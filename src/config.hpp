@@ -14,6 +14,7 @@ const char* mode_name(Mode);
 struct Config {
   bool enabled = true;
   std::string log_path;             // NANSCOPE_LOG, "%p" already replaced by the pid; empty: none
+  bool log_path_unique = false;     // NANSCOPE_LOG held "%p": the file is this process's own, created new
   bool console = true;              // NANSCOPE_CONSOLE
   std::string level = "info";       // NANSCOPE_LEVEL
   std::string kernel_filter;        // NANSCOPE_KERNEL_FILTER (ECMAScript regex, search)

@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include <spdlog/logger.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include "log_schema.hpp"
+#include "safe_file.hpp"
 
 namespace nanscope {
 
@@ -44,21 +44,18 @@ EventLog::EventLog(const EventLogOptions& opts, std::string* error)
     console_->flush_on(spdlog::level::warn);
   }
   if (!opts.path.empty()) {
-    try {
-      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(opts.path, /*truncate=*/false);
-      file_ = std::make_shared<spdlog::logger>("nanscope-jsonl", sink);
-      file_->set_pattern("%v");
-      file_->set_level(spdlog::level::trace);
-      // One write(2) per event on an O_APPEND file: lines from several processes sharing one
-      // log (a launcher's children, compile workers) never interleave mid-line.
-      file_->flush_on(spdlog::level::trace);
-    } catch (const std::exception& e) {
-      if (error) *error = "cannot open NANSCOPE_LOG file '" + opts.path + "': " + e.what();
-    }
+    // One write(2) per event on an O_APPEND file: lines from several processes sharing one
+    // log (a launcher's children, compile workers) never interleave mid-line.
+    std::string why;
+    fd_ = open_for_writing(opts.path, opts.unique_path ? NewFile::exclusive : NewFile::append, &why);
+    if (fd_ < 0 && error) *error = "cannot open NANSCOPE_LOG file: " + why;
   }
 }
 
-EventLog::~EventLog() { flush(); }
+EventLog::~EventLog() {
+  flush();
+  if (fd_ >= 0) ::close(fd_);
+}
 
 uint64_t EventLog::emit(std::string_view event, const Json& body) {
   const uint64_t id = reserve_id();
@@ -67,7 +64,7 @@ uint64_t EventLog::emit(std::string_view event, const Json& body) {
 }
 
 void EventLog::emit_with_id(uint64_t id, std::string_view event, const Json& body) {
-  if (!file_) return;
+  if (fd_ < 0) return;
   namespace key = schema::key;
   Json j;
   j[key::schema] = schema::kVersion;
@@ -79,7 +76,9 @@ void EventLog::emit_with_id(uint64_t id, std::string_view event, const Json& bod
   if (local_rank_) j[key::local_rank] = *local_rank_;
   for (auto it = body.begin(); it != body.end(); ++it) j[it.key()] = it.value();
   // Invalid UTF-8 in kernel names must not lose the event: replace, don't throw.
-  file_->info(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  line += '\n';
+  write_all(fd_, line);
 }
 
 void EventLog::info(std::string_view line) {
@@ -94,7 +93,6 @@ void EventLog::debug(std::string_view line) {
 bool EventLog::debug_enabled() const { return console_ && console_->should_log(spdlog::level::debug); }
 
 void EventLog::flush() {
-  if (file_) file_->flush();
   if (console_) console_->flush();
 }
 

@@ -21,6 +21,7 @@ struct EventLogOptions {
   bool console = true;       // human lines on stderr
   std::string level = "info";
   std::string console_prefix = "nanscope";
+  bool unique_path = false;  // the name is this process's own (NANSCOPE_LOG with %p): created, never reused
 };
 
 class EventLog {
@@ -42,10 +43,10 @@ class EventLog {
   void debug(std::string_view line);
   bool debug_enabled() const;
   void flush();
-  bool has_file() const { return static_cast<bool>(file_); }
+  bool has_file() const { return fd_ >= 0; }
 
  private:
-  std::shared_ptr<spdlog::logger> file_;
+  int fd_ = -1;  // the JSONL file (safe_file.hpp), one write(2) per event
   std::shared_ptr<spdlog::logger> console_;
   std::atomic<uint64_t> next_id_{1};
   long pid_;

@@ -1,8 +1,8 @@
 #include "npy_writer.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <unistd.h>
+
+#include "safe_file.hpp"
 
 namespace nanscope {
 
@@ -29,15 +29,18 @@ std::string write_npy(const std::string& path, DType dtype, const std::vector<ui
   const std::size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return "cannot create dump '" + path + "': " + std::strerror(errno);
+  // A new file (safe_file.hpp): a dump never lands in a file or link someone planted.
+  std::string error;
+  const int fd = open_for_writing(path, NewFile::exclusive, &error);
+  if (fd < 0) return "cannot write dump: " + error;
   const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
   const uint16_t len = static_cast<uint16_t>(header.size());
-  const unsigned char len_le[2] = {static_cast<unsigned char>(len & 0xff), static_cast<unsigned char>(len >> 8)};
-  bool ok = std::fwrite(magic, 1, 8, f) == 8 && std::fwrite(len_le, 1, 2, f) == 2 &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            std::fwrite(data, 1, bytes, f) == bytes;
-  ok = (std::fclose(f) == 0) && ok;
+  std::string head(reinterpret_cast<const char*>(magic), 8);
+  head.push_back(static_cast<char>(len & 0xff));
+  head.push_back(static_cast<char>(len >> 8));
+  head += header;
+  bool ok = write_all(fd, head) && write_all(fd, {static_cast<const char*>(data), bytes});
+  ok = ::close(fd) == 0 && ok;
   return ok ? std::string() : "cannot write dump '" + path + "'";
 }
 

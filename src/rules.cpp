@@ -1,5 +1,9 @@
 #include "rules.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -16,13 +20,7 @@ namespace nanscope {
 
 using nlohmann::json;
 
-bool Rule::matches(std::string_view demangled) const {
-  try {
-    return std::regex_search(demangled.begin(), demangled.end(), kernel_re);
-  } catch (const std::exception&) {  // regex_error (complexity, stack) on a pathological name
-    return false;
-  }
-}
+bool Rule::matches(std::string_view demangled) const { return kernel_re && kernel_re->search(demangled); }
 
 std::string Rule::where() const {
   auto rule = fmt::format("rule {} (\"{}\")", index, name);
@@ -213,13 +211,12 @@ RulePadding padding(const json& v, const std::string& field) {
   return p;
 }
 
-std::regex kernel_regex(const std::string& pattern, const std::string& field) {
+SafeRegex kernel_regex(const std::string& pattern, const std::string& field) {
   if (pattern.empty()) bad(field, "is empty (use \".\" to match every kernel)");
-  try {
-    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    bad(field, fmt::format("\"{}\" is not a valid ECMAScript regex: {}", pattern, e.what()));
-  }
+  std::string error;
+  auto re = SafeRegex::compile(pattern, &error);
+  if (!re) bad(field, fmt::format("\"{}\" is not a valid regular expression: {}", pattern, error));
+  return std::move(*re);
 }
 
 Rule rule(const json& v) {
@@ -256,6 +253,11 @@ RulesResult parse_rules(std::string_view text, const std::string& path) {
     std::string_view what = e.what();  // "[json.exception.parse_error.101] parse error at ..."
     if (auto p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
     error(fmt::format("not valid JSON: {} (byte {})", what, e.byte));
+    return out;
+  } catch (const json::exception& e) {  // a number past double range (406): found by .ci/fuzz
+    std::string_view what = e.what();
+    if (auto p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
+    error(fmt::format("not valid JSON: {}", what));
     return out;
   }
   if (!doc.is_object()) {
@@ -298,20 +300,40 @@ RulesResult parse_rules(std::string_view text, const std::string& path) {
 }
 
 RulesResult load_rules(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    RulesResult out;
+  RulesResult out;
+  // Opened without blocking (a FIFO must not hang the application) and checked before it is
+  // read: a directory, a device or a file larger than any rules file is named as such.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     out.errors.push_back(fmt::format("{}: cannot open rules file: {}", path, std::strerror(errno)));
     return out;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    RulesResult out;
-    out.errors.push_back(fmt::format("{}: cannot read rules file", path));
+  struct stat st{};
+  std::string problem;
+  if (::fstat(fd, &st) != 0) problem = fmt::format("cannot stat rules file: {}", std::strerror(errno));
+  else if (S_ISDIR(st.st_mode)) problem = "is a directory, not a rules file";
+  else if (!S_ISREG(st.st_mode)) problem = "is not a regular file";
+  else if (std::uint64_t(st.st_size) > kMaxRulesBytes)
+    problem = fmt::format("rules file of {} bytes is larger than the {} MiB limit; no rules loaded", st.st_size,
+                          kMaxRulesBytes >> 20);
+  std::string text;
+  if (problem.empty()) {
+    text.resize(std::size_t(st.st_size));
+    std::size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += std::size_t(n);
+    }
+    if (got != text.size()) problem = "cannot read rules file";
+  }
+  ::close(fd);
+  if (!problem.empty()) {
+    out.errors.push_back(fmt::format("{}: {}", path, problem));
     return out;
   }
-  return parse_rules(text.str(), path);
+  return parse_rules(text, path);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <regex>
+#include <optional>
 #include <string>
+
+#include "safe_regex.hpp"
 #include <string_view>
 #include <vector>
 
@@ -54,7 +56,7 @@ struct RulePadding {
 struct Rule {
   std::string name;    // also the watch name
   std::string kernel;  // ECMAScript regex as written, searched in the demangled name
-  std::regex kernel_re;
+  std::optional<SafeRegex> kernel_re;  // compiled `kernel`
   RuleOutput output;
   RulePadding padding;
   Action action = Action::detect;
@@ -77,6 +79,8 @@ struct RulesResult {
 
 // Reads and parses `path`. A missing/unreadable file or invalid JSON gives no rules and one
 // error; a bad rule is skipped with one error and the others are kept.
+// A rules file is a few KiB; a larger one than this is refused with a message, not read whole.
+inline constexpr std::uint64_t kMaxRulesBytes = 4u << 20;
 RulesResult load_rules(const std::string& path);
 RulesResult parse_rules(std::string_view text, const std::string& path_for_messages);
 

@@ -73,8 +73,12 @@ void add_options(CLI::App& app, LaunchOptions& o) {
   app.add_option("--kernel-exclude", o.exclude, "skip kernels whose demangled name matches [NANSCOPE_KERNEL_EXCLUDE]");
   app.add_option("--level", o.level, "console level: trace, debug, info, warn, error, off [NANSCOPE_LEVEL]")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  app.add_option("--max-scan-bytes", o.max_scan_bytes, "scan at most this many bytes per buffer [NANSCOPE_MAX_SCAN_BYTES]");
-  app.add_option("--channel-records", o.channel, "device->host channel size in records [NANSCOPE_CHANNEL_RECORDS]");
+  // Checked here as the library checks the variables (config.cpp), so a typo is a usage error
+  // before the program starts rather than a warning inside it.
+  app.add_option("--max-scan-bytes", o.max_scan_bytes, "scan at most this many bytes per buffer [NANSCOPE_MAX_SCAN_BYTES]")
+      ->check(CLI::NonNegativeNumber & CLI::TypeValidator<std::uint64_t>());
+  app.add_option("--channel-records", o.channel, "device->host channel size in records [NANSCOPE_CHANNEL_RECORDS]")
+      ->check(CLI::TypeValidator<std::uint32_t>() & CLI::Range(16u, 1u << 20));
   app.add_option("--rules", o.rules, "rules file declaring watches for kernels you cannot change [NANSCOPE_RULES]");
   app.add_option("--dump-dir", o.dump_dir, "write tensor dumps (.npy + .json) of first findings here [NANSCOPE_DUMP_DIR]");
   app.add_flag("--no-typed", o.no_typed, "scan only watches and rules, not the typed outputs found in kernel signatures [NANSCOPE_TYPED=0]");

@@ -8,10 +8,12 @@
 #include "launch_site.hpp"
 #include "model.hpp"
 #include "trace.hpp"
+#include "util.hpp"
 
 namespace nanscope::report {
 
 namespace {
+void sat_inc(std::int64_t& x, std::int64_t n) { x = sat_add(x, n); }
 constexpr std::size_t kRecent = 4096;             // parents resolvable beyond the site map
 constexpr std::size_t kMaxReplays = 256;   // per graph: replays listed one by one
 constexpr std::size_t kMaxDumps = 1000;
@@ -49,7 +51,7 @@ void TimeHist::add(std::uint32_t kernel, std::int64_t ts, const RegionCounts& c)
 // ---- Analysis ---------------------------------------------------------------------------
 
 Analysis::Analysis(const Options& o) : opt(o) {
-  if (!opt.kernel_regex.empty()) kernel_re_.emplace(opt.kernel_regex, std::regex::ECMAScript | std::regex::optimize);
+  if (!opt.kernel_regex.empty()) kernel_re_ = SafeRegex::compile(opt.kernel_regex, nullptr);  // run() checked it
   if (!opt.trace_path.empty()) trace = std::make_unique<TraceSink>(opt.trace_path);
 }
 
@@ -91,7 +93,7 @@ std::uint32_t Analysis::kernel_of(const std::string& name) {
   auto idx = static_cast<std::uint32_t>(kernels.size());
   KernelAgg k;
   k.name = name;
-  k.selected = !kernel_re_ || std::regex_search(name, *kernel_re_);
+  k.selected = !kernel_re_ || kernel_re_->search(name);
   kernels.push_back(std::move(k));
   kernel_index_.emplace(h, idx);
   return idx;
@@ -178,7 +180,7 @@ RegionCounts split_of(const Event& e) {
   if (e.has_field(h_counts_padding) || e.has_field(h_counts_real)) {
     r.padding = e.counts_padding;
     r.real = e.counts_real;
-    r.unknown = std::max<std::int64_t>(0, total - r.padding - r.real);
+    r.unknown = std::max<std::int64_t>(0, sat_sub(sat_sub(total, r.padding), r.real));
     return r;
   }
   switch (e.region) {
@@ -248,27 +250,27 @@ void Analysis::count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, 
                      std::int64_t replay_hi) {
   KernelAgg& k = kernels[s.kernel];
   bool real = s.region == Region::real || s.region == Region::mixed;
-  k.findings += n;
+  sat_inc(k.findings, n);
   k.counts += c;
   k.split += split;
   if (k.first_ts == kNoTime || ts < k.first_ts) k.first_ts = ts;
   if (k.last_ts == kNoTime || ts > k.last_ts) k.last_ts = ts;
-  if (fixed > 0) k.fixed_yes += n;
-  else if (fixed == 0) k.fixed_no += n;
-  if (real) k.real_findings += n;
+  if (fixed > 0) sat_inc(k.fixed_yes, n);
+  else if (fixed == 0) sat_inc(k.fixed_no, n);
+  if (real) sat_inc(k.real_findings, n);
   std::int64_t who = p.rank >= 0 ? p.rank : -1 - p.pid;
   if (std::find(k.ranks.begin(), k.ranks.end(), who) == k.ranks.end() && k.ranks.size() < 4096)
     k.ranks.push_back(who);
-  p.findings += n;
-  totals.findings += n;
+  sat_inc(p.findings, n);
+  sat_inc(totals.findings, n);
   totals.counts += c;
   totals.split += split;
-  totals.any_findings += n;
-  if (real) totals.real_findings += n;
+  sat_inc(totals.any_findings, n);
+  if (real) sat_inc(totals.real_findings, n);
   hist.add(s.kernel, ts, split);
   if (s.has_graph) {
     GraphAgg& g = graphs[graph_of(s.proc, s.graph_id)];
-    g.findings += n;
+    sat_inc(g.findings, n);
     if (std::find(g.nodes.begin(), g.nodes.end(), s.graph_node) == g.nodes.end() && g.nodes.size() < 1024)
       g.nodes.push_back(s.graph_node);
     if (has_replay) {
@@ -276,7 +278,7 @@ void Analysis::count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, 
       g.replay_max = std::max(g.replay_max, replay_hi);
       if (replay_lo == replay_hi) {
         auto it = g.replays.find(replay_lo);
-        if (it != g.replays.end()) it->second += n;
+        if (it != g.replays.end()) sat_inc(it->second, n);
         else if (g.replays.size() < kMaxReplays) g.replays.emplace(replay_lo, n);
         else g.replays_capped = true;
       } else {
@@ -388,16 +390,16 @@ void Analysis::on_repeat(std::uint32_t file) {
     return;
   }
   Site& s = sites[it->second];
-  s.folded_unfiltered += e.count;
+  sat_inc(s.folded_unfiltered, e.count);
   s.reported_total = std::max(s.reported_total, e.total);
   if (!in_window(e.ts_ns) || !kernels[s.kernel].selected) {
     totals.filtered_out++;
     return;
   }
-  s.folded += e.count;
-  kernels[s.kernel].folded += e.count;
-  totals.folded += e.count;
-  Counts c{s.first_counts.nan * e.count, s.first_counts.pos_inf * e.count, s.first_counts.neg_inf * e.count};
+  sat_inc(s.folded, e.count);
+  sat_inc(kernels[s.kernel].folded, e.count);
+  sat_inc(totals.folded, e.count);
+  const Counts c = s.first_counts.times(e.count);
   bool has_replay = e.has_field(h_first_replay) || e.has_field(h_last_replay);
   std::int64_t lo = e.has_field(h_first_replay) ? e.first_replay : e.last_replay;
   std::int64_t hi = e.has_field(h_last_replay) ? e.last_replay : e.first_replay;
@@ -423,7 +425,7 @@ static void read_coverage(const std::string& text, Proc::Coverage& c) {
   };
   auto text_of = [](const nlohmann::json& o, const char* key) -> std::string {
     const auto it = o.find(key);
-    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+    return it != o.end() && it->is_string() ? printable(it->get<std::string>()) : std::string();
   };
   c.present = true;
   c.launches = num(j, "launches");

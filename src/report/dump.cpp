@@ -1,9 +1,13 @@
 // --dump ID: row verdicts (from the dump's JSON sidecar) and value statistics (from the .npy).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -56,29 +60,73 @@ float e5m2_to_float(std::uint8_t b) {  // IEEE-like: exponent 31 is Inf (m == 0)
 
 namespace {
 
-// The header dict of an open .npy file (versions 1, 2 and 3), read past the magic and length.
-bool read_npy_header(std::ifstream& f, const std::string& path, std::string& header, std::string& error) {
+constexpr std::uint64_t kMaxSidecarBytes = 16u << 20;  // a sidecar is a few KiB; more is not one
+
+}  // namespace
+
+int open_regular_file(const std::string& path, std::uint64_t max_bytes, std::uint64_t& bytes, std::string& error) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: the last component is
+  // the file itself, not a link planted in its place.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot open " + path + ": " + std::strerror(errno);
+    return -1;
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = path + ": not a regular file";
+  } else if (std::uint64_t(st.st_size) > max_bytes) {
+    error = path + ": " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+            " this reader accepts";
+  } else {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    bytes = std::uint64_t(st.st_size);
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+namespace {
+
+// Reads an open file in order; a short count means the end of the file (or an error).
+struct FdReader {
+  int fd = -1;
+  std::size_t read(char* out, std::size_t n) {
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::read(fd, out + got, n - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += std::size_t(r);
+    }
+    return got;
+  }
+};
+
+// The header dict of an open .npy file (versions 1, 2 and 3), read past the magic and length;
+// `data_offset` is where the elements start.
+bool read_npy_header(FdReader& f, const std::string& path, std::string& header, std::uint64_t& data_offset,
+                     std::string& error) {
   char magic[8];
-  if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+  if (f.read(magic, 8) != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     error = path + ": not a .npy file";
     return false;
   }
-  std::uint32_t hlen = 0;
-  if (magic[6] == 1) {
-    unsigned char l[2];
-    f.read(reinterpret_cast<char*>(l), 2);
-    hlen = l[0] | (l[1] << 8);
-  } else {
-    unsigned char l[4];
-    f.read(reinterpret_cast<char*>(l), 4);
-    hlen = l[0] | (l[1] << 8) | (l[2] << 16) | (std::uint32_t(l[3]) << 24);
-  }
-  if (!f || hlen > (1u << 20)) {
+  unsigned char l[4] = {0, 0, 0, 0};
+  const std::size_t len_bytes = magic[6] == 1 ? 2 : 4;
+  const bool got_len = f.read(reinterpret_cast<char*>(l), len_bytes) == len_bytes;
+  const std::uint32_t hlen = l[0] | (l[1] << 8) | (l[2] << 16) | (std::uint32_t(l[3]) << 24);
+  if (!got_len || hlen > (1u << 20)) {
     error = path + ": bad .npy header";
     return false;
   }
   header.assign(hlen, '\0');
-  f.read(header.data(), hlen);
+  if (f.read(header.data(), hlen) != hlen) {
+    error = path + ": truncated .npy header";
+    return false;
+  }
+  data_offset = 8 + len_bytes + hlen;
   return true;
 }
 
@@ -100,20 +148,33 @@ std::string header_field(const std::string& header, const char* key) {
   return header.substr(p, q - p);
 }
 
-// The dimensions of a shape tuple such as "(4, 128)".
-std::vector<std::int64_t> parse_shape(const std::string& shape) {
-  std::vector<std::int64_t> dims;
+// The dimensions of a shape tuple such as "(4, 128)"; false for a dimension of more than 18
+// digits (no file holds that many elements).
+bool parse_shape(const std::string& shape, std::vector<std::int64_t>& dims) {
+  dims.clear();
   for (std::size_t i = 0; i < shape.size();) {
-    if (std::isdigit(static_cast<unsigned char>(shape[i]))) {
-      std::size_t j = i;
-      while (j < shape.size() && std::isdigit(static_cast<unsigned char>(shape[j]))) ++j;
-      dims.push_back(std::stoll(shape.substr(i, j - i)));
-      i = j;
-    } else {
+    if (!std::isdigit(static_cast<unsigned char>(shape[i]))) {
       ++i;
+      continue;
     }
+    std::int64_t d = 0;
+    std::size_t j = i;
+    for (; j < shape.size() && std::isdigit(static_cast<unsigned char>(shape[j])); ++j) {
+      if (j - i >= 18) return false;
+      d = d * 10 + (shape[j] - '0');
+    }
+    dims.push_back(d);
+    i = j;
   }
-  return dims;
+  return true;
+}
+
+// The number of elements of `shape`; false when the product does not fit in an int64.
+bool element_count(const std::vector<std::int64_t>& shape, std::int64_t& n) {
+  n = 1;
+  for (const std::int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  return true;
 }
 
 // How a dump's elements are read: numpy has no bf16 or fp8, so those are dumped as 16- and 8-bit
@@ -168,20 +229,20 @@ void tally(NpyStats& st, double v, std::int64_t row, std::int64_t rows) {
 }
 
 // Reads the data of `n` elements in 1 MiB blocks, counting each; st.elements says how many
-// were there.
-void tally_elements(std::ifstream& f, const ElementKind& k, bool big_endian, std::int64_t n, NpyStats& st) {
+// were there. Per-row counts only when the first dimension is not larger than the data.
+void tally_elements(FdReader& f, const ElementKind& k, bool big_endian, std::int64_t n, NpyStats& st) {
   const int size = k.size;
   std::int64_t rows = st.shape.empty() ? 1 : st.shape[0];
-  std::int64_t per_row = rows ? n / std::max<std::int64_t>(1, rows) : 0;
-  st.row_nan.assign(std::size_t(std::max<std::int64_t>(rows, 0)), 0);
-  st.row_inf.assign(std::size_t(std::max<std::int64_t>(rows, 0)), 0);
+  if (rows > n) rows = 0;  // a zero-sized dimension: no elements, no rows to keep
+  std::int64_t per_row = rows ? n / rows : 0;
+  st.row_nan.assign(std::size_t(rows), 0);
+  st.row_inf.assign(std::size_t(rows), 0);
   st.elements = 0;
   std::vector<char> buf(1 << 20);
   std::int64_t i = 0;
-  while (i < n && f) {
+  while (i < n) {
     std::size_t want = std::size_t(std::min<std::int64_t>(n - i, std::int64_t(buf.size()) / size)) * size;
-    f.read(buf.data(), std::streamsize(want));
-    std::size_t got = std::size_t(f.gcount()) / size;
+    std::size_t got = f.read(buf.data(), want) / size;
     for (std::size_t e = 0; e < got; ++e, ++i) {
       unsigned char* p = reinterpret_cast<unsigned char*>(buf.data() + e * size);
       if (big_endian) std::reverse(p, p + size);
@@ -189,7 +250,7 @@ void tally_elements(std::ifstream& f, const ElementKind& k, bool big_endian, std
       tally(st, element_value(p, k), row, rows);
     }
     st.elements = i;
-    if (got == 0) break;
+    if (got * size < want) break;
   }
 }
 
@@ -197,28 +258,35 @@ void tally_elements(std::ifstream& f, const ElementKind& k, bool big_endian, std
 
 bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& st, std::string& error) {
   st = NpyStats{};
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot open " + path;
-    return false;
-  }
+  std::uint64_t file_bytes = 0;
+  FdReader f{open_regular_file(path, UINT64_MAX, file_bytes, error)};
+  if (f.fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{f.fd};
   std::string header;
-  if (!read_npy_header(f, path, header, error)) return false;
+  std::uint64_t data_offset = 0;
+  if (!read_npy_header(f, path, header, data_offset, error)) return false;
   st.descr = header_field(header, "descr");
   st.fortran = header_field(header, "fortran_order").starts_with("True");
-  st.shape = parse_shape(header_field(header, "shape"));
-  if (st.descr.size() < 3) {
-    error = path + ": unsupported dtype '" + st.descr + "'";
+  std::int64_t n = 0;
+  if (!parse_shape(header_field(header, "shape"), st.shape) || !element_count(st.shape, n)) {
+    error = path + ": bad .npy shape '" + printable(header_field(header, "shape")) + "'";
     return false;
   }
   ElementKind kind;
-  if (!element_kind(st.descr.substr(1), dtype_hint, kind)) {
-    error = path + ": unsupported dtype '" + st.descr + "' (f32, f64, f16, u16 for bf16, u8 for fp8)";
+  if (st.descr.size() < 3 || !element_kind(st.descr.substr(1), dtype_hint, kind)) {
+    error = path + ": unsupported dtype '" + printable(st.descr) + "' (f32, f64, f16, u16 for bf16, u8 for fp8)";
     return false;
   }
   st.dtype = kind.name;
-  std::int64_t n = 1;
-  for (auto d : st.shape) n *= d;
+  // The size the header claims must be in the file before anything is allocated for it.
+  const std::uint64_t have = file_bytes > data_offset ? (file_bytes - data_offset) / std::uint64_t(kind.size) : 0;
+  if (std::uint64_t(n) > have) {
+    error = path + ": truncated: " + std::to_string(have) + " of " + std::to_string(n) + " elements";
+    return false;
+  }
   tally_elements(f, kind, st.descr[0] == '>', n, st);
   if (st.elements < n) {
     error = path + ": truncated: " + std::to_string(st.elements) + " of " + std::to_string(n) + " elements";
@@ -229,25 +297,40 @@ bool read_npy(const std::string& path, const std::string& dtype_hint, NpyStats& 
 
 namespace {
 
-std::string resolve(const std::string& p, const std::string& log_file) {
-  if (p.empty() || fs::path(p).is_absolute() || fs::exists(p)) return p;
-  fs::path alt = fs::path(log_file).parent_path() / p;
-  return fs::exists(alt) ? alt.string() : p;
+// Where a dump named by a log is read: only its file name, inside the directory the user named
+// (--dump-dir) or beside the log. A log never chooses the path (it could name /etc/shadow).
+std::string dump_path_in(const std::string& dump_dir, const std::string& logged, const std::string& log_file,
+                         std::string& error) {
+  const fs::path name = fs::path(logged).filename();
+  if (name.empty() || name == "." || name == ".." || name.extension() != ".npy") {
+    error = "the log names the dump '" + printable(logged) + "', which is not a .npy file name";
+    return {};
+  }
+  const fs::path dir = dump_dir.empty() ? fs::path(log_file).parent_path() : fs::path(dump_dir);
+  return (dir.empty() ? name : dir / name).string();
 }
 
-}  // namespace
-
-namespace {
-
-// The dump's JSON sidecar (`<npy>.json`), when there is one and it holds an object.
+// The dump's JSON sidecar (`<npy>.json`), when there is one and it holds an object. Its text
+// is never echoed: a parse error says where, not what (the file may not be the user's to show).
 bool read_sidecar(const std::string& side_path, json& side, std::ostream& err) {
-  std::ifstream sf(side_path);
-  if (!sf) return false;
+  std::string error;
+  std::uint64_t bytes = 0;
+  const int fd = ::open(side_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;  // no sidecar
+  ::close(fd);
+  FdReader f{open_regular_file(side_path, kMaxSidecarBytes, bytes, error)};
+  if (f.fd < 0) {
+    err << "nanscope report: sidecar " << error << '\n';
+    return false;
+  }
+  std::string text(bytes, '\0');
+  text.resize(f.read(text.data(), text.size()));
+  ::close(f.fd);
   try {
-    side = json::parse(sf);
+    side = json::parse(text);
     return side.is_object();
-  } catch (const std::exception& ex) {
-    err << "nanscope report: " << side_path << ": invalid JSON sidecar: " << ex.what() << '\n';
+  } catch (const json::parse_error& ex) {
+    err << "nanscope report: " << side_path << ": invalid JSON sidecar (at byte " << ex.byte << ")\n";
     return false;
   }
 }
@@ -259,20 +342,20 @@ std::string sidecar_string(const json& side, bool have_side, const char* key) {
 // The DUMP block's lines above the rows: where it came from, the tensor, the sidecar, the values.
 void print_dump_overview(const std::string& npy, const NpyStats& st, const DumpRef* ref, const Analysis* a,
                          const json& side, bool have_side, const std::string& side_path, std::ostream& out) {
-  out << "DUMP  " << npy << '\n';
+  out << "DUMP  " << printable(npy) << '\n';
   if (ref && a) out << "  event    " << ref->id << " · " << a->proc_label(ref->proc) << " · " << ref->kernel << '\n';
   else if (have_side && side.contains(schema::key::kernel) && side[schema::key::kernel].is_string())
-    out << "  kernel   " << side[schema::key::kernel].get<std::string>() << '\n';
+    out << "  kernel   " << printable(side[schema::key::kernel].get<std::string>()) << '\n';
   std::string shape;
   for (std::size_t i = 0; i < st.shape.size(); ++i) shape += (i ? "×" : "") + std::to_string(st.shape[i]);
   out << "  tensor   " << st.dtype << " (stored as " << st.descr << "), shape " << (shape.empty() ? "scalar" : shape)
       << (st.fortran ? ", Fortran order" : "") << '\n';
   if (!have_side) {
-    out << "  sidecar  " << side_path << " not found";
+    out << "  sidecar  " << printable(side_path) << " not found";
     if (st.descr.ends_with("u2") || st.descr.ends_with("u1")) out << " (raw bits read as " << st.dtype << ")";
     out << '\n';
   } else {
-    out << "  sidecar  " << side_path << '\n';
+    out << "  sidecar  " << printable(side_path) << '\n';
   }
   char mm[128] = "no finite values";
   if (st.finite) std::snprintf(mm, sizeof mm, "min %.6g, max %.6g", st.min, st.max);
@@ -308,7 +391,7 @@ std::vector<std::vector<std::string>> verdict_table(const json& side, bool have_
     std::int64_t nan = 0, inf = 0;
     for (std::int64_t r = std::max<std::int64_t>(lo, 0); r <= hi && r < std::int64_t(st.row_nan.size()); ++r)
       nan += st.row_nan[std::size_t(r)], inf += st.row_inf[std::size_t(r)];
-    auto s = [&](const char* k) { return v.contains(k) && v[k].is_string() ? v[k].get<std::string>() : std::string("-"); };
+    auto s = [&](const char* k) { return v.contains(k) && v[k].is_string() ? printable(v[k].get<std::string>()) : std::string("-"); };
     std::string verdict = s(dk::verdict);
     if (v.contains(dk::fixed) && v[dk::fixed].is_boolean() && v[dk::fixed].get<bool>()) verdict += " (fixed)";
     rows.push_back({lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi), s(dk::kind), verdict,
@@ -365,7 +448,7 @@ int print_dump(const std::string& npy, const DumpRef* ref, const Analysis* a, st
 
 int run_dump(const Options& opt, std::ostream& out, std::ostream& err) {
   const std::string& id = opt.dump_id;
-  if (fs::is_regular_file(id) && id.ends_with(".npy")) return print_dump(id, nullptr, nullptr, out, err);
+  if (id.ends_with(".npy")) return print_dump(id, nullptr, nullptr, out, err);  // a path the user gave
   std::optional<std::int64_t> want_pid;
   std::int64_t want_id;
   try {
@@ -404,7 +487,13 @@ int run_dump(const Options& opt, std::ostream& out, std::ostream& err) {
     return 2;
   }
   const DumpRef& d = a.dump_hits.front();
-  return print_dump(resolve(d.path, a.files[d.file]), &d, &a, out, err);
+  std::string error;
+  const std::string npy = dump_path_in(opt.dump_dir, d.path, a.files[d.file], error);
+  if (npy.empty()) {
+    err << "nanscope report: event " << d.id << ": " << error << '\n';
+    return 2;
+  }
+  return print_dump(npy, &d, &a, out, err);
 }
 
 }  // namespace nanscope::report

@@ -23,15 +23,34 @@ using schema::Region;
 using schema::origin_name;
 using schema::region_name;
 
+// Saturating arithmetic for figures summed over a log: a hostile or absurd log pins a total at
+// INT64_MAX (shown as such) instead of wrapping into a negative number that passes the gate.
+constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+constexpr std::int64_t sat_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_sub_overflow(a, b, &r)) return r;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
 struct Counts {
   std::int64_t nan = 0, pos_inf = 0, neg_inf = 0;
-  std::int64_t total() const { return nan + pos_inf + neg_inf; }
+  std::int64_t total() const { return sat_add(sat_add(nan, pos_inf), neg_inf); }
   Counts& operator+=(const Counts& o) {
-    nan += o.nan;
-    pos_inf += o.pos_inf;
-    neg_inf += o.neg_inf;
+    nan = sat_add(nan, o.nan);
+    pos_inf = sat_add(pos_inf, o.pos_inf);
+    neg_inf = sat_add(neg_inf, o.neg_inf);
     return *this;
   }
+  Counts times(std::int64_t n) const { return {sat_mul(nan, n), sat_mul(pos_inf, n), sat_mul(neg_inf, n)}; }
 };
 
 using RowRange = std::pair<std::int64_t, std::int64_t>;
@@ -134,8 +153,14 @@ struct ParseError {
 };
 
 // Parses one line (without its newline). On success returns an empty error and fills `ev`
-// (which is reset first). Never throws on bad input.
+// (which is reset first). Never throws on bad input. A line whose figures are out of range
+// (check_ranges) is a field error.
 ParseError parse_line(std::string_view line, Event& ev);
+
+// The figures a well-formed event can hold: counts, repeat counts, rows, ids and pids are never
+// negative and timestamps are times since the epoch. Empty when `ev` is in range; else names
+// the first field that is not (validate.cpp).
+ParseError check_ranges(const Event& ev);
 
 bool schema_supported(std::string_view schema);
 

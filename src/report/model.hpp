@@ -9,12 +9,12 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "event.hpp"
+#include "safe_regex.hpp"
 
 namespace nanscope::report {
 
@@ -26,6 +26,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string format = "text";
   std::string trace_path, html_path, dump_id;
+  std::string dump_dir;  // --dump-dir: where dumps named by a log are read (default: beside the log)
   FailOn fail_on = FailOn::real;
   std::optional<std::int64_t> since, until;
   std::string kernel_regex;
@@ -36,10 +37,10 @@ struct Options {
 struct RegionCounts {
   std::int64_t padding = 0, real = 0, unknown = 0;
   RegionCounts& operator+=(const RegionCounts& o) {
-    padding += o.padding, real += o.real, unknown += o.unknown;
+    padding = sat_add(padding, o.padding), real = sat_add(real, o.real), unknown = sat_add(unknown, o.unknown);
     return *this;
   }
-  RegionCounts times(std::int64_t n) const { return {padding * n, real * n, unknown * n}; }
+  RegionCounts times(std::int64_t n) const { return {sat_mul(padding, n), sat_mul(real, n), sat_mul(unknown, n)}; }
 };
 
 // A full copy of one nonfinite event (first cause, per-rank first causes).
@@ -212,7 +213,7 @@ class Analysis {
   std::vector<std::string> site_keys_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> graph_index_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> proc_index_;
-  std::optional<std::regex> kernel_re_;
+  std::optional<SafeRegex> kernel_re_;
   std::string key_;
   std::uint32_t cur_file_ = 0;
   bool file_refused_ = false;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "fields.hpp"
+#include "util.hpp"
 #include "log_schema.hpp"
 
 namespace nanscope::report {
@@ -107,22 +108,7 @@ class Parser {
   }
 
   static void put_utf8(std::string* out, unsigned cp) {
-    if (!out) return;
-    if (cp < 0x80) {
-      out->push_back(char(cp));
-    } else if (cp < 0x800) {
-      out->push_back(char(0xC0 | (cp >> 6)));
-      out->push_back(char(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(char(0xE0 | (cp >> 12)));
-      out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(char(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(char(0xF0 | (cp >> 18)));
-      out->push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(char(0x80 | (cp & 0x3F)));
-    }
+    if (out) append_utf8(*out, cp);
   }
 
   // Validates one UTF-8 multi-byte sequence starting at p_ (a byte >= 0x80) and advances.
@@ -161,7 +147,7 @@ class Parser {
         ++p_;
         return v;
       }
-      if (c == '\\' || c < 0x20 || c >= 0x80) break;
+      if (c == '\\' || c < 0x20 || c >= 0x7F) break;  // DEL and up: the slow path
       ++p_;
     }
     // Slow path: escapes, control characters or UTF-8.
@@ -185,11 +171,11 @@ class Parser {
           case '"': case '\\': case '/':
             if (scratch) scratch->push_back(x);
             break;
-          case 'b': if (scratch) scratch->push_back('\b'); break;
-          case 'f': if (scratch) scratch->push_back('\f'); break;
-          case 'n': if (scratch) scratch->push_back('\n'); break;
-          case 'r': if (scratch) scratch->push_back('\r'); break;
-          case 't': if (scratch) scratch->push_back('\t'); break;
+          case 'b': put_utf8(scratch, '\b'); break;
+          case 'f': put_utf8(scratch, '\f'); break;
+          case 'n': put_utf8(scratch, '\n'); break;
+          case 'r': put_utf8(scratch, '\r'); break;
+          case 't': put_utf8(scratch, '\t'); break;
           case 'u': {
             unsigned cp = u4();
             if (cp >= 0xDC00 && cp <= 0xDFFF) syntax("lone low surrogate in \\u escape");
@@ -215,10 +201,14 @@ class Parser {
       if (c >= 0x80) {
         const char* s = p_;
         utf8();
-        if (scratch) scratch->append(s, size_t(p_ - s));
+        const bool c1 = p_ - s == 2 && static_cast<unsigned char>(s[0]) == 0xC2 && static_cast<unsigned char>(s[1]) < 0xA0;
+        escaped |= c1;  // U+0080..U+009F: written as an escape, so the view into the line will not do
+        if (scratch && c1) append_control_escape(*scratch, static_cast<unsigned char>(s[1]));
+        else if (scratch) scratch->append(s, size_t(p_ - s));
         continue;
       }
-      if (scratch) scratch->push_back(char(c));
+      escaped |= c == 0x7F;
+      put_utf8(scratch, c);
       ++p_;
     }
   }
@@ -593,7 +583,8 @@ class Parser {
 ParseError parse_line(std::string_view line, Event& ev) {
   ev.reset();
   Parser p(line, ev);
-  return p.run();
+  ParseError pe = p.run();
+  return pe ? pe : check_ranges(ev);
 }
 
 }  // namespace nanscope::report

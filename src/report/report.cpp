@@ -28,8 +28,10 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"real", "any", "never"}));
   app.add_option("--since", since, "ignore findings before this time (ns since the epoch or ISO-8601)");
   app.add_option("--until", until, "ignore findings after this time (ns since the epoch or ISO-8601)");
-  app.add_option("--kernel", opt.kernel_regex, "only kernels whose demangled name matches this regex (ECMAScript)");
+  app.add_option("--kernel", opt.kernel_regex, "only kernels whose demangled name matches this regex (docs/report.md: ECMAScript without back-references or look-around)");
   app.add_option("--dump", opt.dump_id, "print a tensor dump: event ID, PID:ID, or a .npy path");
+  app.add_option("--dump-dir", opt.dump_dir,
+                 "read the dump a log names from this directory (by its file name only; default: the log's directory)");
   app.add_option("--color", color, "colour: auto (only on a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   try {
@@ -47,14 +49,10 @@ int run(int argc, char** argv) {
     return out.has_value();
   };
   if (!time_opt(since, "--since", opt.since) || !time_opt(until, "--until", opt.until)) return 2;
-  if (!opt.kernel_regex.empty()) {
-    try {
-      std::regex re(opt.kernel_regex);
-    } catch (const std::regex_error& e) {
-      std::cerr << "nanscope report: --kernel: invalid regular expression '" << opt.kernel_regex << "': " << e.what()
-                << '\n';
-      return 2;
-    }
+  if (std::string error; !opt.kernel_regex.empty() && !SafeRegex::compile(opt.kernel_regex, &error)) {
+    std::cerr << "nanscope report: --kernel: invalid regular expression '" << printable(opt.kernel_regex.substr(0, 200))
+              << (opt.kernel_regex.size() > 200 ? "…" : "") << "': " << error << '\n';
+    return 2;
   }
   if (!opt.dump_id.empty()) return run_dump(opt, std::cout, std::cerr);
   if (opt.inputs.empty()) {

@@ -90,8 +90,11 @@ std::optional<std::int64_t> parse_time(std::string_view s) {
     }
     if (p != s.size()) return std::nullopt;
   }
-  std::int64_t secs = days_from_civil(Y, unsigned(M), unsigned(D)) * 86400 + h * 3600 + m * 60 + sec - offset_s;
-  return secs * 1000000000LL + frac_ns;
+  const std::int64_t secs = days_from_civil(Y, unsigned(M), unsigned(D)) * 86400 + h * 3600 + m * 60 + sec - offset_s;
+  std::int64_t ns = 0;  // past 2262-04-11T23:47:16Z (or before 1677) ns do not fit in an int64
+  if (__builtin_mul_overflow(secs, std::int64_t(1000000000), &ns) || __builtin_add_overflow(ns, frac_ns, &ns))
+    return std::nullopt;
+  return ns;
 }
 
 std::string iso8601(std::int64_t ns) {
@@ -240,12 +243,57 @@ std::string html_escape(std::string_view s) {
 }
 
 std::string group_digits(std::int64_t v) {
-  std::string d = std::to_string(v < 0 ? -v : v), o;
+  // The magnitude as unsigned: -INT64_MIN does not fit in an int64.
+  const std::uint64_t mag = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+  std::string d = std::to_string(mag), o;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (i && (d.size() - i) % 3 == 0) o += ',';
     o += d[i];
   }
   return v < 0 ? "-" + o : o;
+}
+
+void append_control_escape(std::string& out, unsigned cp) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, cp < 0x80 ? "\\x%02x" : "\\u%04x", cp);
+  out += buf;
+}
+
+void append_utf8(std::string& out, unsigned cp) {
+  if (is_control(cp)) return append_control_escape(out, cp);
+  if (cp < 0x80) {
+    out.push_back(char(cp));
+  } else if (cp < 0x800) {
+    out.push_back(char(0xC0 | (cp >> 6)));
+    out.push_back(char(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(char(0xE0 | (cp >> 12)));
+    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(char(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(char(0xF0 | (cp >> 18)));
+    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(char(0x80 | (cp & 0x3F)));
+  }
+}
+
+std::string printable(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0u;
+    if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // a C1 control in UTF-8
+      append_control_escape(o, next);
+      ++i;
+    } else if (is_control(c)) {
+      append_control_escape(o, c);
+    } else {
+      o += char(c);
+    }
+  }
+  return o;
 }
 
 }  // namespace nanscope::report

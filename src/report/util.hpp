@@ -23,4 +23,13 @@ std::string ranges_str(const std::vector<RowRange>& r, std::size_t max_items = 6
 std::string html_escape(std::string_view s);
 std::string group_digits(std::int64_t v);  // 1234567 -> 1,234,567
 
+// Control characters (C0, DEL, C1) in a log's strings are shown as escapes ("\x1b", "\u0085"),
+// never sent raw to a terminal or a page: a log could fake report lines or move the cursor.
+constexpr bool is_control(unsigned cp) { return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F); }
+void append_control_escape(std::string& out, unsigned cp);
+// A decoded code point in UTF-8; a control character as its escape.
+void append_utf8(std::string& out, unsigned cp);
+// s with every control character escaped (for strings that did not come through the parser).
+std::string printable(std::string_view s);
+
 }  // namespace nanscope::report

@@ -20,6 +20,15 @@ grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name
 "$bin" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no program must exit 2"
 
+"$bin" --channel-records abc -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--channel-records abc must exit 2 (it was passed on unchecked)"
+"$bin" --channel-records 8 -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--channel-records below 16 must exit 2"
+"$bin" --max-scan-bytes -5 -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--max-scan-bytes -5 must exit 2"
+"$bin" --preload -- sh -c 'exit 4' 2>/dev/null
+rc=$?; [ $rc -eq 4 ] || fail "nanscope --preload -- sh -c 'exit 4' must exit 4 (got $rc)"
+
 "$bin" -- sh -c 'exit 7' 2>/dev/null
 [ $? -eq 7 ] || fail "the program's exit code must pass through"
 "$bin" -- /nonexistent/program 2>/dev/null

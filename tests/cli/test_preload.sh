@@ -4,12 +4,12 @@
 set -u
 lib=${1:?libnanscope.so}
 fail() { echo "FAIL: $*"; exit 1; }
-# Without an NVIDIA driver, libnanscope's libcuda.so.1 comes from the toolkit's stub.
-if ! ldconfig -p | grep -q "libcuda.so.1 "; then
-  stub=$(mktemp -d)
-  ln -s /usr/local/cuda/lib64/stubs/libcuda.so "$stub/libcuda.so.1"
-  export LD_LIBRARY_PATH="$stub:${LD_LIBRARY_PATH:-}"
-fi
+# libnanscope has no DT_NEEDED on libcuda.so.1 (hooks/driver_api.cpp resolves the driver when
+# CUDA is used): on a machine without the driver every preloaded process must still start.
+readelf -d "$lib" | grep -q "NEEDED.*libcuda" && fail "libnanscope.so must not depend on libcuda.so.1"
+LD_PRELOAD="$lib" /bin/true || fail "LD_PRELOAD=libnanscope.so /bin/true exited $?"
+LD_PRELOAD="$lib" sh -c 'exit 4'
+rc=$?; [ $rc -eq 4 ] || fail "a preloaded program's exit code must pass through (got $rc)"
 out=$(LD_PRELOAD="$lib" sh -c 'echo "injection=$CUDA_INJECTION64_PATH"' 2>&1) || fail "a preloaded shell failed: $out"
 grep -q "^injection=.*libnanscope" <<<"$out" || fail "the constructor did not set CUDA_INJECTION64_PATH: $out"
 grep -q "nanscope" <<<"$(grep -v '^injection=' <<<"$out")" && fail "a process without CUDA printed nanscope output: $out"

@@ -1,5 +1,6 @@
 // --dump: .npy statistics for f32/f64/f16/bf16/fp8 and the sidecar's row verdicts.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
@@ -104,6 +105,91 @@ TEST(Dump, ReducedPrecisionTypes) {
   Result r = run({"--dump", dir / "b.npy"});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("raw bits read as bf16"), std::string::npos) << r.out;
+}
+
+// Defect 3: a log names the dump, but the report only reads that file name inside the directory
+// the user names (--dump-dir) or beside the log: never /etc/shadow, ../.. or /proc/self/environ.
+TEST(Dump, ReadsOnlyInsideTheDumpDirectory) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "logs");
+  std::filesystem::create_directories(dir / "dumps");
+  float v[] = {1, 2};
+  write_npy(dir / "secret.npy", "<f4", {2}, v, sizeof v);  // outside both directories
+  write_npy(dir / "dumps/d.npy", "<f4", {2}, v, sizeof v);
+  Log p(9);
+  p.nonfinite(10, "k", 1, {{"dump", "../secret.npy"}});
+  p.nonfinite(20, "k", 1, {{"dump", "/etc/passwd"}});
+  p.nonfinite(30, "k", 1, {{"dump", "/proc/self/environ"}});
+  p.nonfinite(40, "k", 1, {{"dump", "/elsewhere/d.npy"}});
+  p.write(dir / "logs/r.jsonl");
+  Result r = run({"--dump", "1", dir / "logs/r.jsonl"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cannot open " + dir / "logs/secret.npy"), std::string::npos) << r.err;
+  for (const char* id : {"2", "3"}) {
+    r = run({"--dump", id, dir / "logs/r.jsonl"});
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find("which is not a .npy file name"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("root"), std::string::npos) << r.out;
+  }
+  r = run({"--dump", "4", dir / "logs/r.jsonl", "--dump-dir", dir / "dumps"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("DUMP  " + dir / "dumps/d.npy"), std::string::npos) << r.out;
+}
+
+// A FIFO or a link where the dump should be is refused at once (a FIFO made the report hang).
+TEST(Dump, RegularFilesOnly) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "f.npy").c_str(), 0600), 0);
+  std::filesystem::create_symlink("/etc/passwd", dir / "l.npy");
+  Log p(9);
+  p.nonfinite(10, "k", 1, {{"dump", "f.npy"}});
+  p.nonfinite(20, "k", 1, {{"dump", "l.npy"}});
+  p.write(dir / "r.jsonl");
+  Result r = run({"--dump", "1", dir / "r.jsonl"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("f.npy: not a regular file"), std::string::npos) << r.err;
+  r = run({"--dump", "2", dir / "r.jsonl"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cannot open " + dir / "l.npy"), std::string::npos) << r.err;
+  r = run({"--dump", dir / "f.npy"});
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+}
+
+// Crafted headers: a dimension past int64 (stoll threw), a product that overflows, a shape the
+// file does not hold (bad_alloc), and a sidecar whose text must not be echoed.
+TEST(Dump, CraftedNpyIsAnErrorNotAnAbort) {
+  TempDir dir;
+  float v[] = {1, 2};
+  nanscope::report::NpyStats st;
+  std::string err;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"(99999999999999999999999,)", "bad .npy shape"},
+      {"(4611686018427387904, 4)", "bad .npy shape"},
+      {"(1099511627776,)", "truncated: 2 of 1099511627776 elements"},
+      {"(1000000000000, 0)", ""},  // no elements: valid, and no per-row arrays of 10^12
+  };
+  for (const auto& [shape, want] : cases) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }\n";
+    std::ofstream f(dir / "c.npy", std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    f.put(char(header.size() & 0xFF)).put(char(header.size() >> 8));
+    f << header;
+    f.write(reinterpret_cast<const char*>(v), sizeof v);
+    f.close();
+    const bool ok = nanscope::report::read_npy(dir / "c.npy", "", st, err);
+    if (want.empty()) {
+      EXPECT_TRUE(ok) << shape << ": " << err;
+    } else {
+      EXPECT_FALSE(ok) << shape;
+      EXPECT_NE(err.find(want), std::string::npos) << shape << ": " << err;
+    }
+  }
+  write_npy(dir / "s.npy", "<f4", {2}, v, sizeof v);
+  std::ofstream(dir / "s.npy.json") << "root:$6$secret-hash:19000:0:99999:7:::\n";
+  const Result r = run({"--dump", dir / "s.npy"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("invalid JSON sidecar (at byte"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("secret-hash"), std::string::npos) << r.err;
 }
 
 }  // namespace

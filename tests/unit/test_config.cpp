@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "config.hpp"
@@ -96,10 +100,43 @@ TEST(Config, RejectsTrailingGarbageAndNegativeNumbers) {
   EXPECT_EQ(r.config.max_scan_bytes, 0u);
 }
 
-TEST(Config, EmptyValueMeansDefault) {
+// Issue 19, defect 9: an empty value still means the default, but is said (it was silent).
+TEST(Config, EmptyValueMeansDefaultAndIsSaid) {
   auto r = parse({{"NANSCOPE_MODE", ""}, {"NANSCOPE_LOG", ""}});
-  EXPECT_TRUE(r.errors.empty());
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0], "NANSCOPE_LOG is set but empty; using its default");
   EXPECT_EQ(r.config.mode, Mode::detect);
+}
+
+TEST(Config, DumpDirMustBeAWritableDirectory) {
+  const std::string file = ::testing::TempDir() + "ns-dump-file-" + std::to_string(::getpid());
+  { std::ofstream(file) << "x"; }
+  auto r = parse({{"NANSCOPE_DUMP_DIR", file}});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("is not a directory"), std::string::npos) << r.errors[0];
+  EXPECT_TRUE(r.config.dump_dir.empty());
+  r = parse({{"NANSCOPE_DUMP_DIR", file + "/none"}});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("does not exist"), std::string::npos) << r.errors[0];
+  std::remove(file.c_str());
+  r = parse({{"NANSCOPE_DUMP_DIR", ::testing::TempDir()}});
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.config.dump_dir, ::testing::TempDir());
+}
+
+// Defect 5: NANSCOPE_KERNEL_FILTER nested 30,000 deep overflowed the application's stack.
+TEST(Config, HostileKernelFilterIsRejected) {
+  auto r = parse({{"NANSCOPE_KERNEL_FILTER", std::string(30000, '(') + "a" + std::string(30000, ')')},
+                  {"NANSCOPE_KERNEL_EXCLUDE", std::string(200, '(') + "a" + std::string(200, ')')}});
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_TRUE(r.config.kernel_filter.empty());
+  EXPECT_TRUE(r.config.kernel_exclude.empty());
+  EXPECT_NE(r.errors[1].find("nested deeper than 64"), std::string::npos) << r.errors[1];
+}
+
+TEST(Config, PercentPMarksTheLogAsThisProcesssOwn) {
+  EXPECT_TRUE(parse({{"NANSCOPE_LOG", "run-%p.jsonl"}}).config.log_path_unique);
+  EXPECT_FALSE(parse({{"NANSCOPE_LOG", "run.jsonl"}}).config.log_path_unique);
 }
 
 TEST(Config, DisableSwitch) {

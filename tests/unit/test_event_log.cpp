@@ -107,3 +107,37 @@ TEST(EventLog, RankComesFromTheEnvironment) {
   EXPECT_EQ(written, declared);
   std::filesystem::remove(path);
 }
+
+// Issue 19, defect 4: another user planted links for the next pids; a run appended through
+// them. The log never follows a link, a %p name is created new (O_EXCL), and no directory is
+// created behind the user's back.
+TEST(EventLog, NeverWritesThroughALinkOrIntoAPlantedFile) {
+  const std::string dir = temp_path("ns-log-links-");
+  std::filesystem::create_directories(dir);
+  const std::string victim = dir + "/victim";
+  std::ofstream(victim) << "precious\n";
+  std::filesystem::create_symlink(victim, dir + "/run-1.jsonl");
+  std::string error;
+  { EventLog log({dir + "/run-1.jsonl", false}, &error); log.emit("start", Json::object()); }
+  EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
+  error.clear();
+  std::ofstream(dir + "/run-2.jsonl") << "";  // a file already at this process's unique name
+  EventLogOptions unique{dir + "/run-2.jsonl", false};
+  unique.unique_path = true;
+  { EventLog log(unique, &error); log.emit("start", Json::object()); }
+  EXPECT_NE(error.find("already exists"), std::string::npos) << error;
+  error.clear();
+  { EventLog log({dir + "/missing/run.jsonl", false}, &error); }
+  EXPECT_NE(error.find("does not exist (nanscope creates no directories)"), std::string::npos) << error;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/missing"));
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "precious\n");
+  unique.path = dir + "/run-3.jsonl";
+  error.clear();
+  { EventLog log(unique, &error); log.emit("start", Json::object()); }
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_EQ(std::filesystem::status(unique.path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::remove_all(dir);
+}

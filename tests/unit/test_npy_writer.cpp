@@ -57,3 +57,16 @@ TEST(NpyWriter, UnwritablePathIsNamed) {
   const std::string err = write_npy("/proc/nonexistent/x.npy", DType::f32, {1}, "abcd", 4);
   EXPECT_NE(err.find("/proc/nonexistent/x.npy"), std::string::npos);
 }
+
+// Dumps were written with fopen("wb") to predictable names: a planted link sent them anywhere.
+TEST(NpyWriter, NeverWritesThroughAPlantedLink) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("ns-npy-link-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/victim") << "precious";
+  std::filesystem::create_symlink(dir + "/victim", dir + "/nanscope-1-2.npy");
+  const float data[2] = {1, 2};
+  const std::string err = write_npy(dir + "/nanscope-1-2.npy", DType::f32, {2}, data, sizeof data);
+  EXPECT_NE(err.find("already exists"), std::string::npos) << err;
+  EXPECT_EQ(slurp(dir + "/victim"), "precious");
+  std::filesystem::remove_all(dir);
+}

@@ -237,11 +237,19 @@ TEST(RulesErrors, UnknownDtype) {
   EXPECT_EQ(r.file.rules.size(), 2u);
 }
 
+// Found by .ci/fuzz: an out-of-range number threw json::out_of_range past the parse_error
+// handler, and std::terminate took the application down.
+TEST(RulesErrors, NumberPastDoubleRangeIsAnError) {
+  const auto r = parse_rules(R"({"rules": [2222222222222222222e22222222]})", "rules.json");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("number overflow"), std::string::npos) << r.errors[0];
+}
+
 TEST(RulesErrors, BadRegex) {
   const auto e = only_error(one(R"({"name": "r", "kernel": "flash_mla[", "output": )" +
                                 kOutput + "}"));
   EXPECT_EQ(e.rfind(R"(rules.json: rule 0 ("r"): kernel: "flash_mla[" is not a valid )"
-                    "ECMAScript regex: ",
+                    "regular expression: ",
                     0),
             0u)
       << e;
@@ -410,6 +418,21 @@ TEST(RulesLoad, MissingFile) {
   EXPECT_EQ(r.errors[0],
             "/nonexistent/nanscope-rules.json: cannot open rules file: No such file or directory");
   EXPECT_TRUE(r.file.rules.empty());
+}
+
+// Defect 9: a directory was "not valid JSON"; a 1 GB file was read whole into the application.
+TEST(RulesLoad, DirectoriesAndHugeFilesAreNamed) {
+  auto r = load_rules(::testing::TempDir());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("is a directory, not a rules file"), std::string::npos) << r.errors[0];
+  const std::string path = ::testing::TempDir() + "nanscope_big_rules_" + std::to_string(::getpid()) + ".json";
+  ASSERT_EQ(::truncate(path.c_str(), 0), -1);  // not there yet
+  { std::ofstream(path) << "[]"; }
+  ASSERT_EQ(::truncate(path.c_str(), off_t(1) << 30), 0);  // sparse: 1 GiB, no disk used
+  r = load_rules(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("larger than the 4 MiB limit"), std::string::npos) << r.errors[0];
 }
 
 TEST(RulesLoad, ReadsAFile) {

@@ -1,0 +1,64 @@
+// The ranges of an event's figures (event.hpp: check_ranges). The parser has already checked
+// the types; this says which values no writer produces, so that a log cannot pass the CI gate
+// with a negative count or send a total past INT64_MAX. Each rule is one row of a table.
+#include <array>
+
+#include "event.hpp"
+#include "log_schema.hpp"
+
+namespace nanscope::report {
+
+namespace {
+
+struct NonNegative {
+  const char* name;          // as the error names it ("counts.nan")
+  std::int64_t Event::*top;  // a top-level figure, or
+  std::int64_t Counts::*counts;
+};
+
+constexpr std::int64_t Event::*kNoTop = nullptr;
+constexpr std::int64_t Counts::*kNoCounts = nullptr;
+
+// Figures that are counts, ids or indices: never negative.
+constexpr std::array<NonNegative, 15> kNonNegative{{
+    {"id", &Event::id, kNoCounts},
+    {"ts_ns", &Event::ts_ns, kNoCounts},
+    {"pid", &Event::pid, kNoCounts},
+    {"counts.nan", kNoTop, &Counts::nan},
+    {"counts.pos_inf", kNoTop, &Counts::pos_inf},
+    {"counts.neg_inf", kNoTop, &Counts::neg_inf},
+    {"counts_padding", &Event::counts_padding, kNoCounts},
+    {"counts_real", &Event::counts_real, kNoCounts},
+    {"rows_total", &Event::rows_total, kNoCounts},
+    {"replay", &Event::replay, kNoCounts},
+    {"of", &Event::of, kNoCounts},
+    {"count", &Event::count, kNoCounts},
+    {"total", &Event::total, kNoCounts},
+    {"first_replay", &Event::first_replay, kNoCounts},
+    {"last_replay", &Event::last_replay, kNoCounts},
+}};
+
+ParseError out_of_range(const std::string& field, const char* expected) {
+  return {ErrorKind::field, "field '" + field + "': expected " + expected};
+}
+
+ParseError check_rows(const std::vector<RowRange>& rows, std::string_view name) {
+  for (const RowRange& r : rows)
+    if (r.first < 0 || r.second < r.first)
+      return out_of_range("rows." + std::string(name), "[lo,hi] pairs with 0 <= lo <= hi");
+  return {};
+}
+
+}  // namespace
+
+ParseError check_ranges(const Event& e) {
+  for (const NonNegative& rule : kNonNegative) {
+    const std::int64_t v = rule.top ? e.*rule.top : e.counts.*rule.counts;
+    if (v < 0) return out_of_range(rule.name, "a non-negative integer");
+  }
+  if (e.buffer.elements < 0) return out_of_range("buffer.elements", "a non-negative integer");
+  if (ParseError pe = check_rows(e.rows_real, schema::rows_key::real)) return pe;
+  return check_rows(e.rows_padding, schema::rows_key::padding);
+}
+
+}  // namespace nanscope::report
