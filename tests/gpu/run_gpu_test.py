@@ -330,7 +330,9 @@ def test_dumps():
         fail("f64 dump NaN pattern does not match")
     if not np.allclose(sd[var > 0], np.sqrt(2.0), rtol=0, atol=0):
         fail("f64 dump values do not match sqrt(2)")
-    rep = run([BIN, "report", "--dump", str(by_kernel["gather_rows.0"]["id"]), log], check=False)
+    # The report reads a dump only where the user says (issue 19: never follow a log's paths).
+    rep = run([BIN, "report", "--dump", str(by_kernel["gather_rows.0"]["id"]), "--dump-dir", dump_dir, log],
+              check=False)
     if rep.returncode != 0 or "2,048 NaN" not in rep.stdout and "2048 NaN" not in rep.stdout:
         fail(f"nanscope report --dump: rc {rep.returncode}\n{rep.stdout}\n{rep.stderr}")
     print(f"ok: {len(events)} dumps load with numpy and match the tensors; report --dump reads them")

@@ -56,6 +56,10 @@ if len(summary) != 1 or summary[0]["launches"] == 0:
 print(f"ok: {len(attn)} attn_out findings in padding rows; {summary[0]['launches']} launches; "
       f"library {lib}")
 PY
-"$work/venv/bin/nanscope" report "$log" >"$work/report.txt" 2>&1 || { cat "$work/report.txt"; fail "nanscope report"; }
+# Exit 1 is the report's verdict (the example leaks NaN into real rows on purpose); 2 and up
+# are errors.
+"$work/venv/bin/nanscope" report "$log" >"$work/report.txt" 2>&1
+rc=$?
+[ $rc -le 1 ] || { cat "$work/report.txt"; fail "nanscope report exited $rc"; }
 head -n 5 "$work/report.txt"
 echo "PASS wheel_check ($work)"
