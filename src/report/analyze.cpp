@@ -421,7 +421,8 @@ static void read_coverage(const std::string& text, Proc::Coverage& c) {
   if (!j.is_object()) return;
   auto num = [](const nlohmann::json& o, const char* key) -> std::int64_t {
     const auto it = o.find(key);
-    return it != o.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+    // Negative figures are not counts (a hostile log): 0, like a member of the wrong type.
+    return it != o.end() && it->is_number_integer() ? std::max<std::int64_t>(0, it->get<std::int64_t>()) : 0;
   };
   auto text_of = [](const nlohmann::json& o, const char* key) -> std::string {
     const auto it = o.find(key);

@@ -40,6 +40,7 @@ struct RegionCounts {
     padding = sat_add(padding, o.padding), real = sat_add(real, o.real), unknown = sat_add(unknown, o.unknown);
     return *this;
   }
+  std::int64_t total() const { return sat_add(sat_add(padding, real), unknown); }
   RegionCounts times(std::int64_t n) const { return {sat_mul(padding, n), sat_mul(real, n), sat_mul(unknown, n)}; }
 };
 

@@ -140,7 +140,7 @@ struct Html {
     std::vector<std::pair<std::int64_t, std::uint32_t>> order;
     for (std::uint32_t k = 0; k < pk.size(); ++k) {
       std::int64_t total = 0;
-      for (auto& [b, c] : pk[k]) total += c.padding + c.real + c.unknown;
+      for (auto& [b, c] : pk[k]) total = sat_add(total, c.total());
       if (!pk[k].empty()) order.push_back({-total, k});
     }
     std::sort(order.begin(), order.end());
@@ -162,7 +162,7 @@ struct Html {
       std::uint32_t k = order[r].second;
       int y0 = top + int(r) * row_h;
       std::int64_t mx = 1;
-      for (auto& [b, c] : pk[k]) mx = std::max(mx, c.padding + c.real + c.unknown);
+      for (auto& [b, c] : pk[k]) mx = std::max(mx, c.total());
       const std::string& name = a.kernels[k].name;
       o << "<g class=\"kernel-row\"><title>" << html_escape(name) << "</title>";
       o << "<text x=\"0\" y=\"" << y0 + row_h / 2 + 4 << "\" fill=\"#1d2126\">" << html_escape(shorten_kernel(name, 44))

@@ -104,7 +104,7 @@ json site_json(const Analysis& a, std::uint32_t i) {
               {"region", s.region == Region::none ? json(nullptr) : json(region_name(s.region))},
               {"origin", s.origin == Origin::none ? json(nullptr) : json(origin_name(s.origin))},
               {"rows", {{"real", s.rows_real}, {"padding", s.rows_padding}}},
-              {"findings", s.events + s.folded}};
+              {"findings", sat_add(s.events, s.folded)}};
 }
 
 // Leaking sites in the order their leaks were seen.
@@ -235,7 +235,7 @@ ProcessSums sum_processes(const Analysis& a) {
   ProcessSums s;
   for (const Proc& p : a.procs) {
     s.launches += p.launches, s.scans += p.scans, s.dropped += p.scans_dropped, s.overflow += p.overflow;
-    s.not_inspected += p.kernels_not_inspected;
+    s.not_inspected = sat_add(s.not_inspected, p.kernels_not_inspected);
   }
   return s;
 }

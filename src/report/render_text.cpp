@@ -256,7 +256,7 @@ void dump_list(const Analysis& a, std::ostream& out, const Style& st) {
     out << "  " << pad(std::to_string(d.id), 6, true) << "  " << a.proc_label(d.proc) << "  "
         << shorten_kernel(d.kernel, 40) << "  " << d.path << '\n';
   }
-  std::int64_t more = std::int64_t(a.dumps.size()) - 20 + a.dumps_more;
+  std::int64_t more = sat_add(std::int64_t(a.dumps.size()) - 20, a.dumps_more);
   if (more > 0) out << "  … " << more << " more\n";
   out << '\n';
 }
@@ -264,7 +264,8 @@ void dump_list(const Analysis& a, std::ostream& out, const Style& st) {
 // What one process looked at: "clean" is only as good as this.
 void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
   const Proc::Coverage& c = p.coverage;
-  const std::int64_t looked = c.decoded + c.typed + c.watched, own = looked + c.opaque + c.mismatch;
+  const std::int64_t looked = sat_add(sat_add(c.decoded, c.typed), c.watched),
+                     own = sat_add(sat_add(looked, c.opaque), c.mismatch);
   const auto pct = [](std::int64_t part, std::int64_t whole) {
     return whole ? fmt::format("{:.1f}%", 100.0 * double(part) / double(whole)) : std::string("n/a");
   };
@@ -288,9 +289,9 @@ void totals(const Analysis& a, std::ostream& out, const Style& st) {
     if (!p.summarized) ++unsummarized;
     launches += p.launches;
     scans += p.scans;
-    dropped += p.scans_dropped;
-    overflow += p.overflow;
-    not_insp += p.kernels_not_inspected;
+    dropped = sat_add(dropped, p.scans_dropped);
+    overflow = sat_add(overflow, p.overflow);
+    not_insp = sat_add(not_insp, p.kernels_not_inspected);
   }
   out << "  input      " << num(t.files) << " file(s), " << num(std::int64_t(a.procs.size())) << " process(es)";
   if (ranks) out << " (" << ranks << " with a rank)";

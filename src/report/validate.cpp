@@ -20,7 +20,7 @@ constexpr std::int64_t Event::*kNoTop = nullptr;
 constexpr std::int64_t Counts::*kNoCounts = nullptr;
 
 // Figures that are counts, ids or indices: never negative.
-constexpr std::array<NonNegative, 15> kNonNegative{{
+constexpr std::array<NonNegative, 23> kNonNegative{{
     {"id", &Event::id, kNoCounts},
     {"ts_ns", &Event::ts_ns, kNoCounts},
     {"pid", &Event::pid, kNoCounts},
@@ -36,6 +36,14 @@ constexpr std::array<NonNegative, 15> kNonNegative{{
     {"total", &Event::total, kNoCounts},
     {"first_replay", &Event::first_replay, kNoCounts},
     {"last_replay", &Event::last_replay, kNoCounts},
+    {"launches", &Event::launches, kNoCounts},
+    {"scans", &Event::scans, kNoCounts},
+    {"findings", &Event::findings, kNoCounts},
+    {"kernels_inspected", &Event::kernels_inspected, kNoCounts},
+    {"kernels_not_inspected", &Event::kernels_not_inspected, kNoCounts},
+    {"scans_dropped", &Event::scans_dropped, kNoCounts},
+    {"overflow", &Event::overflow, kNoCounts},
+    {"duration_ns", &Event::duration_ns, kNoCounts},
 }};
 
 ParseError out_of_range(const std::string& field, const char* expected) {
