@@ -113,6 +113,12 @@ GemmCall with_ab(GemmCall g, const GemmOperand& a, const GemmOperand& b) {
   g.a = a, g.b = b;
   return g;
 }
+// A column-major cuBLAS call's report, inside a wrapper (its parameter names): D is C, op(A)
+// is m x k and op(B) k x n, each with its type, batch and stride.
+#define NS_COLUMN_CALL(AT, BT, CT, BATCH, SA, SB, SC)                                          \
+  with_ab(legacy_call(C, CT, m, n, ldc, BATCH, SC, false),                                     \
+          column_operand(A, AT, ta != CUBLAS_OP_N, m, k, lda, BATCH, SA),                      \
+          column_operand(B, BT, tb != CUBLAS_OP_N, k, n, ldb, BATCH, SB))
 
 template <class T>
 bool layout_attr(LayoutGetFn get, cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, T* out) {
@@ -190,11 +196,7 @@ cublasStatus_t w_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, con
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc, ct, algo);                          \
         },                                                                                                     \
-        [&] {                                                                                                  \
-          return with_ab(legacy_call(C, Ct, m, n, ldc, 1, 0, false),                                         \
-                         column_operand(A, At, ta != CUBLAS_OP_N, m, k, lda, 1, 0),                            \
-                         column_operand(B, Bt, tb != CUBLAS_OP_N, k, n, ldb, 1, 0));                           \
-        });                                                                                                    \
+        [&] { return NS_COLUMN_CALL(At, Bt, Ct, 1, 0, 0, 0); });                                               \
   }
 NS_GEMM_EX(cublasGemmEx, int)
 NS_GEMM_EX(cublasGemmEx_64, int64_t)
@@ -211,11 +213,7 @@ NS_GEMM_EX(cublasGemmEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, sa, B, Bt,    \
                                                          ldb, sb, beta, C, Ct, ldc, sc, batch, ct, algo);     \
         },                                                                                                     \
-        [&] {                                                                                                  \
-          return with_ab(legacy_call(C, Ct, m, n, ldc, batch, sc, false),                                    \
-                         column_operand(A, At, ta != CUBLAS_OP_N, m, k, lda, batch, sa),                       \
-                         column_operand(B, Bt, tb != CUBLAS_OP_N, k, n, ldb, batch, sb));                      \
-        });                                                                                                    \
+        [&] { return NS_COLUMN_CALL(At, Bt, Ct, batch, sa, sb, sc); });                                        \
   }
 NS_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, int)
 NS_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
@@ -246,11 +244,7 @@ NS_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc);                                    \
         },                                                                                                     \
-        [&] {                                                                                                  \
-          return with_ab(legacy_call(C, Ct, m, n, ldc, 1, 0, false),                                         \
-                         column_operand(A, At, ta != CUBLAS_OP_N, m, k, lda, 1, 0),                            \
-                         column_operand(B, Bt, tb != CUBLAS_OP_N, k, n, ldb, 1, 0));                           \
-        });                                                                                                    \
+        [&] { return NS_COLUMN_CALL(At, Bt, Ct, 1, 0, 0, 0); });                                               \
   }
 NS_SGEMM_EX(cublasSgemmEx, int)
 NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
@@ -266,11 +260,7 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C,  \
                                                          ldc);                                                 \
         },                                                                                                     \
-        [&] {                                                                                                  \
-          return with_ab(legacy_call(C, CT, m, n, ldc, 1, 0, false),                                         \
-                         column_operand(A, CT, ta != CUBLAS_OP_N, m, k, lda, 1, 0),                            \
-                         column_operand(B, CT, tb != CUBLAS_OP_N, k, n, ldb, 1, 0));                           \
-        });                                                                                                    \
+        [&] { return NS_COLUMN_CALL(CT, CT, CT, 1, 0, 0, 0); });                                               \
   }
 #define NS_TYPED_STRIDED(NAME, T, IDX, CT)                                                                     \
   cublasStatus_t w_##NAME(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, IDX m, IDX n, IDX k,   \
@@ -282,11 +272,7 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
           return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb,   \
                                                          beta, C, ldc, sc, batch);                             \
         },                                                                                                     \
-        [&] {                                                                                                  \
-          return with_ab(legacy_call(C, CT, m, n, ldc, batch, sc, false),                                    \
-                         column_operand(A, CT, ta != CUBLAS_OP_N, m, k, lda, batch, sa),                       \
-                         column_operand(B, CT, tb != CUBLAS_OP_N, k, n, ldb, batch, sb));                      \
-        });                                                                                                    \
+        [&] { return NS_COLUMN_CALL(CT, CT, CT, batch, sa, sb, sc); });                                        \
   }
 #define NS_TYPED_BATCHED(NAME, T, IDX, CT)                                                                     \
   cublasStatus_t w_##NAME(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, IDX m, IDX n, IDX k,   \
