@@ -41,8 +41,8 @@ class LaunchInstrumenter {
  private:
   // A kernel launched inside a library call belongs to it (its output is the call's D).
   bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
-  void library_origin(const GemmCall& c, ContextState& cs, CUstream stream, nanscope_scan_task& task,
-                      LaunchPlan& plan);
+  void library_origin(const GemmCall& c, const GemmExtent& d, ContextState& cs, CUstream stream,
+                      nanscope_scan_task& task, LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);

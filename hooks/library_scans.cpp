@@ -76,7 +76,7 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   const auto stream = reinterpret_cast<CUstream>(c.stream);
   task.stream = c.stream;
   LaunchPlan plan;
-  if (cfg_.origin && cs->buffer_states()) library_origin(c, *cs, stream, task, plan);
+  if (cfg_.origin && cs->buffer_states()) library_origin(c, e, *cs, stream, task, plan);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
   counters_.coverage.on_extra_scan(bytes);
   submit_scan(*cs, task, stream, max_bytes);
@@ -85,7 +85,8 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
 
 // D's state word, and A's, B's (and C's, when it is not D) as the inputs its origin is judged
 // from; an operand no scan judged yet gets its initial scan first, as a kernel's input would.
-void LaunchInstrumenter::library_origin(const GemmCall& c, ContextState& cs, CUstream stream,
+// `d`: D's extent, which C (read in D's layout) shares.
+void LaunchInstrumenter::library_origin(const GemmCall& c, const GemmExtent& d, ContextState& cs, CUstream stream,
                                         nanscope_scan_task& task, LaunchPlan& plan) {
   task.buffer_state = cs.buffer_states();
   for (uint32_t b = 0; b < task.buffer_count; ++b) {
@@ -95,25 +96,19 @@ void LaunchInstrumenter::library_origin(const GemmCall& c, ContextState& cs, CUs
   }
   if (!allocs_.opaque().empty()) allocs_.opaque().forget(c.d_ptr);  // judged now
   uint32_t ins = 0;
-  auto add_input = [&](const GemmOperand& m) {
-    const GemmExtent x = operand_extent(m);
-    if (!x.ok || !x.contiguous) {
+  auto add_input = [&](uint64_t ptr, const GemmExtent& x) {
+    if (!ptr || !x.ok || !x.contiguous) {
       task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // an operand nanscope cannot judge
       return;
     }
-    const uint32_t ref = tasks_.input_ref(cs, stream, task, m.ptr, x.dtype, x.written, &plan);
+    const uint32_t ref = tasks_.input_ref(cs, stream, task, ptr, x.dtype, x.written, &plan);
     for (uint32_t i = 0; i < ins; ++i)
       if (task.in_state[i] == ref) return;
     if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
   };
-  add_input(c.a);
-  add_input(c.b);
-  if (c.c_ptr && !c.c_is_d) {
-    GemmOperand cm;
-    cm.ptr = c.c_ptr, cm.cuda_type = c.cuda_type, cm.rows = c.rows, cm.cols = c.cols, cm.ld = c.ld;
-    cm.batch = c.batch, cm.batch_stride = c.batch_stride, cm.order = c.order;
-    add_input(cm);
-  }
+  add_input(c.a.ptr, operand_extent(c.a));
+  add_input(c.b.ptr, operand_extent(c.b));
+  if (c.c_ptr && !c.c_is_d) add_input(c.c_ptr, d);
   task.in_count = ins;
 }
 
