@@ -99,6 +99,16 @@ uint64_t dense_elements(DimList& d, uint64_t unit) {
   return elements;
 }
 
+uint64_t dense_4d(uint64_t n0, int64_t s0, uint64_t n1, int64_t s1, uint64_t n2, int64_t s2, uint64_t n3) {
+  if (s0 < 0 || s1 < 0 || s2 < 0) return 0;
+  DimList d;
+  d.add(n0, uint64_t(s0));
+  d.add(n1, uint64_t(s1));
+  d.add(n2, uint64_t(s2));
+  d.add(n3, 1);
+  return dense_elements(d, 1);
+}
+
 Write make_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, DType dt, uint32_t esize,
                  uint32_t arg) {
   Write w;

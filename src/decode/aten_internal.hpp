@@ -86,6 +86,9 @@ void add_calc_dims(const char* oc, uint32_t nargs, uint32_t k, DimList& d);
 // reads exactly [ptr, ptr + elements * itemsize). 0 (unknown) for gaps, overlap or no dims info.
 // A broadcast tensor (stride 0 in some dims) counts only the dims where it moves. Sorts `d`.
 uint64_t dense_elements(DimList& d, uint64_t unit);
+// The same for a 4-D tensor whose innermost dim is contiguous (attention's [b, s, h, d]):
+// sizes n0..n3, element strides s0..s2 of the outer three; a negative stride gives 0.
+uint64_t dense_4d(uint64_t n0, int64_t s0, uint64_t n1, int64_t s1, uint64_t n2, int64_t s2, uint64_t n3);
 
 // A dense or strided write of `numel` elements whose last element starts `last_byte` past ptr.
 Write make_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, DType dt, uint32_t esize,

@@ -21,26 +21,16 @@ struct MemEffShape {
   int32_t b, h, nq, nk, hd, hdv;
 };
 
-uint64_t dense4(uint64_t n0, int64_t s0, uint64_t n1, int64_t s1, uint64_t n2, int64_t s2, uint64_t n3) {
-  if (s0 < 0 || s1 < 0 || s2 < 0) return 0;
-  DimList d;
-  d.add(n0, uint64_t(s0));
-  d.add(n1, uint64_t(s1));
-  d.add(n2, uint64_t(s2));
-  d.add(n3, 1);
-  return dense_elements(d, 1);
-}
-
 void add_reads(Decoded& d, const FamilyMatch& m, const char* p, const MemEffShape& s) {
   d.add_read(load<uint64_t>(p, 0), m.out,
-             dense4(s.b, load<int64_t>(p, 160), s.nq, load<int32_t>(p, 120), s.h, load<int32_t>(p, 140), s.hd));
+             dense_4d(s.b, load<int64_t>(p, 160), s.nq, load<int32_t>(p, 120), s.h, load<int32_t>(p, 140), s.hd));
   d.add_read(load<uint64_t>(p, 8), m.out,
-             dense4(s.b, load<int64_t>(p, 168), s.nk, load<int32_t>(p, 124), s.h, load<int32_t>(p, 144), s.hd));
+             dense_4d(s.b, load<int64_t>(p, 168), s.nk, load<int32_t>(p, 124), s.h, load<int32_t>(p, 144), s.hd));
   d.add_read(load<uint64_t>(p, 16), m.out,
-             dense4(s.b, load<int64_t>(p, 176), s.nk, load<int32_t>(p, 128), s.h, load<int32_t>(p, 148), s.hdv));
+             dense_4d(s.b, load<int64_t>(p, 176), s.nk, load<int32_t>(p, 128), s.h, load<int32_t>(p, 148), s.hdv));
   if (const uint64_t bias = load<uint64_t>(p, 24))  // [B, H, nq, nk] additive bias (masks)
     d.add_read(bias, m.out,
-               dense4(s.b, load<int64_t>(p, 184), s.h, load<int64_t>(p, 152), s.nq, load<int32_t>(p, 132), s.nk));
+               dense_4d(s.b, load<int64_t>(p, 184), s.h, load<int64_t>(p, 152), s.nq, load<int32_t>(p, 132), s.nk));
 }
 
 }  // namespace

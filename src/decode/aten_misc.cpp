@@ -244,13 +244,7 @@ uint64_t flash_elements(const char* p, uint32_t which, int32_t seqlen, int32_t h
   if (b <= 0 || seqlen <= 0 || heads <= 0 || d <= 0) return 0;
   const int64_t sb = load<int64_t>(p, 24 + 8 * which), sr = load<int64_t>(p, 48 + 8 * which);
   const int64_t sh = load<int64_t>(p, 72 + 8 * which);
-  if (sb < 0 || sr < 0 || sh < 0) return 0;
-  DimList dims;
-  dims.add(uint64_t(b), uint64_t(sb));
-  dims.add(uint64_t(seqlen), uint64_t(sr));
-  dims.add(uint64_t(heads), uint64_t(sh));
-  dims.add(uint64_t(d), 1);
-  return dense_elements(dims, 1);
+  return dense_4d(uint64_t(b), sb, uint64_t(seqlen), sr, uint64_t(heads), sh, uint64_t(d));
 }
 
 // Q's extent always; K's and V's only in the non-split kernel (kv_dense) and without
