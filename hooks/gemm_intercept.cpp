@@ -53,11 +53,6 @@ struct Sink {
   void* ctx;
 };
 std::atomic<const Sink*> g_sink{nullptr};
-std::atomic<uint64_t> g_next_call{1};
-
-// Plain zero-initialised thread-locals: no TLS constructor runs on any thread.
-thread_local LibraryCall t_call;
-thread_local bool t_inside = false;
 
 template <class Fn>
 Fn original(Id id) {
@@ -77,17 +72,16 @@ uint64_t stream_of(cublasHandle_t handle) {
 template <class Stream, class Call, class Describe>
 cublasStatus_t intercept(Id id, Stream&& stream_of_call, Call&& call, Describe&& describe) {
   const Sink* sink = g_sink.load(std::memory_order_acquire);
-  if (!sink || t_inside) return call();  // no observer, or nested: the outer call owns it
+  if (!sink || libcall::current()) return call();  // no observer, or nested: the outer call owns it
   const uint64_t stream = stream_of_call();
-  t_call = {g_next_call.fetch_add(1, std::memory_order_relaxed), kNames[id], stream, 0};
-  t_inside = true;
+  libcall::enter(kNames[id], stream);
   const cublasStatus_t status = call();
-  t_inside = false;
+  const libcall::LibraryCall done = libcall::leave();
   if (status != CUBLAS_STATUS_SUCCESS) return status;
   try {
     GemmCall c = describe();
-    c.api = kNames[id], c.call_id = t_call.call_id, c.stream = stream;
-    c.kernels_launched = t_call.kernels;
+    c.api = kNames[id], c.call_id = done.call_id, c.stream = stream;
+    c.kernels_launched = done.kernels;
     sink->fn(sink->ctx, c);
   } catch (...) {  // never into the host application
   }
@@ -346,14 +340,6 @@ void resolve_helpers() {
 }
 
 }  // namespace
-
-const LibraryCall* current_call() { return t_inside ? &t_call : nullptr; }
-
-uint64_t note_kernel_launch() {
-  if (!t_inside) return 0;
-  ++t_call.kernels;
-  return t_call.call_id;
-}
 
 void set_gemm_sink(GemmSink fn, void* ctx) {
   // Never freed: a wrapper on another thread may still hold the previous one.

@@ -8,21 +8,12 @@
 
 #include "gemm_extent.hpp"
 #include "got_patch.hpp"
+#include "library_call.hpp"
 
 namespace nanscope::gemm {
 
-// The library call the current thread is inside, or nullptr. The launch callback (which
-// CUPTI runs on the launching thread) reads it for every launch: a kernel launched while it is
-// set belongs to that call. Cleared before the call's report is sent.
-struct LibraryCall {
-  uint64_t call_id;       // unique per call in the process, never 0
-  const char* api;        // e.g. "cublasLtMatmul"
-  uint64_t stream;        // the call's stream (0: legacy default stream)
-  uint32_t kernels;       // incremented by note_kernel_launch()
-};
-const LibraryCall* current_call();
-// Counts one kernel launched inside the current call; returns its call_id (0 outside a call).
-uint64_t note_kernel_launch();
+// The open call of a thread (and the kernels it launched) is hooks/library_call.hpp's marker,
+// shared with the other intercepted libraries.
 
 // The sink gets one GemmCall per successful intercepted call, on the calling thread, after
 // the original returned and the thread's marker was cleared. fn == nullptr unregisters.

@@ -42,7 +42,7 @@ void LaunchInstrumenter::on_module_loaded() {
 }
 
 bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation) {
-  const uint64_t call = gemm::note_kernel_launch();
+  const uint64_t call = libcall::note_kernel_launch();
   if (!call) return false;
   t_last_kernel = {call, k.id, launch_id, correlation};
   counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);

@@ -36,9 +36,9 @@ cublasStatus_t fake_gemm_ex(cublasHandle_t, cublasOperation_t, cublasOperation_t
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void* C,
                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) {
   g_seen_c = C;
-  const gemm::LibraryCall* call = gemm::current_call();
+  const libcall::LibraryCall* call = libcall::current();
   g_api_inside = call ? call->api : nullptr;
-  for (int i = 0; i < g_kernels; ++i) gemm::note_kernel_launch();
+  for (int i = 0; i < g_kernels; ++i) libcall::note_kernel_launch();
   return g_status;
 }
 
@@ -63,7 +63,7 @@ cublasStatus_t fake_lt_matmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void
                               cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*, const void*,
                               cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*,
                               void*, size_t, cudaStream_t) {
-  gemm::note_kernel_launch();
+  libcall::note_kernel_launch();
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -111,8 +111,8 @@ TEST(GemmIntercept, SuccessReportsDAfterTheMarkerIsCleared) {
   int c = 0;
   EXPECT_EQ(call_gemm_ex(fn, &c), CUBLAS_STATUS_SUCCESS);
   EXPECT_STREQ(g_api_inside, "cublasGemmEx");
-  EXPECT_EQ(gemm::current_call(), nullptr);
-  EXPECT_EQ(gemm::note_kernel_launch(), 0u);
+  EXPECT_EQ(libcall::current(), nullptr);
+  EXPECT_EQ(libcall::note_kernel_launch(), 0u);
   ASSERT_EQ(g_seen.size(), 1u);
   const GemmCall& g = g_seen[0];
   EXPECT_STREQ(g.api, "cublasGemmEx");
@@ -137,7 +137,7 @@ TEST(GemmIntercept, ErrorsPassThroughUnreported) {
   int c = 0;
   EXPECT_EQ(call_gemm_ex(fn, &c, -1), CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_TRUE(g_seen.empty());
-  EXPECT_EQ(gemm::current_call(), nullptr);
+  EXPECT_EQ(libcall::current(), nullptr);
 }
 
 TEST(GemmIntercept, CallIdsDiffer) {

@@ -1,0 +1,29 @@
+// The library call the current thread is inside (a cuBLAS GEMM, a cuDNN execute, an NCCL
+// collective): the launch callback, which CUPTI runs on the launching thread, gives every kernel
+// launched while a call is open to that call, and the call's own hook scans what it wrote
+// after it returned. One marker for every intercepted library, so a call nested inside another
+// (cuDNN calling cuBLAS) stays the outer call's.
+#pragma once
+#include <cstdint>
+
+namespace nanscope::libcall {
+
+struct LibraryCall {
+  uint64_t call_id;       // unique per call in the process, never 0
+  const char* api;        // e.g. "cublasLtMatmul"
+  uint64_t stream;        // the call's stream (0: legacy default stream)
+  uint32_t kernels;       // incremented by note_kernel_launch()
+};
+
+// The open call of this thread, or nullptr.
+const LibraryCall* current();
+// Counts one kernel launched inside the current call; returns its call_id (0 outside a call).
+uint64_t note_kernel_launch();
+
+// Opens a call on this thread; false (and nothing changes) when one is already open: the
+// outer call owns the kernels. Every successful enter() is followed by one leave(), which
+// closes it and returns what it saw.
+bool enter(const char* api, uint64_t stream);
+LibraryCall leave();
+
+}  // namespace nanscope::libcall
