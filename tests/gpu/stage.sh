@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
+# Usage: tests/gpu/stage.sh [--fuzz] [BUILD_DIR]
 # Copies what the GPU machine needs from build/ into .stage/ (stripped, links resolved), so a
 # device run carries a few MiB instead of the whole build tree. On the device,
 # tests/gpu/run_suite.sh [--bench] runs the suite from it (docs/gpu-testing.md); the test
 # scripts, bench/ and python/ travel with the repository tree.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+fuzz=0
+[ "${1:-}" = --fuzz ] && { fuzz=1; shift; }
 build=${1:-$root/build}
 rm -rf "$root/.stage" && mkdir -p "$root/.stage/bin" "$root/.stage/lib"
 for f in "$build"/bin/*; do
+  case $f in *_tests) continue ;; esac  # the CPU unit tests run here and in CI, not on the device
   [ -f "$f" ] && [ -x "$f" ] && strip -o "$root/.stage/bin/$(basename "$f")" "$f"
 done
 strip -o "$root/.stage/lib/libnanscope.so" "$(readlink -f "$build/lib/libnanscope.so")"
@@ -30,6 +34,15 @@ needed=$( { echo nanscope
 for app in $needed; do
   [ -x "$root/.stage/bin/$app" ] || echo "stage.sh: warning: $build/bin/$app is missing" >&2
 done
+# --fuzz: the fuzz targets (.ci/fuzz builds them with clang, which the device lacks), for the long
+# run there: NANSCOPE_FUZZ_BIN=.stage/fuzz NANSCOPE_FUZZ_PARALLEL=1 .ci/fuzz 540
+if [ "$fuzz" = 1 ]; then
+  mkdir -p "$root/.stage/fuzz"
+  for t in log_line regex rules npy signature; do
+    strip --strip-debug -o "$root/.stage/fuzz/fuzz_$t" "$root/build-fuzz/fuzz_$t" ||
+      { echo "stage.sh: no build-fuzz/fuzz_$t: run NANSCOPE_FUZZ_BUILD_ONLY=1 .ci/fuzz first" >&2; exit 1; }
+  done
+fi
 # Which tree the device ran: run_suite.sh prints it above its results.
 (cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) >"$root/.stage/commit"
 du -sh "$root/.stage"
