@@ -122,8 +122,9 @@ int main(int argc, char** argv) {
 
   // ---- 3. Row-aware scan and fused scan+fix over [1024,128,512] bf16, 16 padding rows.
   {
-    CUfunction scan_rows, scan_zero;
+    CUfunction scan_rows, scan_zero, scan_detect;  // detect: the detection-only row kernel (watches without the fix)
     CU(cuModuleGetFunction(&scan_rows, mod, "nanscope_scan_rows"));
+    CU(cuModuleGetFunction(&scan_detect, mod, "nanscope_scan_rows_detect"));
     CU(cuModuleGetFunction(&scan_zero, mod, "nanscope_scan_rows_zero"));
     const uint64_t rows = 1024, row_elems = 128 * 512, elems = rows * row_elems;
     fill_random<<<1024, 256, 0, s>>>((uint32_t*)buf, elems / 2, 7, 0xbfffbfffu, 0);
@@ -143,6 +144,9 @@ int main(int argc, char** argv) {
     int fit = 0;
     CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows, (int)rows_pol.threads, 0));
     rows_pol.blocks_per_sm = std::min<unsigned>(rows_pol.blocks_per_sm, (unsigned)fit);
+    nanscope::ScanPolicy detect_pol;
+    CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_detect, (int)detect_pol.threads, 0));
+    detect_pol.blocks_per_sm = std::min<unsigned>(detect_pol.blocks_per_sm, (unsigned)fit);
     nanscope::ScanPolicy zero_pol;
     CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_zero, (int)zero_pol.threads, 0));
     zero_pol.blocks_per_sm = std::min<unsigned>(zero_pol.blocks_per_sm, (unsigned)fit);
@@ -153,16 +157,20 @@ int main(int argc, char** argv) {
         t.row_specs[0] = {rows, row_elems, row_elems, (uint64_t)d_seq, 0, 0, bitmap, NS_PAD_SEQ_LENS, 0, fix ? 1u : 0u, 1, 1.0 / row_elems, 1u, 0u, state};
       }
       void* params[] = {&t};
-      const unsigned grid = nanscope::scan_grid(row_aware ? rows_pol : pol, elems * 2, prop.multiProcessorCount);
+      const nanscope::ScanPolicy& rp = fn == scan_detect ? detect_pol : rows_pol;
+      const unsigned grid = nanscope::scan_grid(row_aware ? rp : pol, elems * 2, prop.multiProcessorCount);
       return median_ms([&] { CU(cuLaunchKernel(fn, grid, 1, 1, pol.threads, 1, 1, 0, (CUstream)s, params, nullptr)); }, 20, s);
     };
     const float plain = time_task(scan, false, false);
     const float rows_only = time_task(scan_rows, true, false);
+    const float detect_only = time_task(scan_detect, true, false);
     const float fused = time_task(scan_rows, true, true);
     std::printf("\n%-34s %10s %10s %8s\n", "[1024,128,512] bf16, 16 pad rows", "us", "TB/s", "vs plain");
     const double b = (double)elems * 2;
     std::printf("%-34s %10.1f %10.2f %8.2f\n", "plain scan", plain * 1000, b / plain / 1e9, 1.0);
     std::printf("%-34s %10.1f %10.2f %8.2f\n", "row-aware scan (verdicts)", rows_only * 1000, b / rows_only / 1e9, rows_only / plain);
+    std::printf("%-34s %10.1f %10.2f %8.2f\n", "  the same, detection-only kernel", detect_only * 1000, b / detect_only / 1e9,
+                detect_only / plain);
     std::printf("%-34s %10.1f %10.2f %8.2f\n", "fused scan + fix", fused * 1000, b / fused / 1e9, fused / plain);
 
     // ---- 4. zero_padding (the seed's fix) inside a graph: 100 nodes, [B,128,512] bf16. Graphs
@@ -248,6 +256,9 @@ int main(int argc, char** argv) {
       const float rc = bench_small(scan_rows, true, false), rn = bench_small(scan_rows, true, true),
                   rq = bench_small(scan_rows, true, true, true);
       std::printf("%-34s %10.2f %10.2f %10.2f\n", "row-aware scan (watch)", rc, rn, rq);
+      const float dc = bench_small(scan_detect, true, false), dn = bench_small(scan_detect, true, true),
+                  dq = bench_small(scan_detect, true, true, true);
+      std::printf("%-34s %10.2f %10.2f %10.2f\n", "  the same, detection-only kernel", dc, dn, dq);
       ch.host->read_index = 0;
     }
   }

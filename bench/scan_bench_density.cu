@@ -22,8 +22,10 @@ __global__ void read_zero_roofline(uint4* p, size_t n, size_t zero_from, unsigne
   if (acc == 0x12345678u) atomicAdd(out, 1u);
 }
 
-enum SweepKernel { kPlain, kGrouped, kRowsDetect, kFixChunked, kFixElements, kZeroFoldIn };
-const char* kSweepKernelNames[] = {"plain", "grouped", "rows", "fix", "fix_unchunked", "zero_fold_in"};
+// rows: the detection-only row kernel the tool launches for watches without the fix;
+// rows_general: the same detection walk in the general row kernel (tasks mixing fix and detection).
+enum SweepKernel { kPlain, kGrouped, kRowsDetect, kRowsGeneral, kFixChunked, kFixElements, kZeroFoldIn };
+const char* kSweepKernelNames[] = {"plain", "grouped", "rows", "rows_general", "fix", "fix_unchunked", "zero_fold_in"};
 const char* kDensityNames[] = {"none", "one_element", "one_row", "half_rows", "all"};
 
 struct SweepDType { const char* name; uint32_t dtype, finite_mask, bytes; };
@@ -36,8 +38,8 @@ constexpr uint64_t kRows = 2048, kRowBytes = 128 * 1024, kBytes = kRows * kRowBy
 
 struct Sweep {
   const cudaDeviceProp& prop;
-  CUfunction fn_plain, fn_grouped, fn_rows, fn_zero;
-  unsigned rows_bps = 4, zero_bps = 4;
+  CUfunction fn_plain, fn_grouped, fn_rows_detect, fn_rows, fn_zero;
+  unsigned rows_detect_bps = 4, rows_bps = 4, zero_bps = 4;
   cudaStream_t s;
   Channel ch;
   unsigned char *buf = nullptr, *pristine = nullptr;
@@ -75,9 +77,12 @@ void measure(Sweep& w, const SweepDType& d, SweepKernel k, int density) {
   nanscope_scan_task t = sweep_task(w, d, k);
   nanscope_scan_group g{};
   void* params[] = {&t};
-  CUfunction fn = k == kPlain ? w.fn_plain : k == kZeroFoldIn ? w.fn_zero : w.fn_rows;
+  CUfunction fn = k == kPlain ? w.fn_plain : k == kZeroFoldIn ? w.fn_zero : k == kRowsDetect ? w.fn_rows_detect : w.fn_rows;
   nanscope::ScanPolicy pol;
-  pol.blocks_per_sm = std::min(pol.blocks_per_sm, k == kZeroFoldIn ? w.zero_bps : k >= kRowsDetect ? w.rows_bps : 4u);
+  pol.blocks_per_sm = std::min(pol.blocks_per_sm, k == kZeroFoldIn    ? w.zero_bps
+                                                  : k == kRowsDetect  ? w.rows_detect_bps
+                                                  : k >= kRowsGeneral ? w.rows_bps
+                                                                      : 4u);
   unsigned grid = nanscope::scan_grid_for_task(pol, t, kBytes, w.prop.multiProcessorCount);
   if (k == kGrouped) {  // two launches, half the buffer each
     nanscope_scan_task half = t;
@@ -111,9 +116,12 @@ void measure(Sweep& w, const SweepDType& d, SweepKernel k, int density) {
 void setup(Sweep& w, CUmodule mod) {
   CU(cuModuleGetFunction(&w.fn_plain, mod, "nanscope_scan"));
   CU(cuModuleGetFunction(&w.fn_grouped, mod, "nanscope_scan_grouped"));
+  CU(cuModuleGetFunction(&w.fn_rows_detect, mod, "nanscope_scan_rows_detect"));
   CU(cuModuleGetFunction(&w.fn_rows, mod, "nanscope_scan_rows"));
   CU(cuModuleGetFunction(&w.fn_zero, mod, "nanscope_scan_rows_zero"));
   int fit = 0;  // the tool caps blocks per SM at what fits (ContextState)
+  CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, w.fn_rows_detect, NANSCOPE_SCAN_THREADS, 0));
+  w.rows_detect_bps = (unsigned)fit;
   CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, w.fn_rows, NANSCOPE_SCAN_THREADS, 0));
   w.rows_bps = (unsigned)fit;
   CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, w.fn_zero, NANSCOPE_SCAN_THREADS, 0));

@@ -36,21 +36,18 @@ ContextState::ContextState(CUcontext ctx, const ContextLimits& limits) : ctx_(ct
   device_ = static_cast<int>(dev);
   NANSCOPE_TRY(cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
   NANSCOPE_TRY(cuModuleLoadData(&module_, nanscope_kernels_fatbin));
-  NANSCOPE_TRY(cuModuleGetFunction(&scan_fn_, module_, "nanscope_scan"));
-  NANSCOPE_TRY(cuModuleGetFunction(&scan_rows_fn_, module_, "nanscope_scan_rows"));
-  NANSCOPE_TRY(cuModuleGetFunction(&scan_zero_fn_, module_, "nanscope_scan_rows_zero"));
+  for (size_t i = 0; i < std::size(kScanEntryNames); ++i)
+    NANSCOPE_TRY(cuModuleGetFunction(&scan_fns_[i], module_, kScanEntryNames[i]));
   NANSCOPE_TRY(cuModuleGetFunction(&scan_merged_fn_, module_, "nanscope_scan_grouped"));
   for (size_t i = 0; i < std::size(kZeroRowsEntries); ++i)
     NANSCOPE_TRY(cuModuleGetFunction(&zero_rows_fns_[i], module_, kZeroRowsEntries[i]));
   // No more blocks per SM than fit at once: a second partial wave costs a third of the time.
   const ScanPolicy policy;
-  int fit = 0;
-  if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
-    plain_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
-  if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_rows_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
-    rows_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
-  if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_zero_fn_, static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
-    zero_blocks_per_sm_ = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
+  for (size_t i = 0; i < std::size(kScanEntryNames); ++i) {
+    int fit = 0;
+    if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, scan_fns_[i], static_cast<int>(policy.threads), 0) == CUDA_SUCCESS && fit > 0)
+      blocks_per_sm_[i] = std::min<unsigned>(policy.blocks_per_sm, static_cast<unsigned>(fit));
+  }
 
   const size_t channel_bytes =
       sizeof(nanscope_channel_host) + size_t{limits_.channel_records} * sizeof(nanscope_record);
@@ -186,13 +183,11 @@ CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, Scan
     return p;
   }
   ScanPolicy policy = beside ? beside_policy() : ScanPolicy{};
-  bool zero_only = false;  // zero_padding mixed with other outputs: the general row kernel built for it
-  for (uint32_t b = 0; b < task.buffer_count; ++b)
-    zero_only |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].zero_only;
-  policy.blocks_per_sm = zero_only ? zero_blocks_per_sm_ : task.row_aware_mask ? rows_blocks_per_sm_ : plain_blocks_per_sm_;
+  const auto entry = static_cast<unsigned>(scan_entry(task));
+  policy.blocks_per_sm = blocks_per_sm_[entry];
   slot[0] = &task;
   CUDA_KERNEL_NODE_PARAMS p{};
-  p.func = zero_only ? scan_zero_fn_ : task.row_aware_mask ? scan_rows_fn_ : scan_fn_;
+  p.func = scan_fns_[entry];
   p.gridDimX = scan_grid_for_task(policy, task, max_bytes, sm_count_);
   p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = policy.threads;
@@ -209,7 +204,7 @@ bool ContextState::read_task(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_tas
     std::memcpy(&z, p.kernelParams[0], sizeof z);
     out = scan_task_of(z);
   } else {  // the plain scan takes only the head, and a merged scan starts with one
-    const bool head = p.func == scan_fn_ || p.func == scan_merged_fn_;
+    const bool head = plain_scan(p.func) || p.func == scan_merged_fn_;
     std::memcpy(&out, p.kernelParams[0], head ? sizeof(nanscope_scan_task_head) : sizeof(nanscope_scan_task));
   }
   return true;
@@ -223,7 +218,7 @@ bool ContextState::read_merged(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_g
 
 CUDA_KERNEL_NODE_PARAMS ContextState::merged_node_params(nanscope_scan_group& g, void** slot) const {
   ScanPolicy policy = beside_policy();
-  policy.blocks_per_sm = plain_blocks_per_sm_;
+  policy.blocks_per_sm = blocks_per_sm_[static_cast<unsigned>(ScanEntry::plain)];
   slot[0] = &g;
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = scan_merged_fn_;

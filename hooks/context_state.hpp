@@ -58,10 +58,10 @@ class ContextState {
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, ScanArgs& args, uint64_t max_bytes,
                                       bool beside = false) const;
   bool owns(CUfunction f) const {
-    return f == scan_fn_ || f == scan_rows_fn_ || f == scan_zero_fn_ || f == scan_merged_fn_ || zero_rows(f);
+    return f == scan_merged_fn_ || zero_rows(f) || std::find(std::begin(scan_fns_), std::end(scan_fns_), f) != std::end(scan_fns_);
   }
   // A read-only scan of one launch's typed outputs or watches (no rows, no fix): it may be merged.
-  bool plain_scan(CUfunction f) const { return f && f == scan_fn_; }
+  bool plain_scan(CUfunction f) const { return f && f == scan_fns_[static_cast<unsigned>(ScanEntry::plain)]; }
   bool merged_scan(CUfunction f) const { return f && f == scan_merged_fn_; }
   // Node parameters of a merged scan node (beside the app's kernels); `g` must outlive their use.
   CUDA_KERNEL_NODE_PARAMS merged_node_params(nanscope_scan_group& g, void** slot) const;
@@ -96,15 +96,13 @@ class ContextState {
   int device_ = -1;
   int sm_count_ = 1;
   CUmodule module_ = nullptr;
-  CUfunction scan_fn_ = nullptr;
-  CUfunction scan_rows_fn_ = nullptr;
-  CUfunction scan_zero_fn_ = nullptr;    // row-aware, for launches mixing zero_padding with other outputs
+  CUfunction scan_fns_[std::size(kScanEntryNames)] = {};  // by ScanEntry
   CUfunction scan_merged_fn_ = nullptr;  // read-only scans of several launches in one merged graph node
   CUfunction zero_rows_fns_[std::size(kZeroRowsEntries)] = {};  // zero_padding tasks: zero, read nothing
   bool zero_rows(CUfunction f) const {
     return f && std::find(std::begin(zero_rows_fns_), std::end(zero_rows_fns_), f) != std::end(zero_rows_fns_);
   }
-  unsigned plain_blocks_per_sm_ = 4, rows_blocks_per_sm_ = 4, zero_blocks_per_sm_ = 4;  // ScanPolicy, capped by occupancy
+  unsigned blocks_per_sm_[std::size(kScanEntryNames)] = {4, 4, 4, 4};  // by ScanEntry: ScanPolicy, capped by occupancy
   std::mutex bitmap_mu_;
   std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)
   std::vector<CUdeviceptr> retired_bitmaps_;

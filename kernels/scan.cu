@@ -166,7 +166,7 @@ __device__ __forceinline__ void add_block_counts(BlockCounts& s, uint32_t b, con
   }
 }
 
-template <bool kRows, typename Task>
+template <bool kRows, typename Task, bool kFixCode = true>
 __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ BlockCounts s_counts;
   __shared__ nanscope_scan_counts s_tot[NANSCOPE_SCAN_MAX_BUFFERS];
@@ -197,7 +197,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
         flags = row_flags_for(t.buffers[b], s_rows, chunked_walk(s_rows));
       }
     }
-    scan_buffer<kRows>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
+    scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
     if constexpr (kRows) {
       if (row_aware) flush_row_window(flags, c.any());
     }
@@ -236,6 +236,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 4) nanscope_scan_grouped(
 // Three blocks per SM (at most 80 registers): the fused scan + fix streams at full bandwidth.
 extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(const nanscope_scan_task t) {
   scan_main<true>(t);
+}
+
+// The row-aware scan of launches none of whose row specs asks for the fix (watches in detect
+// mode, the seed's case): the same detection walk without the fix walks' code, so it keeps its
+// registers: two blocks per SM of 128 registers, no spills (32 KiB of loads in flight per SM).
+extern "C" __global__ void __launch_bounds__(kThreads, 2) nanscope_scan_rows_detect(const nanscope_scan_task t) {
+  scan_main<true, nanscope_scan_task, false>(t);
 }
 
 // The same row-aware scan for launches that mix zero_padding watches with other outputs to scan

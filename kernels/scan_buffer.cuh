@@ -137,6 +137,13 @@ struct ThreadCounts {
     first = index < first ? index : first;
     last = index > last ? index : last;
   }
+  // What an element-by-element walk of one vector found (count_vector_split).
+  template <class Split>
+  __device__ __forceinline__ void add_split(const Split& p) {
+    nan += p.nan, pos_inf += p.pos_inf, neg_inf += p.neg_inf, padding += p.padding;
+    first = p.first < first ? p.first : first;
+    last = p.last > last ? p.last : last;
+  }
   // A whole vector starting at element e0.
   __device__ __forceinline__ void add_vec(const VecMasks& m, unsigned long long e0) {
     nan += __popc(m.nan);
@@ -171,20 +178,44 @@ __device__ __forceinline__ uint64_t load_bits(const unsigned char* base, uint32_
   }
 }
 
+// What count_vector_split found, returned by value: a ThreadCounts passed to a non-inlined
+// function by reference would live in local memory for the whole walk (its address is taken),
+// turning every count of the hot loop into a local load and store.
+struct SplitCounts {
+  uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
+  unsigned long long first = ~0ull, last = 0;
+};
+
 // A vector across a row boundary (or a gap) of a row-aware buffer: element by element, as the
-// rows of its elements differ.
+// rows of its elements differ. Marks the rows it finds non-finite values in.
 template <uint32_t dt>
-__device__ __noinline__ void count_vector_split(const uint4 v, unsigned long long first_elem, ThreadCounts& c,
-                                                const nanscope_row_spec* rows, const RowFlags& flags) {
+__device__ __noinline__ SplitCounts count_vector_split(const uint4 v, unsigned long long first_elem,
+                                                       const nanscope_row_spec* rows, const RowFlags flags) {
   const uint32_t words[4] = {v.x, v.y, v.z, v.w};
   constexpr int eb = (int)kElementBytes<dt>;
+  SplitCounts out;
+  uint64_t seen_row = ~0ull;
+  bool seen_padding = false;
   for (int e = 0; e < 16 / eb; ++e) {
     const int byte = e * eb;
     uint64_t bits;
     if (eb == 8) bits = (uint64_t)words[byte / 4] | ((uint64_t)words[byte / 4 + 1] << 32);
     else bits = words[byte / 4] >> ((byte % 4) * 8);
-    c.add(classify(dt, bits), first_elem + e, rows, flags);
+    const int kind = classify(dt, bits);
+    if (kind == 0) continue;
+    const unsigned long long index = first_elem + e;
+    const uint64_t r = row_of(index, *rows);
+    if (index - r * rows->row_stride >= rows->row_elements) continue;  // gap between rows
+    if (r != seen_row) {
+      seen_row = r, seen_padding = row_is_padding(*rows, r);
+      atomicOr(flags.word(r >> 5), 1u << (r & 31));
+    }
+    out.padding += seen_padding;
+    out.nan += kind == 1, out.pos_inf += kind == 2, out.neg_inf += kind == 3;
+    out.first = index < out.first ? index : out.first;
+    out.last = index > out.last ? index : out.last;
   }
+  return out;
 }
 
 // Marks the rows in `row` (~0: none) in the row bitmap, one atomic per bitmap word a warp
@@ -222,10 +253,37 @@ __device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long l
       c.add_vec(m, e0);
       c.padding += c.flagged_padding ? __popc(bad) : 0u;
     } else {
-      count_vector_split<dt>(x, e0, c, &s, flags);
+      c.add_split(count_vector_split<dt>(x, e0, &s, flags));
     }
   }
   flag_rows_warp(to_flag, flags);
+}
+
+// One step of a row-aware walk: this thread's kUnroll vectors, kThreads vectors apart, the first
+// starting at element e_first. When every lane's vectors lie in the row it marked last (the common
+// case once a row is marked: a row spans many steps), they are counted whole with that row's
+// padding status and nothing is marked, so a step full of NaN costs what the plain walk's does;
+// otherwise vector by vector. Every lane of the warp calls it.
+template <uint32_t dt>
+__device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsigned long long e_first, ThreadCounts& c,
+                                               const nanscope_row_spec& s, const RowFlags& flags) {
+  constexpr uint64_t per_vec = 16 / kElementBytes<dt>, lane_stride = uint64_t{kThreads} * per_vec;
+  constexpr uint64_t span = uint64_t{kUnroll - 1} * lane_stride + per_vec;
+  const bool in_row = c.flagged_row != ~0ull && e_first >= c.flagged_row_start &&
+                      e_first + span <= c.flagged_row_start + s.row_elements;
+  if (__all_sync(0xffffffffu, in_row)) {
+    uint32_t bad = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const VecMasks m = classify_vec<dt>(x[u]);
+      c.add_vec(m, e_first + u * lane_stride);
+      bad += __popc(m.bad());
+    }
+    c.padding += c.flagged_padding ? bad : 0u;
+    return;
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) count_row_vector<dt>(x[u], e_first + u * lane_stride, c, s, flags);
 }
 
 // Fix mode: zeroes the elements of a padding row, leaving real rows and gaps untouched.
@@ -322,11 +380,11 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect_bits<dt>(x[u]);
     if (__any_sync(0xffffffffu, suspect)) {  // the whole warp classifies: its lanes' rows are marked together
+      if constexpr (kRows) {
+        count_row_step<dt>(x, w.head + (s + threadIdx.x) * per_vec, c, *rows, flags);
+      } else {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const uint64_t e0 = w.head + (s + u * kThreads + threadIdx.x) * per_vec;
-        if constexpr (kRows) count_row_vector<dt>(x[u], e0, c, *rows, flags);
-        else c.add_vec(classify_vec<dt>(x[u]), e0);
+        for (int u = 0; u < kUnroll; ++u) c.add_vec(classify_vec<dt>(x[u]), w.head + (s + u * kThreads + threadIdx.x) * per_vec);
       }
     }
     if (kFix) {

@@ -211,11 +211,17 @@ __device__ __forceinline__ bool chunked_walk(const nanscope_row_spec& s) {
   return s.fix && s.source != NS_PAD_NONE && s.chunked;
 }
 
-template <bool kRows>
+// kFixCode false: the detection-only entry point, which carries none of the fix walks (their
+// registers made the general row kernel spill in its detection loop).
+template <bool kRows, bool kFixCode = true>
 __device__ void scan_buffer(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows,
                             const RowFlags& flags) {
   if (!kRows || !rows) {
     scan_buffer_dispatch<false, false>(b, c, nullptr, flags);
+    return;
+  }
+  if constexpr (!kFixCode) {
+    scan_buffer_dispatch<true, false>(b, c, rows, flags);
     return;
   }
   const bool fix = rows->fix && rows->source != NS_PAD_NONE;

@@ -53,6 +53,24 @@ inline unsigned scan_grid_for_task(const ScanPolicy& p, const nanscope_scan_task
   return std::max(scan_grid(p, max_bytes, sm_count), static_cast<unsigned>(std::min(items, cap)));
 }
 
+// The scan entry point of a task that is not a zero_rows task (kernels/scan.cu): plain without a
+// row-aware buffer; the detection-only row kernel when no row spec asks for the fix; the general
+// row kernel for the fix; the zero_padding variant when a buffer is zero_padding.
+enum class ScanEntry : unsigned { plain, rows_detect, rows, rows_zero };
+inline constexpr const char* kScanEntryNames[] = {"nanscope_scan", "nanscope_scan_rows_detect", "nanscope_scan_rows",
+                                                  "nanscope_scan_rows_zero"};
+inline ScanEntry scan_entry(const nanscope_scan_task& t) {
+  bool fix = false, zero_only = false;
+  for (uint32_t b = 0; b < t.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    if (!((t.row_aware_mask >> b) & 1u)) continue;
+    zero_only |= t.row_specs[b].zero_only != 0;
+    fix |= t.row_specs[b].fix != 0 && t.row_specs[b].source != NS_PAD_NONE;
+  }
+  if (zero_only) return ScanEntry::rows_zero;
+  if (!t.row_aware_mask) return ScanEntry::plain;
+  return fix ? ScanEntry::rows : ScanEntry::rows_detect;
+}
+
 // Tasks whose every buffer is zero_padding run the zero-rows kernel (nanscope_zero_rows): padding
 // rows are zeroed and nothing is read. A launch with other outputs to scan runs the general row
 // kernel, which also reads the padding rows it zeroes.

@@ -57,8 +57,9 @@ uint64_t element(const DType& t, int kind, std::mt19937_64& rng) {
 }
 
 struct Layout { const char* name; uint64_t rows, row_elements, stride, misalign; unsigned grid; };  // grid 0: the tool's
-enum Kernel { kPlain, kGrouped, kRowsDetect, kRowsFix, kZeroFoldIn, kKernels };
-const char* kKernelNames[] = {"plain", "grouped", "rows", "fix", "zero_fold_in"};
+// rows: the detection-only row kernel; rows_general: the same detection in the general row kernel.
+enum Kernel { kPlain, kGrouped, kRowsDetect, kRowsGeneral, kRowsFix, kZeroFoldIn, kKernels };
+const char* kKernelNames[] = {"plain", "grouped", "rows", "rows_general", "fix", "zero_fold_in"};
 enum Density { kNone, kOneElement, kOneRow, kHalfRows, kAll, kDensities };
 const char* kDensityNames[] = {"none", "one element", "one row", "half the rows", "all"};
 
@@ -302,8 +303,8 @@ int main() {
   if (!have_gpu()) return 77;
   Rig g;
   CUmodule mod;
-  const char* entries[] = {"nanscope_scan", "nanscope_scan_grouped", "nanscope_scan_rows", "nanscope_scan_rows",
-                           "nanscope_scan_rows_zero"};
+  const char* entries[] = {"nanscope_scan",      "nanscope_scan_grouped", "nanscope_scan_rows_detect",
+                           "nanscope_scan_rows", "nanscope_scan_rows",    "nanscope_scan_rows_zero"};
   if (cuModuleLoadData(&mod, nanscope_kernels_fatbin) != CUDA_SUCCESS) return std::printf("FAIL: cannot load the kernels\n"), 1;
   for (int k = 0; k < kKernels; ++k)
     if (cuModuleGetFunction(&g.fn[k], mod, entries[k]) != CUDA_SUCCESS) return std::printf("FAIL: no %s\n", entries[k]), 1;

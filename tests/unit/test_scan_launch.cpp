@@ -23,6 +23,30 @@ nanscope_scan_task zero_task(uint64_t rows, uint64_t row_elements, uint32_t dtyp
   return t;
 }
 
+// Which entry point a task runs: the detection-only row kernel only when no row spec asks for
+// the fix (it has no fix code), the general one for the fix, its zero_padding variant when a
+// buffer is zero_padding, and the plain kernel without row specs.
+TEST(ScanLaunch, ScanEntryFollowsTheRowSpecs) {
+  using nanscope::ScanEntry;
+  auto t = zero_task(8, 64, NS_F32);
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::rows_zero);
+  t.row_specs[0].zero_only = 0;
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::rows);
+  t.row_specs[0].fix = 0;
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::rows_detect);
+  t.row_specs[0].fix = 1, t.row_specs[0].source = NS_PAD_NONE;  // nothing to fix without a source
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::rows_detect);
+  t.row_specs[0].source = NS_PAD_SEQ_LENS;
+  t.buffers[1] = t.buffers[0], t.buffer_count = 2, t.row_aware_mask = 3;
+  t.row_specs[1] = t.row_specs[0], t.row_specs[0].fix = 0;  // one fix among detections: the general kernel
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::rows);
+  t.row_aware_mask = 1;  // the fixing spec belongs to a buffer scanned plainly: not a fix
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::rows_detect);
+  t.row_aware_mask = 0;
+  EXPECT_EQ(nanscope::scan_entry(t), ScanEntry::plain);
+  EXPECT_STREQ(nanscope::kScanEntryNames[static_cast<unsigned>(ScanEntry::rows_detect)], "nanscope_scan_rows_detect");
+}
+
 TEST(ScanLaunch, ZeroRowsTaskIsEveryBufferZeroPadding) {
   EXPECT_TRUE(nanscope::zero_rows_task(zero_task(8, 128 * 512, NS_BF16)));
   auto fix = zero_task(8, 64, NS_F32);
