@@ -357,6 +357,14 @@ void CudnnGraphs::on_get(uint64_t handle, int attr, int attr_type, int64_t count
     if (Record* out = find(h)) out->graph = graph;
 }
 
+bool CudnnGraphs::tensor(uint64_t handle, TensorInfo* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Record* r = find(handle);
+  if (!r || r->type != desc::kTensor || !r->finalized) return false;
+  *out = r->tensor;
+  return true;
+}
+
 size_t CudnnGraphs::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return records_.size();

@@ -128,6 +128,8 @@ class CudnnGraphs {
 
   Execution execution(uint64_t plan, uint64_t variant_pack) const;
 
+  // For tests: a recorded tensor descriptor as its attributes set it (false when not recorded).
+  bool tensor(uint64_t handle, TensorInfo* out) const;
   size_t size() const;
   // Descriptors not recorded because the store was full (their graphs are not mapped).
   uint64_t dropped() const;

@@ -3,6 +3,7 @@
 // mapped execute marks exactly its call, an unmapped one leaves its kernels opaque.
 #include "cudnn_intercept.hpp"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -205,5 +206,47 @@ TEST_F(CudnnIntercept, HostCostPerExecute) {
   std::printf("cudnn execute sequence ns/call: fake originals %.1f, through the wrappers with a sink %.1f\n", base, on);
   EXPECT_LT(on - base, 20000.0);  // well under cuDNN's own host cost per execute (tens of us)
 }
+
+#ifdef NANSCOPE_GOT_CUDNN_CALLER
+// The whole recording path on a real importer of the real libcudnn.so.9: cudnn::patch_all()
+// patches its cudnnBackend* slots (libcudnn's own libraries skipped), and what cuDNN accepted
+// is in the store with the values the importer set; a descriptor cuDNN refused to finalize is not.
+TEST(CudnnInterceptReal, PatchAllRecordsARealImportersDescriptors) {
+  void* caller = dlopen(NANSCOPE_GOT_CUDNN_CALLER, RTLD_NOW | RTLD_LOCAL);
+  if (!caller) GTEST_SKIP() << "the test importer (or libcudnn.so.9) is not loadable: " << dlerror();
+  using TensorFn = int (*)(int64_t, int, void**);
+  using OpFn = int (*)(void*, void*, void**);
+  using DestroyFn = int (*)(void*);
+  auto tensor = reinterpret_cast<TensorFn>(dlsym(caller, "got_cudnn_tensor"));
+  auto sdpa_op = reinterpret_cast<OpFn>(dlsym(caller, "got_cudnn_sdpa_op"));
+  auto destroy = reinterpret_cast<DestroyFn>(dlsym(caller, "got_cudnn_destroy"));
+  ASSERT_TRUE(tensor && sdpa_op && destroy);
+  std::size_t n = 0;
+  const got::Hook* h = hooks(&n);
+  for (std::size_t i = 0; i < n; ++i) set_original(h[i].name, nullptr);  // forget the fakes above
+  const got::Report r = patch_all(true);
+  EXPECT_EQ(r.patched, 4u);  // the importer imports four of the six; libcudnn*.so.9 are never patched
+  EXPECT_EQ(r.other_target, 0u);
+  void *q = nullptr, *o = nullptr, *op = nullptr, *bad = nullptr;
+  ASSERT_EQ(tensor(kQ, 4, &q), 0);
+  ASSERT_EQ(tensor(kO, 4, &o), 0);
+  EXPECT_EQ(sdpa_op(q, o, &op), 0);
+  EXPECT_NE(tensor(kV, 0, &bad), 0);  // no dimensions: cuDNN refuses to finalize it
+  TensorInfo t;
+  ASSERT_TRUE(graphs().tensor(reinterpret_cast<uint64_t>(q), &t));
+  EXPECT_TRUE(t.has_uid);
+  EXPECT_EQ(t.uid, kQ);
+  EXPECT_EQ(t.data_type, data::kHalf);
+  EXPECT_EQ(t.dims, kBhsd);
+  EXPECT_EQ(t.strides, kDense);
+  EXPECT_FALSE(t.is_virtual);
+  EXPECT_TRUE(tensor_extent(t).ok);
+  EXPECT_FALSE(graphs().tensor(reinterpret_cast<uint64_t>(bad), &t));
+  for (void* d : {q, o, op, bad}) EXPECT_EQ(destroy(d), 0);
+  EXPECT_FALSE(graphs().tensor(reinterpret_cast<uint64_t>(q), &t));  // forgotten
+  EXPECT_EQ(got::unpatch_all(h, n), 4u);
+  dlclose(caller);
+}
+#endif
 
 }  // namespace
