@@ -207,9 +207,18 @@ const CudnnGraphs::Record* CudnnGraphs::find(uint64_t h) const {
   return it == records_.end() ? nullptr : it->second.get();
 }
 
+namespace {
+
+// Descriptors no operation, graph or plan names as what it computes (intermediate, knob and
+// layout infos, kernel caches, device properties): not recorded, so they take no room.
+bool never_mapped(int type) { return (type >= 6 && type <= 9) || type == 34 || type == 38; }
+
+}  // namespace
+
 void CudnnGraphs::on_create(uint64_t handle, int type) {
   std::lock_guard<std::mutex> lock(mu_);
   records_.erase(handle);  // a handle reused after a destroy nanscope did not see
+  if (never_mapped(type)) return;
   if (records_.size() >= kMaxDescriptors) return void(++dropped_);
   auto r = std::make_unique<Record>();
   r->type = type;

@@ -319,6 +319,9 @@ TEST(CudnnGraph, StoreIsBoundedAndForgets) {
   EXPECT_EQ(g.dropped(), 5u);
   for (uint64_t h = 1; h <= CudnnGraphs::kMaxDescriptors; ++h) g.on_destroy(h);
   EXPECT_EQ(g.size(), 0u);
+  g.on_create(1, 7);   // a knob choice: never part of a graph, takes no room
+  g.on_create(2, 34);  // a kernel cache
+  EXPECT_EQ(g.size(), 0u);
 }
 
 TEST(CudnnGraph, ConcurrentBuildersDoNotInterfere) {
