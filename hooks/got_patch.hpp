@@ -46,6 +46,14 @@ struct Report {
 // from a new library). Serialised internally; safe from any thread.
 Report patch_all(const Hook* hooks, std::size_t count, const Options& options = {});
 
+// The hook of that name in a table, or nullptr (tests set originals and call wrappers by name).
+const Hook* find_hook(const Hook* hooks, std::size_t count, const char* name);
+
+// `symbol` from the loaded library that defines `known` (a hook's original), never loading a
+// library: a helper the wrappers need from the same copy of the library (cublasGetStream_v2,
+// cudnnGetStream). nullptr when either is not found.
+void* sibling_symbol(void* known, const char* symbol);
+
 // Puts back what every slot patched for these hooks held before, in the objects still
 // loaded. For tests and teardown; a wrapper already entered keeps running.
 uint32_t unpatch_all(const Hook* hooks, std::size_t count);

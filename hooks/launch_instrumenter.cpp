@@ -211,11 +211,7 @@ void LaunchInstrumenter::note_copy_writer(const CopyArgs& c, ContextState& cs, u
 }
 
 void LaunchInstrumenter::copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task) {
-  task.buffer_state = cs.buffer_states();
-  for (uint32_t b = 0; b < task.buffer_count; ++b) {
-    const DType dt = static_cast<DType>(task.buffers[b].dtype);
-    task.out_state[b] = cs.slots().ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
-  }
+  tasks_.output_states(cs, task, false);  // a partial copy: the buffer's other writers still count
   bool from_device = c.kind == CopyArgs::Kind::device_to_device;
   if (c.kind == CopyArgs::Kind::unified) from_device = cs.slots().containing(c.src) || allocs_.extent(c.src);
   if (c.kind == CopyArgs::Kind::set || c.kind == CopyArgs::Kind::host_to_device || !from_device) {

@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "gemm_extent.hpp"
 #include "contexts.hpp"
+#include "cudnn_intercept.hpp"
 #include "counters.hpp"
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
@@ -32,17 +33,37 @@ class LaunchInstrumenter {
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
   // A copy or memset into a buffer whose state is tracked (NaN origin).
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
-  // Library calls (library_scans.cpp): patch the GEMM imports and take their reports; again
-  // when a module was loaded (a library may have arrived); a successful GEMM call's D.
+  // Library calls (library_scans.cpp): patch the GEMM and cuDNN imports and take their reports;
+  // again when a module was loaded (a library may have arrived); a successful GEMM call's D; a
+  // successful cudnnBackendExecute's graph outputs (cudnn_scans.cpp).
   void start_library_calls();
   void on_module_loaded();
   void on_library_call(const GemmCall& c);
+  void on_cudnn_call(const cudnn::CudnnCall& c);
 
  private:
+  // One buffer a library call writes or reads, in scalars of dtype. An input with dtype none or
+  // no elements is one nanscope cannot judge (the origin is then untracked).
+  struct LibraryBuffer {
+    uint64_t ptr = 0;
+    DType dtype = DType::none;
+    uint64_t elements = 0;
+  };
+  struct LibraryWrites {
+    const char* api;
+    uint64_t call_id, stream;
+    const LibraryBuffer* outputs;
+    uint32_t output_count;
+    const LibraryBuffer* inputs;
+    uint32_t input_count;
+  };
   // A kernel launched inside a library call belongs to it (its output is the call's D).
   bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
-  void library_origin(const GemmCall& c, const GemmExtent& d, ContextState& cs, CUstream stream,
-                      nanscope_scan_task& task, LaunchPlan& plan);
+  // Counts the call (scanned, or not with `refused`) and scans each output after the call's last
+  // kernel, named after it, its origin judged from the inputs: every intercepted library's path.
+  void scan_library_call(const LibraryWrites& w, const char* refused);
+  void library_origin(const LibraryWrites& w, ContextState& cs, CUstream stream, nanscope_scan_task& task,
+                      LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
@@ -69,6 +90,8 @@ class LaunchInstrumenter {
   std::atomic<bool> warned_python_{false};
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
+  std::atomic<bool> warned_cudnn_{false};
+  std::atomic<bool> warned_cudnn_store_{false};
 };
 
 }  // namespace nanscope

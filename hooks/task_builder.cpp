@@ -133,12 +133,7 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
 // inputs, judged on the device as they were before the launch).
 void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan) {
   BufferSlots& slots = draft.context.slots();
-  task.buffer_state = draft.context.buffer_states();
-  for (uint32_t b = 0; b < task.buffer_count; ++b) {
-    const DType dt = static_cast<DType>(task.buffers[b].dtype);
-    task.out_state[b] = slots.ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
-    if (!allocs_.opaque().empty()) allocs_.opaque().forget(task.buffers[b].ptr);  // judged now
-  }
+  output_states(draft.context, task, true);
   uint32_t ins = 0;
   // `bytes`: a watched buffer's known extent (watches get no initial scan: their spec decides
   // what is scanned).
@@ -149,10 +144,7 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
     } else {
       ref = input_ref(draft.context, draft.args.stream, task, ptr, dtype, elements, plan);  // its first reader
     }
-    for (uint32_t i = 0; i < ins; ++i)
-      if (task.in_state[i] == ref) return;
-    if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
-    else task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // more inputs than a task can name
+    add_input_state(task, ins, ref);
   };
   for (const OutputParam& in : draft.kernel.inputs) {
     const char* param = draft.param(in.arg);
@@ -165,6 +157,22 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
   for (const WatchSpec* w : draft.watched_inputs()) add_input(w->ptr, w->dtype, 0, w->extent_bytes());
   task.in_count = ins;
   if (draft.kernel.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
+}
+
+void TaskBuilder::output_states(ContextState& cs, nanscope_scan_task& task, bool judged) {
+  task.buffer_state = cs.buffer_states();
+  for (uint32_t b = 0; b < task.buffer_count; ++b) {
+    const DType dt = static_cast<DType>(task.buffers[b].dtype);
+    task.out_state[b] = cs.slots().ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt));
+    if (judged && !allocs_.opaque().empty()) allocs_.opaque().forget(task.buffers[b].ptr);
+  }
+}
+
+void TaskBuilder::add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref) {
+  for (uint32_t i = 0; i < count; ++i)
+    if (task.in_state[i] == ref) return;
+  if (count < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[count++] = ref;
+  else task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // more inputs than a task can name
 }
 
 uint32_t TaskBuilder::input_ref(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr,

@@ -155,6 +155,12 @@ class TaskBuilder {
   // gets none).
   uint32_t input_ref(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr, DType dtype,
                      uint64_t elements, LaunchPlan* plan);
+  // The state words a scan updates: its buffers' slots (a kernel's outputs, a library call's,
+  // a copy's rescan). `judged`: the scan judges them now, so their opaque writers are forgotten.
+  void output_states(ContextState& cs, nanscope_scan_task& task, bool judged);
+  // Adds one tracked input's state word to the task once (`count` inputs so far); one more than
+  // the task can name makes the origin untracked.
+  static void add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref);
 
  private:
   void add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan);

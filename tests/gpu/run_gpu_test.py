@@ -912,8 +912,11 @@ KERNEL_OF_OP = {
 # the RMSNorm of the compiled Llama is a reduction whose name holds rsqrt.
 INDUCTOR_RSQRT = r"^triton_(per|red|poi)_fused_\w*rsqrt"
 # The attention kernels each SDPA backend launches in torch 2.11 on sm_90.
+# cuDNN's scan is named after the last kernel its cudnnBackendExecute launched
+# (`cudnn_generated_fort_native_sdpa_sm90_*`), never after the call itself: a finding named
+# `cudnnBackendExecute` would mean no kernel of the call was seen.
 ATTENTION_KERNELS = {"flash": r"pytorch_flash::flash_fwd", "efficient": r"fmha_cutlassF",
-                     "cudnn": r"(?i)cudnn"}
+                     "cudnn": r"(?i)^(?!cudnnBackendExecute\b).*(cudnn|sdpa|fmha|flash)"}
 # Candidate attribution for opaque kernels (issue 17, item 3; docs/origin.md, docs/log-schema.md):
 # a finding whose values were last written, as far as nanscope can tell, by a kernel it could not
 # inspect carries origin == CANDIDATE["origin"] and a list CANDIDATE["list"] of entries, each an
@@ -1171,8 +1174,33 @@ def test_sdpa_backends():
                  f"{first.get('parents')}\nnanscope said:{said(events)}")
         _, events = run_app("sdpa_backends", [backend, "--clean"], label + " --clean")
         expect_clean(events, label + " --clean")
+    sdpa_cudnn_overflow()
     print("ok: cuDNN, flash and mem-efficient attention each named over their output with its NaN, propagated "
           "from the query; clean inputs give no finding; outputs bit-identical")
+
+
+def sdpa_cudnn_overflow():
+    """cuDNN attention from finite Q, K, V with scale 1e38: what its output holds that is not finite
+    was made inside the attention, so its finding is `introduced` there (its inputs were judged
+    finite). cuDNN's arithmetic decides whether the scores overflow at all: a finite output is
+    said, not failed (the propagated case above already names the attention)."""
+    label = "sdpa_backends cudnn --overflow"
+    want, events = run_app("sdpa_backends", ["cudnn", "--overflow"], label)
+    if not want["supported"]:
+        fail(f"{label}: torch refused the backend: {want['reason']}")
+    out = want["output"]
+    if not has_nonfinite(out["counts"]):
+        expect_clean(events, label)
+        print(f"{label}: cuDNN kept the overflowing scores finite ({out['counts']}): no introduced check")
+        return
+    first = first_finding(events, label, f"cuDNN attention wrote {out['counts']}")
+    expect_finding(first, ATTENTION_KERNELS["cudnn"], out["numel"], out["counts"], label, events,
+                   origin="introduced")
+    print(f"{label}: {first['kernel'][:80]} introduced {out['counts']}")
+
+
+def has_nonfinite(counts):
+    return counts["nan"] + counts["pos_inf"] + counts["neg_inf"] > 0
 
 
 def test_triton_user():

@@ -147,3 +147,18 @@ TEST(GotPatch, PageProtectionsUnchanged) {
   EXPECT_EQ(nanscope::got::unpatch_all(kHook, 1), 3u);
   EXPECT_EQ(caller_page_perms(), before);
 }
+
+// The helpers both interceptors use: a hook by name, and a symbol from the library that defines
+// an original (cudnnGetStream beside cudnnBackendExecute), never from another one.
+TEST(GotPatch, FindHookAndSiblingSymbol) {
+  EXPECT_EQ(nanscope::got::find_hook(kHook, 1, "got_target_add"), &kHook[0]);
+  EXPECT_EQ(nanscope::got::find_hook(kHook, 1, "got_target_sub"), nullptr);
+  EXPECT_EQ(nanscope::got::find_hook(kHook, 1, nullptr), nullptr);
+  void* target = real_target();
+  ASSERT_NE(target, nullptr);
+  EXPECT_EQ(nanscope::got::sibling_symbol(target, "got_target_add"), target);
+  EXPECT_EQ(nanscope::got::sibling_symbol(target, "got_caller_lazy"), nullptr);  // another library's
+  EXPECT_EQ(nanscope::got::sibling_symbol(nullptr, "got_target_add"), nullptr);
+  int on_the_stack = 0;
+  EXPECT_EQ(nanscope::got::sibling_symbol(&on_the_stack, "got_target_add"), nullptr);
+}

@@ -4,10 +4,14 @@ row is then +-Inf, its softmax is Inf - Inf = NaN, and the attention output row 
 attention kernel is the first to write NaN. Each query row is independent, so no other row is
 touched. No mask: the flash backend accepts none, and one query serves all three backends.
 
-Usage: sdpa_backends.py BACKEND [--clean]
-  BACKEND   cudnn (SDPBackend.CUDNN_ATTENTION), flash (FLASH_ATTENTION) or efficient
-            (EFFICIENT_ATTENTION)
-  --clean   a finite query: the output must be finite
+Usage: sdpa_backends.py BACKEND [--clean | --overflow]
+  BACKEND     cudnn (SDPBackend.CUDNN_ATTENTION), flash (FLASH_ATTENTION) or efficient
+              (EFFICIENT_ATTENTION)
+  --clean     a finite query: the output must be finite
+  --overflow  finite Q, K, V and scale=1e38 (a host float the kernel takes by value): the scaled
+              scores overflow float inside the kernel, so whatever non-finite values the output
+              holds were made there from finite inputs (`introduced` at the attention). Whether a
+              backend overflows at all is its own arithmetic: the truth line says what it wrote.
 
 The last stdout line is one JSON object: the backend, whether torch ran it (`supported`, false
 with the reason when the backend refused the inputs), the output's shape, numel, dtype and
@@ -25,6 +29,7 @@ import common  # noqa: E402
 APP = "sdpa_backends"
 BATCH, HEADS, SEQ, HEAD_DIM = 2, 4, 128, 64
 INF_ROW = (1, 2, 37)  # batch, head, query position of the +Inf row
+OVERFLOW_SCALE = 1e38  # |q.k| of a few units times this is past float's 3.4e38
 
 
 def inputs(clean):
@@ -42,15 +47,19 @@ def main():
                 "efficient": SDPBackend.EFFICIENT_ATTENTION}
     parser = common.arguments(__doc__)
     parser.add_argument("backend", choices=sorted(backends))
-    parser.add_argument("--clean", action="store_true", help="a finite query")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--clean", action="store_true", help="a finite query")
+    mode.add_argument("--overflow", action="store_true", help="finite inputs, scores overflow in the kernel")
     args = parser.parse_args()
     common.require_cuda(APP)
 
-    q, k, v = inputs(args.clean)
-    line = {"app": APP, "backend": args.backend, "clean": args.clean, "query_counts": common.counts(q)}
+    q, k, v = inputs(args.clean or args.overflow)
+    scale = OVERFLOW_SCALE if args.overflow else None
+    line = {"app": APP, "backend": args.backend, "clean": args.clean, "overflow": args.overflow,
+            "query_counts": common.counts(q)}
     try:
         with sdpa_kernel(backends[args.backend]), torch.no_grad():
-            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
         torch.cuda.synchronize()
     except RuntimeError as e:  # "No available kernel": the backend refused these inputs
         common.emit({**line, "supported": False, "reason": str(e).splitlines()[0]})
