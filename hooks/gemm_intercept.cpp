@@ -1,9 +1,6 @@
 #include "gemm_intercept.hpp"
 
-#include <dlfcn.h>
-
 #include <atomic>
-#include <cstring>
 #include <type_traits>
 
 // Headers only, for the exact prototypes: nothing here links against cuBLAS.
@@ -311,31 +308,14 @@ NS_GEMM_HOOKS(NS_SAME_TYPE_)
 const got::Hook kHooks[] = {NS_GEMM_HOOKS(NS_HOOK_)};
 #undef NS_HOOK_
 
-int find(const char* name) {
-  for (int i = 0; i < kHookCount; ++i)
-    if (std::strcmp(kNames[i], name) == 0) return i;
-  return -1;
-}
-
-// `symbol` from the library that already provides `known` (never loading a library).
-void* sibling(void* known, const char* symbol) {
-  Dl_info info{};
-  if (!known || dladdr(known, &info) == 0 || !info.dli_fname) return nullptr;
-  void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  if (!lib) return nullptr;
-  void* fn = dlsym(lib, symbol);
-  dlclose(lib);
-  return fn;
-}
-
 // The helpers come from the libraries the originals live in, once those are known.
 void resolve_helpers() {
   if (!g_get_stream.load())
     for (int i = k_cublasGemmEx; i < kHookCount && !g_get_stream.load(); ++i)
-      if (void* fn = sibling(g_original[i].load(), "cublasGetStream_v2"))
+      if (void* fn = got::sibling_symbol(g_original[i].load(), "cublasGetStream_v2"))
         g_get_stream.store(reinterpret_cast<GetStreamFn>(fn));
   if (!g_layout_get.load())
-    if (void* fn = sibling(g_original[k_cublasLtMatmul].load(), "cublasLtMatrixLayoutGetAttribute"))
+    if (void* fn = got::sibling_symbol(g_original[k_cublasLtMatmul].load(), "cublasLtMatrixLayoutGetAttribute"))
       g_layout_get.store(reinterpret_cast<LayoutGetFn>(fn));
 }
 
@@ -360,10 +340,9 @@ got::Report patch_all(bool force) {
 }
 
 bool set_original(const char* name, void* fn) {
-  const int i = find(name);
-  if (i < 0) return false;
-  g_original[i].store(fn);
-  return true;
+  const got::Hook* hook = got::find_hook(kHooks, kHookCount, name);
+  if (hook) hook->original->store(fn);
+  return hook != nullptr;
 }
 
 void set_helpers(void* cublas_get_stream, void* lt_layout_get_attribute) {
@@ -372,8 +351,8 @@ void set_helpers(void* cublas_get_stream, void* lt_layout_get_attribute) {
 }
 
 void* wrapper(const char* name) {
-  const int i = find(name);
-  return i < 0 ? nullptr : kHooks[i].wrapper;
+  const got::Hook* hook = got::find_hook(kHooks, kHookCount, name);
+  return hook ? hook->wrapper : nullptr;
 }
 
 }  // namespace nanscope::gemm

@@ -18,6 +18,12 @@
 
 namespace nanscope::got {
 
+const Hook* find_hook(const Hook* hooks, std::size_t count, const char* name) {
+  for (std::size_t i = 0; i < count; ++i)
+    if (hooks[i].name && std::strcmp(hooks[i].name, name) == 0) return &hooks[i];
+  return nullptr;
+}
+
 #if NANSCOPE_GOT_PATCH
 namespace {
 
@@ -298,9 +304,20 @@ uint32_t unpatch_all(const Hook* hooks, std::size_t count) {
   return restored;
 }
 
+void* sibling_symbol(void* known, const char* symbol) {
+  Dl_info info{};
+  if (!known || dladdr(known, &info) == 0 || !info.dli_fname) return nullptr;
+  void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  void* fn = dlsym(lib, symbol);
+  dlclose(lib);
+  return fn;
+}
+
 #else  // not x86-64 Linux: nothing is patched, the wrappers are never entered
 
 Report patch_all(const Hook*, std::size_t, const Options&) { return {}; }
+void* sibling_symbol(void*, const char*) { return nullptr; }
 uint32_t unpatch_all(const Hook*, std::size_t) { return 0; }
 
 #endif

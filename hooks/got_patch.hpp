@@ -46,6 +46,15 @@ struct Report {
 // from a new library). Serialised internally; safe from any thread.
 Report patch_all(const Hook* hooks, std::size_t count, const Options& options = {});
 
+// The hook of that name in a table, or nullptr: the tests and benchmarks set originals and
+// call wrappers through it, with no GOT involved.
+const Hook* find_hook(const Hook* hooks, std::size_t count, const char* name);
+
+// `symbol` from the loaded library that holds the function `known` (an original the walk
+// found), never loading a library: the helpers a wrapper asks (cublasGetStream_v2 next to
+// cublasGemmEx, ncclCommUserRank next to ncclAllReduce). nullptr when either is unknown.
+void* sibling_symbol(void* known, const char* symbol);
+
 // Puts back what every slot patched for these hooks held before, in the objects still
 // loaded. For tests and teardown; a wrapper already entered keeps running.
 uint32_t unpatch_all(const Hook* hooks, std::size_t count);

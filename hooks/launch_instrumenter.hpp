@@ -20,6 +20,33 @@
 
 namespace nanscope {
 
+namespace nccl {
+struct CollectiveCall;
+}
+
+// An input of a library call whose state a scan of its output is judged from.
+struct LibraryInput {
+  uint64_t ptr = 0;
+  DType dtype = DType::none;
+  uint64_t elements = 0;
+  bool decoded = false;  // false: an input nanscope cannot judge (its origin is then unknown)
+  bool has_ref = false;  // its state slot was taken already (before an in-place call)
+  uint32_t ref = 0;
+};
+// One buffer a library call wrote (or, for a send, read), scanned on the call's stream.
+struct LibraryScan {
+  const char* api = nullptr;
+  uint64_t call_id = 0, stream = 0;
+  uint64_t ptr = 0, elements = 0;
+  DType dtype = DType::none;
+  const char* refused = nullptr;                       // the layout is not decoded: why
+  const char* outside = "buffer outside its allocation";  // the reason when it runs past its block
+  LibraryInput inputs[3];
+  uint32_t input_count = 0;
+  bool judge = true;           // false: look only (a sendbuff): no state word, no watch, no origin
+  bool own_launch_id = false;  // a scan no kernel of the call names gets its own launch id
+};
+
 class LaunchInstrumenter {
  public:
   LaunchInstrumenter(const Config& cfg, TaskBuilder& tasks, GraphInstrumenter& graphs, Contexts& contexts,
@@ -37,12 +64,21 @@ class LaunchInstrumenter {
   void start_library_calls();
   void on_module_loaded();
   void on_library_call(const GemmCall& c);
+  // NCCL collectives (collective_scans.cpp): sendbuff's state before the call; the scan of
+  // recvbuff (or a send's sendbuff) once the call's kernels are enqueued.
+  void before_collective(nccl::CollectiveCall& c);
+  void on_collective(const nccl::CollectiveCall& c);
 
  private:
   // A kernel launched inside a library call belongs to it (its output is the call's D).
   bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
-  void library_origin(const GemmCall& c, const GemmExtent& d, ContextState& cs, CUstream stream,
-                      nanscope_scan_task& task, LaunchPlan& plan);
+  struct LibraryScanned {
+    uint64_t launch_id = 0;  // 0: not scanned
+    bool captured = false;
+  };
+  LibraryScanned scan_library_output(const LibraryScan& s);
+  void library_origin(const LibraryScan& s, ContextState& cs, CUstream stream, nanscope_scan_task& task,
+                      LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
@@ -69,6 +105,7 @@ class LaunchInstrumenter {
   std::atomic<bool> warned_python_{false};
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
+  std::atomic<bool> warned_comm_{false};
 };
 
 }  // namespace nanscope

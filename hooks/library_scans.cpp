@@ -1,21 +1,22 @@
-// cuBLAS / cuBLASLt GEMM calls (hooks/gemm_intercept.*, docs/library-calls.md): the kernels a
-// call launches belong to it, and D is scanned once on the call's stream after the call
-// returned, so after its last kernel (split-K's workspace passes and reduction included) by
+// Library calls (docs/library-calls.md, docs/multi-gpu.md): the kernels a cuBLAS / cuBLASLt
+// GEMM or an NCCL collective launches belong to it, and the buffer it wrote (D, recvbuff) is
+// scanned once on the call's stream after the call returned, so after its last kernel by
 // stream order, captured as the next node under stream capture. The scan is named after the
-// call's last kernel; A and B are its tracked inputs, so an overflow out of finite operands is
-// `introduced` there.
+// call's last kernel; the call's inputs (A and B, sendbuff) are its tracked inputs, so a
+// non-finite output out of finite inputs is `introduced` there.
 #include <fmt/format.h>
 
 #include "gemm_intercept.hpp"
 #include "launch_instrumenter.hpp"
+#include "nccl_intercept.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
 
 namespace {
 
-// The last kernel the current thread launched inside a library call: the scan of D is named
-// after it (plain thread-local data: no TLS constructor).
+// The last kernel the current thread launched inside a library call: the scan of its output is
+// named after it (plain thread-local data: no TLS constructor).
 struct CallKernel {
   uint64_t call_id;
   uint32_t kernel_id;
@@ -24,21 +25,33 @@ struct CallKernel {
 };
 thread_local CallKernel t_last_kernel;
 
-void library_sink(void* self, const GemmCall& call) {
-  static_cast<LaunchInstrumenter*>(self)->on_library_call(call);
+void gemm_sink(void* self, const GemmCall& call) { static_cast<LaunchInstrumenter*>(self)->on_library_call(call); }
+void collective_before(void* self, nccl::CollectiveCall& call) {
+  static_cast<LaunchInstrumenter*>(self)->before_collective(call);
+}
+void collective_after(void* self, const nccl::CollectiveCall& call) {
+  static_cast<LaunchInstrumenter*>(self)->on_collective(call);
+}
+
+LibraryInput gemm_input(uint64_t ptr, const GemmExtent& x) {
+  return {ptr, x.dtype, x.written, ptr && x.ok && x.contiguous, false, 0};
 }
 
 }  // namespace
 
 void LaunchInstrumenter::start_library_calls() {
-  gemm::set_gemm_sink(library_sink, this);
+  gemm::set_gemm_sink(gemm_sink, this);
+  nccl::set_collective_sink(new nccl::CollectiveSink{collective_before, collective_after, this});  // lives on
   on_module_loaded();
 }
 
 void LaunchInstrumenter::on_module_loaded() {
-  const got::Report r = gemm::patch_all();
-  if (!r.walked || r.patched == 0) return;
-  log_.info(fmt::format("library calls: {} GEMM import slots patched in {} loaded objects", r.patched, r.objects));
+  const got::Report g = gemm::patch_all();
+  if (g.walked && g.patched)
+    log_.info(fmt::format("library calls: {} GEMM import slots patched in {} loaded objects", g.patched, g.objects));
+  const got::Report n = nccl::patch_all();
+  if (n.walked && n.patched)
+    log_.info(fmt::format("library calls: {} NCCL import slots patched in {} loaded objects", n.patched, n.objects));
 }
 
 bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation) {
@@ -52,41 +65,57 @@ bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launc
 void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   ToolScope scope;
   const GemmExtent e = gemm_extent(c);
-  const char* refused = !e.ok ? e.why : !e.contiguous ? "D not contiguous" : nullptr;
-  const uint64_t bytes = e.ok ? e.written * dtype_size(e.dtype) : 0;
-  if (!refused && !allocs_.holds(c.d_ptr, bytes)) refused = "D outside its allocation";
+  LibraryScan s;
+  s.api = c.api, s.call_id = c.call_id, s.stream = c.stream, s.outside = "D outside its allocation";
+  s.ptr = c.d_ptr, s.dtype = e.dtype, s.elements = e.ok ? e.written : 0;
+  s.refused = !e.ok ? e.why : !e.contiguous ? "D not contiguous" : nullptr;
+  s.inputs[s.input_count++] = gemm_input(c.a.ptr, operand_extent(c.a));
+  s.inputs[s.input_count++] = gemm_input(c.b.ptr, operand_extent(c.b));
+  if (c.c_ptr && !c.c_is_d) s.inputs[s.input_count++] = gemm_input(c.c_ptr, e);  // C, read in D's layout
+  scan_library_output(s);
+}
+
+// The shared part of every library call's scan: the checks, the task, its origin inputs and
+// the scan on the call's stream. The launch id and capture of the scan, for facts the caller
+// keeps about its findings; launch id 0 when nothing was scanned.
+LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const LibraryScan& s) {
+  const uint64_t bytes = s.refused ? 0 : s.elements * dtype_size(s.dtype);
+  const char* refused = s.refused;
+  if (!refused && !allocs_.holds(s.ptr, bytes)) refused = s.outside;
   CUcontext ctx = nullptr;
   ContextState* cs = !refused && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx ? contexts_.get(ctx) : nullptr;
   if (!refused && !cs) refused = "no context";
-  counters_.coverage.on_library_call(c.api, refused);
-  if (refused) return;
-  const bool named = t_last_kernel.call_id == c.call_id;
-  const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(c.api);
+  counters_.coverage.on_library_call(s.api, refused);
+  if (refused) return {};
+  const bool named = t_last_kernel.call_id == s.call_id;
+  const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(s.api);
   nanscope_scan_task task{};
-  // A watched D keeps its watch (name, padding rows, verdict, the fix), as a kernel's would.
-  uint64_t max_bytes = watched_scan(c.d_ptr, *cs, task, kernel_id);
+  // A watched output keeps its watch (name, padding rows, verdict, the fix), as a kernel's would.
+  uint64_t max_bytes = s.judge ? watched_scan(s.ptr, *cs, task, kernel_id) : 0;
   if (!max_bytes) {
-    task.buffers[0] = {c.d_ptr, e.written, static_cast<uint32_t>(e.dtype), kCopyArg};
+    task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), kCopyArg};
     task.buffer_count = 1;
     max_bytes = bytes;
   }
   task.kernel_id = kernel_id;
-  task.launch_id = named ? t_last_kernel.launch_id : 0;
+  task.launch_id = named ? t_last_kernel.launch_id
+                         : s.own_launch_id ? counters_.launches.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
   task.correlation_id = named ? t_last_kernel.correlation : 0;
-  const auto stream = reinterpret_cast<CUstream>(c.stream);
-  task.stream = c.stream;
+  const auto stream = reinterpret_cast<CUstream>(s.stream);
+  task.stream = s.stream;
   LaunchPlan plan;
-  if (cfg_.origin && cs->buffer_states()) library_origin(c, e, *cs, stream, task, plan);
+  if (s.judge && cfg_.origin && cs->buffer_states()) library_origin(s, *cs, stream, task, plan);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
   counters_.coverage.on_extra_scan(bytes);
   submit_scan(*cs, task, stream, max_bytes);
   if (task.launch_id) remember_for_findings(task, plan);  // candidates and the Python line
+  return {task.launch_id, task.graph_id != 0};
 }
 
-// D's state word, and A's, B's (and C's, when it is not D) as the inputs its origin is judged
-// from; an operand no scan judged yet gets its initial scan first, as a kernel's input would.
-// `d`: D's extent, which C (read in D's layout) shares.
-void LaunchInstrumenter::library_origin(const GemmCall& c, const GemmExtent& d, ContextState& cs, CUstream stream,
+// The output's state word, and the inputs' as those its origin is judged from; an input no
+// scan judged yet gets its initial scan first, as a kernel's input would. An input whose
+// state slot the caller took already (before the call, an in-place collective) keeps it.
+void LaunchInstrumenter::library_origin(const LibraryScan& s, ContextState& cs, CUstream stream,
                                         nanscope_scan_task& task, LaunchPlan& plan) {
   task.buffer_state = cs.buffer_states();
   for (uint32_t b = 0; b < task.buffer_count; ++b) {
@@ -94,21 +123,19 @@ void LaunchInstrumenter::library_origin(const GemmCall& c, const GemmExtent& d, 
     const DType dt = static_cast<DType>(out.dtype);
     task.out_state[b] = cs.slots().ref_for_output(out.ptr, dt, out.elements * dtype_size(dt));
   }
-  if (!allocs_.opaque().empty()) allocs_.opaque().forget(c.d_ptr);  // judged now
+  if (!allocs_.opaque().empty()) allocs_.opaque().forget(s.ptr);  // judged now
   uint32_t ins = 0;
-  auto add_input = [&](uint64_t ptr, const GemmExtent& x) {
-    if (!ptr || !x.ok || !x.contiguous) {
-      task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // an operand nanscope cannot judge
-      return;
+  for (uint32_t i = 0; i < s.input_count; ++i) {
+    const LibraryInput& x = s.inputs[i];
+    if (!x.decoded) {
+      task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // an input nanscope cannot judge
+      continue;
     }
-    const uint32_t ref = tasks_.input_ref(cs, stream, task, ptr, x.dtype, x.written, &plan);
-    for (uint32_t i = 0; i < ins; ++i)
-      if (task.in_state[i] == ref) return;
-    if (ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
-  };
-  add_input(c.a.ptr, operand_extent(c.a));
-  add_input(c.b.ptr, operand_extent(c.b));
-  if (c.c_ptr && !c.c_is_d) add_input(c.c_ptr, d);
+    const uint32_t ref = x.has_ref ? x.ref : tasks_.input_ref(cs, stream, task, x.ptr, x.dtype, x.elements, &plan);
+    bool seen = false;
+    for (uint32_t j = 0; j < ins; ++j) seen |= task.in_state[j] == ref;
+    if (!seen && ins < NANSCOPE_ORIGIN_MAX_INPUTS) task.in_state[ins++] = ref;
+  }
   task.in_count = ins;
 }
 
