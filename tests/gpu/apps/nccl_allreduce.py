@@ -38,10 +38,17 @@ def setup():
     return rank, world, device
 
 
+def with_nan(t, index):
+    """t with one NaN, as a whole new tensor (one kernel writes all of it, so the buffer's state is
+    judged as a whole, not a one-element view inside it)."""
+    flat = torch.arange(t.numel(), device=t.device).view(t.shape)
+    return torch.where(flat == index, torch.tensor(float("nan"), dtype=t.dtype, device=t.device), t)
+
+
 def allreduce(rank, world, device, plant, n=1 << 20):
     x = torch.full((n,), float(rank + 1), dtype=torch.bfloat16, device=device)
     if plant:
-        x[12345] = float("nan")
+        x = with_nan(x, 12345)
     op = dist.ReduceOp.AVG if world == 1 else dist.ReduceOp.SUM
     dist.all_reduce(x, op=op)
     torch.cuda.synchronize()
@@ -73,7 +80,7 @@ def tp_graph(rank, world, device, plant, tokens=64, d=1024, hidden=4096):
     for _ in range(3):
         graph.replay()
     if plant:
-        x[3, 7] = float("nan")
+        x.copy_(with_nan(x, 3 * d + 7))  # the static input, in place: the graph reads it
     graph.replay()
     torch.cuda.synchronize()
     return out
@@ -94,7 +101,6 @@ def main():
     print(json.dumps({"rank": rank, "world": world, "workload": args.workload, "planted": plant,
                       "plant_rank": plant_rank, "numel": out.numel(), "counts": counts(out),
                       "checksum": checksum(out)}), flush=True)
-    dist.barrier()
     dist.destroy_process_group()
 
 
