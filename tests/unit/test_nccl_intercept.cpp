@@ -4,6 +4,7 @@
 // count every call per communicator, and the init hooks learn rank, nranks and the id's hash.
 #include "nccl_intercept.hpp"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -203,4 +204,37 @@ TEST_F(NcclIntercept, NoSinkStillCountsAndPassesThrough) {
   nccl::set_collective_sink(&kSink);
   all_reduce(buf, buf, 1, 7, 0, comm, nullptr);
   EXPECT_EQ(g_after.at(0).where.seq, 1u);
+}
+
+// The real mechanism: nccl::patch_all rewrites the importer's slot (a lazy PLT entry, as in
+// libtorch_cuda.so), finds the original and the helpers in the fake libnccl.so.2, and leaves
+// libnccl's call to itself alone.
+TEST_F(NcclIntercept, GotPatchesImportersButNotLibnccl) {
+  void* caller = dlopen(NANSCOPE_GOT_NCCL_CALLER, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(caller, nullptr) << dlerror();
+  using CallFn = int (*)(void*, size_t, void*);
+  auto call = reinterpret_cast<CallFn>(dlsym(caller, "nccl_caller_all_reduce"));
+  auto internal = reinterpret_cast<CallFn>(dlsym(caller, "nccl_caller_internal"));
+  auto* calls = static_cast<int*>(dlsym(caller, "fake_nccl_calls"));  // found through the caller's needed libs
+  ASSERT_TRUE(call && internal && calls);
+  nccl::set_original("ncclAllReduce", nullptr);  // what the GOT walk finds, not the fakes above
+  nccl::set_helpers(nullptr, nullptr);
+  const got::Report r = nccl::patch_all(/*force=*/true);
+  EXPECT_GE(r.patched, 1u);
+  float buf[4];
+  void* comm = reinterpret_cast<void*>(0xc0ffee);  // created before nanscope: asked through the helpers
+  EXPECT_EQ(call(buf, 4, comm), 0);
+  EXPECT_EQ(*calls, 1);
+  ASSERT_EQ(g_after.size(), 1u);
+  EXPECT_EQ(g_after[0].recvbuff, reinterpret_cast<uint64_t>(buf));
+  EXPECT_TRUE(g_after[0].positioned);  // ncclCommUserRank / ncclCommCount found next to the original
+  EXPECT_EQ(g_after[0].where.nranks, 1);
+  EXPECT_EQ(internal(buf, 4, comm), 0);  // libnccl calling itself: not the application's collective
+  EXPECT_EQ(*calls, 2);
+  EXPECT_EQ(g_after.size(), 1u);
+  std::size_t n = 0;
+  const got::Hook* hooks = nccl::hooks(&n);
+  EXPECT_GE(got::unpatch_all(hooks, n), 1u);
+  EXPECT_EQ(call(buf, 4, comm), 0);  // unpatched: straight to libnccl
+  EXPECT_EQ(g_after.size(), 1u);
 }
