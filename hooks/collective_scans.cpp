@@ -4,8 +4,6 @@
 // input. A rank that only sends (ncclSend, ncclReduce off the root) has its sendbuff looked
 // at instead, so the report can see the contributors that receive nothing. The facts of each
 // scan (op, communicator, sequence number, peers) wait in CollectiveBook for its findings.
-#include <fmt/format.h>
-
 #include "launch_instrumenter.hpp"
 #include "nccl_intercept.hpp"
 #include "tool_scope.hpp"
@@ -73,10 +71,11 @@ void LaunchInstrumenter::on_collective(const nccl::CollectiveCall& c) {
   facts.peers = collective_peers(c.op, c.where.rank, c.where.nranks, c.root_or_peer);
   facts.send_read = e.send_elements > 0;
   allocs_.collectives().put(at.launch_id, s.ptr, std::move(facts), at.captured);
-  if (!c.where.known && !warned_comm_.exchange(true))
-    log_.warn(fmt::format("a communicator was in use before nanscope saw it created; its `comm` id comes from the "
-                          "order this process first used such communicators (equal across ranks only if they all "
-                          "use them in the same order)"));
+  if (!c.where.known && !warned_comm_.load(std::memory_order_relaxed))
+    warn_once(log_, warned_comm_, "nccl_comm_unseen",
+              "an NCCL communicator was in use before nanscope saw it created; its `comm` id comes from the order "
+              "this process first used such communicators (equal across ranks only if they all use them in the "
+              "same order)");
 }
 
 }  // namespace nanscope
