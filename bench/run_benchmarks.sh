@@ -102,4 +102,9 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     echo
     "$here/hf_section.sh" "$lib"
   fi
+  if [ $quick = 0 ]; then  # two torchrun jobs, each starting NCCL: not in a --quick run
+    echo
+    echo "== NCCL: 64 MB bf16 all_reduce bus bandwidth and a 2-rank tensor-parallel MLP step, plain vs nanscope"
+    python3 "$here/nccl_bench.py" --nanscope "$bin/nanscope"
+  fi
 fi

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "alloc_map.hpp"
+#include "collective.hpp"
 #include "opaque_writers.hpp"
 #include "torch_blocks.hpp"
 #include "context_state.hpp"
@@ -83,6 +84,7 @@ class Allocations {
   bool torch_blind() const;
   OpaqueWriters& opaque() { return opaque_; }
   CandidateBook& candidates() { return candidates_; }  // each scan's candidates, for its findings
+  CollectiveBook& collectives() { return collectives_; }  // each collective scan's facts, for its findings
   // `w` may have written the buffer holding ptr: noted for its block (or allocation) and, for
   // a view inside it, for ptr too. False when ptr is in no memory nanscope can scan.
   bool note_writer(uint64_t ptr, const OpaqueWrite& w);
@@ -93,6 +95,7 @@ class Allocations {
   TorchBlockTracker torch_;
   OpaqueWriters opaque_;
   CandidateBook candidates_;
+  CollectiveBook collectives_;
 };
 
 }  // namespace nanscope

@@ -28,18 +28,25 @@ void LaunchInstrumenter::on_cudnn_call(const cudnn::CudnnCall& c) {
               fmt::format("cuDNN: a {} graph cannot be mapped ({}); such calls' outputs are not scanned, and "
                           "their kernels are blamed as opaque kernels (origin candidate)",
                           x.ops.empty() ? "backend" : x.ops, x.why));
-    scan_library_call({c.api, c.call_id, c.stream, nullptr, 0, nullptr, 0}, x.why);
+    LibraryScan refused;
+    refused.api = c.api, refused.call_id = c.call_id, refused.stream = c.stream, refused.refused = x.why;
+    scan_library_output(refused);
     return;
   }
-  thread_local std::vector<LibraryBuffer> outputs, inputs;
-  outputs.clear(), inputs.clear();
-  for (const cudnn::GraphBuffer& b : x.outputs) outputs.push_back({b.ptr, b.extent.dtype, b.extent.elements});
-  // An input nanscope cannot judge (an integer seed, a broadcast bias) keeps dtype none.
+  // An input nanscope cannot judge (an integer seed, a broadcast bias) is not decoded.
+  thread_local std::vector<LibraryInput> inputs;
+  inputs.clear();
   for (const cudnn::GraphBuffer& b : x.inputs)
-    inputs.push_back(b.extent.ok ? LibraryBuffer{b.ptr, b.extent.dtype, b.extent.elements} : LibraryBuffer{b.ptr});
-  scan_library_call({c.api, c.call_id, c.stream, outputs.data(), static_cast<uint32_t>(outputs.size()),
-                     inputs.data(), static_cast<uint32_t>(inputs.size())},
-                    nullptr);
+    inputs.push_back({b.ptr, b.extent.dtype, b.extent.ok ? b.extent.elements : 0, b.extent.ok, false, 0});
+  bool first = true;
+  for (const cudnn::GraphBuffer& b : x.outputs) {
+    LibraryScan s;
+    s.api = c.api, s.call_id = c.call_id, s.stream = c.stream, s.outside = "a graph output outside its allocation";
+    s.ptr = b.ptr, s.dtype = b.extent.dtype, s.elements = b.extent.elements;
+    s.inputs = inputs.data(), s.input_count = static_cast<uint32_t>(inputs.size());
+    s.count_call = first, first = false;
+    scan_library_output(s);
+  }
 }
 
 }  // namespace nanscope

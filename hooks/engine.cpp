@@ -29,8 +29,11 @@ std::string program_name() {
 
 std::unique_ptr<EventLog> open_log(const Config& cfg) {
   std::string error;
-  auto log = std::make_unique<EventLog>(EventLogOptions{cfg.log_path, cfg.console, cfg.level, "nanscope", cfg.log_path_unique}, &error);
-  if (!error.empty()) log->warn(error + "; JSON log disabled, console only");
+  EventLogOptions options{cfg.log_path, cfg.console, cfg.level, "nanscope", cfg.log_path_unique};
+  options.fallback_path = cfg.log_path_fallback;
+  options.rank = cfg.rank.rank, options.local_rank = cfg.rank.local_rank, options.world_size = cfg.rank.world_size;
+  auto log = std::make_unique<EventLog>(options, &error);
+  if (!error.empty()) log->warn(log->has_file() ? error : error + "; JSON log disabled, console only");
   return log;
 }
 

@@ -88,6 +88,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   }
 
   if (f.captured) facts.graph_stream = graphs_.stream_of(f.graph_id);
+  facts.collective = allocs_.collectives().find(f.launch_id, f.ptr);
   const uint64_t id = log_.reserve_id();
   const auto origin = classify(lineage_input, id, /*repeat=*/false);
   add_launch_facts(facts, candidates, origin && origin->origin == lineage::Origin::candidate);

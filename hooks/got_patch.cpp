@@ -311,8 +311,8 @@ void* sibling_symbol(void* known, const char* symbol) {
 #else  // not x86-64 Linux: nothing is patched, the wrappers are never entered
 
 Report patch_all(const Hook*, std::size_t, const Options&) { return {}; }
-uint32_t unpatch_all(const Hook*, std::size_t) { return 0; }
 void* sibling_symbol(void*, const char*) { return nullptr; }
+uint32_t unpatch_all(const Hook*, std::size_t) { return 0; }
 
 #endif
 

@@ -6,9 +6,9 @@
 #include <cupti.h>
 
 #include "config.hpp"
+#include "cudnn_intercept.hpp"
 #include "gemm_extent.hpp"
 #include "contexts.hpp"
-#include "cudnn_intercept.hpp"
 #include "counters.hpp"
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
@@ -20,6 +20,34 @@
 #include <atomic>
 
 namespace nanscope {
+
+namespace nccl {
+struct CollectiveCall;
+}
+
+// An input of a library call whose state a scan of its output is judged from.
+struct LibraryInput {
+  uint64_t ptr = 0;
+  DType dtype = DType::none;
+  uint64_t elements = 0;
+  bool decoded = false;  // false: an input nanscope cannot judge (its origin is then unknown)
+  bool has_ref = false;  // its state slot was taken already (before an in-place call)
+  uint32_t ref = 0;
+};
+// One buffer a library call wrote (or, for a send, read), scanned on the call's stream.
+struct LibraryScan {
+  const char* api = nullptr;
+  uint64_t call_id = 0, stream = 0;
+  uint64_t ptr = 0, elements = 0;
+  DType dtype = DType::none;
+  const char* refused = nullptr;                       // the layout is not decoded: why
+  const char* outside = "buffer outside its allocation";  // the reason when it runs past its block
+  const LibraryInput* inputs = nullptr;
+  uint32_t input_count = 0;
+  bool judge = true;           // false: look only (a sendbuff): no state word, no watch, no origin
+  bool own_launch_id = false;  // a scan no kernel of the call names gets its own launch id
+  bool count_call = true;      // counts the call in the coverage (a call's first output only)
+};
 
 class LaunchInstrumenter {
  public:
@@ -33,36 +61,27 @@ class LaunchInstrumenter {
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
   // A copy or memset into a buffer whose state is tracked (NaN origin).
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
-  // Library calls (library_scans.cpp): patch the GEMM and cuDNN imports and take their reports;
-  // again when a module was loaded (a library may have arrived); a successful GEMM call's D; a
-  // successful cudnnBackendExecute's graph outputs (cudnn_scans.cpp).
+  // Library calls (library_scans.cpp): patch the GEMM, cuDNN and NCCL imports and take their
+  // reports; again when a module was loaded (a library may have arrived); a successful GEMM
+  // call's D; a successful cudnnBackendExecute's graph outputs (cudnn_scans.cpp).
   void start_library_calls();
   void on_module_loaded();
   void on_library_call(const GemmCall& c);
   void on_cudnn_call(const cudnn::CudnnCall& c);
+  // NCCL collectives (collective_scans.cpp): sendbuff's state before the call; the scan of
+  // recvbuff (or a send's sendbuff) once the call's kernels are enqueued.
+  void before_collective(nccl::CollectiveCall& c);
+  void on_collective(const nccl::CollectiveCall& c);
 
  private:
-  // One buffer a library call writes or reads, in scalars of dtype. An input with dtype none or
-  // no elements is one nanscope cannot judge (the origin is then untracked).
-  struct LibraryBuffer {
-    uint64_t ptr = 0;
-    DType dtype = DType::none;
-    uint64_t elements = 0;
-  };
-  struct LibraryWrites {
-    const char* api;
-    uint64_t call_id, stream;
-    const LibraryBuffer* outputs;
-    uint32_t output_count;
-    const LibraryBuffer* inputs;
-    uint32_t input_count;
-  };
   // A kernel launched inside a library call belongs to it (its output is the call's D).
   bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
-  // Counts the call (scanned, or not with `refused`) and scans each output after the call's last
-  // kernel, named after it, its origin judged from the inputs: every intercepted library's path.
-  void scan_library_call(const LibraryWrites& w, const char* refused);
-  void library_origin(const LibraryWrites& w, ContextState& cs, CUstream stream, nanscope_scan_task& task,
+  struct LibraryScanned {
+    uint64_t launch_id = 0;  // 0: not scanned
+    bool captured = false;
+  };
+  LibraryScanned scan_library_output(const LibraryScan& s);
+  void library_origin(const LibraryScan& s, ContextState& cs, CUstream stream, nanscope_scan_task& task,
                       LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
@@ -90,6 +109,7 @@ class LaunchInstrumenter {
   std::atomic<bool> warned_python_{false};
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
+  std::atomic<bool> warned_comm_{false};
   std::atomic<bool> warned_cudnn_{false};
   std::atomic<bool> warned_cudnn_store_{false};
 };

@@ -1,22 +1,25 @@
-// Library calls (cuBLAS / cuBLASLt GEMMs: hooks/gemm_intercept.*; cuDNN graphs:
-// hooks/cudnn_intercept.*, cudnn_scans.cpp; docs/library-calls.md): the kernels a call launches
-// belong to it, and each output is scanned once on the call's stream after the call returned, so
-// after its last kernel (split-K's workspace passes and reduction included) by stream order,
-// captured as the next node under stream capture. The scan is named after the call's last
-// kernel; the call's inputs (A and B, a graph's read tensors) are its tracked inputs, so a
-// non-finite output out of finite inputs is `introduced` there.
+// Library calls (docs/library-calls.md, docs/multi-gpu.md): the kernels a cuBLAS / cuBLASLt GEMM,
+// a cuDNN graph (hooks/cudnn_intercept.*, cudnn_scans.cpp) or an NCCL collective
+// (collective_scans.cpp) launches belong to it, and each buffer it wrote (D, the graph's outputs,
+// recvbuff) is scanned once on the call's stream after the call returned, so after its last kernel
+// (split-K's workspace passes and reduction included) by stream order, captured as the next node
+// under stream capture. The scan is named after the call's last kernel; the call's inputs (A and
+// B, a graph's read tensors, sendbuff) are its tracked inputs, so a non-finite output out of
+// finite inputs is `introduced` there.
 #include <fmt/format.h>
 
+#include "cudnn_intercept.hpp"
 #include "gemm_intercept.hpp"
 #include "launch_instrumenter.hpp"
+#include "nccl_intercept.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
 
 namespace {
 
-// The last kernel the current thread launched inside a library call: the scan of D is named
-// after it (plain thread-local data: no TLS constructor).
+// The last kernel the current thread launched inside a library call: the scan of its output is
+// named after it (plain thread-local data: no TLS constructor).
 struct CallKernel {
   uint64_t call_id;
   uint32_t kernel_id;
@@ -25,28 +28,39 @@ struct CallKernel {
 };
 thread_local CallKernel t_last_kernel;
 
-void library_sink(void* self, const GemmCall& call) {
-  static_cast<LaunchInstrumenter*>(self)->on_library_call(call);
-}
+void gemm_sink(void* self, const GemmCall& call) { static_cast<LaunchInstrumenter*>(self)->on_library_call(call); }
 void cudnn_sink(void* self, const cudnn::CudnnCall& call) {
   static_cast<LaunchInstrumenter*>(self)->on_cudnn_call(call);
+}
+void collective_before(void* self, nccl::CollectiveCall& call) {
+  static_cast<LaunchInstrumenter*>(self)->before_collective(call);
+}
+void collective_after(void* self, const nccl::CollectiveCall& call) {
+  static_cast<LaunchInstrumenter*>(self)->on_collective(call);
+}
+
+LibraryInput gemm_input(uint64_t ptr, const GemmExtent& x) {
+  return {ptr, x.dtype, x.written, ptr && x.ok && x.contiguous, false, 0};
+}
+
+void log_patched(EventLog& log, const got::Report& r, const char* what) {
+  if (r.walked && r.patched)
+    log.info(fmt::format("library calls: {} {} import slots patched in {} loaded objects", r.patched, what, r.objects));
 }
 
 }  // namespace
 
 void LaunchInstrumenter::start_library_calls() {
-  gemm::set_gemm_sink(library_sink, this);
+  gemm::set_gemm_sink(gemm_sink, this);
   cudnn::set_cudnn_sink(cudnn_sink, this);
+  nccl::set_collective_sink(new nccl::CollectiveSink{collective_before, collective_after, this});  // lives on
   on_module_loaded();
 }
 
 void LaunchInstrumenter::on_module_loaded() {
-  const got::Report g = gemm::patch_all(), d = cudnn::patch_all();
-  if (g.walked && g.patched)
-    log_.info(fmt::format("library calls: {} GEMM import slots patched in {} loaded objects", g.patched, g.objects));
-  if (d.walked && d.patched)
-    log_.info(fmt::format("library calls: {} cuDNN backend import slots patched in {} loaded objects", d.patched,
-                          d.objects));
+  log_patched(log_, gemm::patch_all(), "GEMM");
+  log_patched(log_, cudnn::patch_all(), "cuDNN backend");
+  log_patched(log_, nccl::patch_all(), "NCCL");
 }
 
 bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation) {
@@ -60,71 +74,71 @@ bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launc
 void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   ToolScope scope;
   const GemmExtent e = gemm_extent(c);
-  const char* refused = !e.ok ? e.why : !e.contiguous ? "D not contiguous" : nullptr;
-  const LibraryBuffer d{c.d_ptr, e.dtype, e.ok ? e.written : 0};
-  // A, B (and C when it is not D: C read in D's layout shares D's extent) are the inputs; an
-  // operand whose layout is not decoded is one nanscope cannot judge.
-  LibraryBuffer inputs[3];
-  uint32_t n = 0;
-  auto operand = [&](uint64_t ptr, const GemmExtent& x) {
-    inputs[n++] = x.ok && x.contiguous ? LibraryBuffer{ptr, x.dtype, x.written} : LibraryBuffer{ptr, DType::none, 0};
-  };
-  operand(c.a.ptr, operand_extent(c.a));
-  operand(c.b.ptr, operand_extent(c.b));
-  if (c.c_ptr && !c.c_is_d) operand(c.c_ptr, e);
-  scan_library_call({c.api, c.call_id, c.stream, &d, 1, inputs, n}, refused);
+  LibraryScan s;
+  s.api = c.api, s.call_id = c.call_id, s.stream = c.stream, s.outside = "D outside its allocation";
+  s.ptr = c.d_ptr, s.dtype = e.dtype, s.elements = e.ok ? e.written : 0;
+  s.refused = !e.ok ? e.why : !e.contiguous ? "D not contiguous" : nullptr;
+  LibraryInput inputs[3];
+  inputs[s.input_count++] = gemm_input(c.a.ptr, operand_extent(c.a));
+  inputs[s.input_count++] = gemm_input(c.b.ptr, operand_extent(c.b));
+  if (c.c_ptr && !c.c_is_d) inputs[s.input_count++] = gemm_input(c.c_ptr, e);  // C, read in D's layout
+  s.inputs = inputs;
+  scan_library_output(s);
 }
 
-void LaunchInstrumenter::scan_library_call(const LibraryWrites& w, const char* refused) {
-  for (uint32_t o = 0; o < w.output_count && !refused; ++o)
-    if (!allocs_.holds(w.outputs[o].ptr, w.outputs[o].elements * dtype_size(w.outputs[o].dtype)))
-      refused = "an output outside its allocation";
+// The shared part of every library call's scan of one buffer: the checks, the coverage count
+// (once per call: `count_call`), the task, its origin inputs and the scan on the call's stream.
+// The launch id and capture of the scan, for facts the caller keeps about its findings; launch
+// id 0 when nothing was scanned.
+LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const LibraryScan& s) {
+  const uint64_t bytes = s.refused ? 0 : s.elements * dtype_size(s.dtype);
+  const char* refused = s.refused;
+  if (!refused && !allocs_.holds(s.ptr, bytes)) refused = s.outside;
   CUcontext ctx = nullptr;
   ContextState* cs = !refused && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx ? contexts_.get(ctx) : nullptr;
   if (!refused && !cs) refused = "no context";
-  counters_.coverage.on_library_call(w.api, refused);
-  if (refused) return;
-  const bool named = t_last_kernel.call_id == w.call_id;
-  const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(w.api);
-  const auto stream = reinterpret_cast<CUstream>(w.stream);
-  for (uint32_t o = 0; o < w.output_count; ++o) {
-    const LibraryBuffer& out = w.outputs[o];
-    const uint64_t bytes = out.elements * dtype_size(out.dtype);
-    nanscope_scan_task task{};
-    // A watched output keeps its watch (name, padding rows, verdict, the fix), as a kernel's would.
-    uint64_t max_bytes = watched_scan(out.ptr, *cs, task, kernel_id);
-    if (!max_bytes) {
-      task.buffers[0] = {out.ptr, out.elements, static_cast<uint32_t>(out.dtype), kCopyArg};
-      task.buffer_count = 1;
-      max_bytes = bytes;
-    }
-    task.kernel_id = kernel_id;
-    task.launch_id = named ? t_last_kernel.launch_id : 0;
-    task.correlation_id = named ? t_last_kernel.correlation : 0;
-    task.stream = w.stream;
-    LaunchPlan plan;
-    if (cfg_.origin && cs->buffer_states()) library_origin(w, *cs, stream, task, plan);
-    for (uint32_t i = 0; i < plan.initial_count; ++i)
-      submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
-    counters_.coverage.on_extra_scan(bytes);
-    submit_scan(*cs, task, stream, max_bytes);
-    if (task.launch_id) remember_for_findings(task, plan);  // candidates and the Python line
+  if (s.count_call) counters_.coverage.on_library_call(s.api, refused);
+  if (refused) return {};
+  const bool named = t_last_kernel.call_id == s.call_id;
+  const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(s.api);
+  nanscope_scan_task task{};
+  // A watched output keeps its watch (name, padding rows, verdict, the fix), as a kernel's would.
+  uint64_t max_bytes = s.judge ? watched_scan(s.ptr, *cs, task, kernel_id) : 0;
+  if (!max_bytes) {
+    task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), kCopyArg};
+    task.buffer_count = 1;
+    max_bytes = bytes;
   }
+  task.kernel_id = kernel_id;
+  task.launch_id = named ? t_last_kernel.launch_id
+                         : s.own_launch_id ? counters_.launches.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+  task.correlation_id = named ? t_last_kernel.correlation : 0;
+  const auto stream = reinterpret_cast<CUstream>(s.stream);
+  task.stream = s.stream;
+  LaunchPlan plan;
+  if (s.judge && cfg_.origin && cs->buffer_states()) library_origin(s, *cs, stream, task, plan);
+  for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
+  counters_.coverage.on_extra_scan(bytes);
+  submit_scan(*cs, task, stream, max_bytes);
+  if (task.launch_id) remember_for_findings(task, plan);  // candidates and the Python line
+  return {task.launch_id, task.graph_id != 0};
 }
 
-// The outputs' state words, and the inputs' as those the origin is judged from; an input no scan
-// judged yet gets its initial scan first, as a kernel's input would.
-void LaunchInstrumenter::library_origin(const LibraryWrites& w, ContextState& cs, CUstream stream,
+// The output's state word, and the inputs' as those its origin is judged from; an input no
+// scan judged yet gets its initial scan first, as a kernel's input would. An input whose
+// state slot the caller took already (before the call, an in-place collective) keeps it.
+void LaunchInstrumenter::library_origin(const LibraryScan& s, ContextState& cs, CUstream stream,
                                         nanscope_scan_task& task, LaunchPlan& plan) {
   tasks_.output_states(cs, task, true);
   uint32_t ins = 0;
-  for (uint32_t i = 0; i < w.input_count; ++i) {
-    const LibraryBuffer& in = w.inputs[i];
-    if (!in.ptr || in.dtype == DType::none || !in.elements) {
+  for (uint32_t i = 0; i < s.input_count; ++i) {
+    const LibraryInput& x = s.inputs[i];
+    if (!x.decoded) {
       task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;  // an input nanscope cannot judge
       continue;
     }
-    TaskBuilder::add_input_state(task, ins, tasks_.input_ref(cs, stream, task, in.ptr, in.dtype, in.elements, &plan));
+    TaskBuilder::add_input_state(task, ins,
+                                 x.has_ref ? x.ref : tasks_.input_ref(cs, stream, task, x.ptr, x.dtype, x.elements, &plan));
   }
   task.in_count = ins;
 }

@@ -104,25 +104,60 @@ struct Parser {
   }
 };
 
-std::string expand_pid(std::string path, long pid) {
-  for (size_t at = path.find("%p"); at != std::string::npos; at = path.find("%p", at)) {
-    const std::string p = std::to_string(pid);
-    path.replace(at, 2, p);
-    at += p.size();
+std::string replace_all(std::string path, const char* what, const std::string& with) {
+  for (size_t at = path.find(what); at != std::string::npos; at = path.find(what, at)) {
+    path.replace(at, 2, with);
+    at += with.size();
   }
   return path;
 }
 
+// `tag` inserted before the file name's extension ("run.jsonl" -> "run.rank1.jsonl").
+std::string with_tag(const std::string& path, const std::string& tag) {
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  const bool has_ext = dot != std::string::npos && dot > (slash == std::string::npos ? 0 : slash + 1);
+  return has_ext ? path.substr(0, dot) + "." + tag + path.substr(dot) : path + "." + tag;
+}
+
 }  // namespace
+
+LogFileName log_file_name(const std::string& pattern, long pid, const RankInfo& rank) {
+  LogFileName n;
+  const bool has_p = pattern.find("%p") != std::string::npos;
+  const bool has_r = pattern.find("%r") != std::string::npos;
+  n.path = replace_all(pattern, "%p", std::to_string(pid));
+  n.unique = has_p || has_r;
+  if (has_r) {
+    if (!rank.rank)
+      n.note = fmt::format("NANSCOPE_LOG='{}' has %r but no rank is known (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
+                           "SLURM_PROCID); %r becomes the pid {}", pattern, pid);
+    n.path = replace_all(n.path, "%r", rank.rank ? std::to_string(*rank.rank) : std::to_string(pid));
+    if (rank.rank && !has_p) n.fallback = with_tag(n.path, fmt::format("pid{}", pid));
+  } else if (!has_p && rank.multi_process()) {
+    const std::string tag = rank.rank ? fmt::format("rank{}", *rank.rank) : fmt::format("pid{}", pid);
+    n.path = with_tag(n.path, tag);
+    n.unique = true;
+    n.note = fmt::format("NANSCOPE_LOG='{}' names one file but this process is one of a multi-process job "
+                         "({}); writing '{}' so that processes never share a file (put %r or %p in the name "
+                         "to choose where it goes)", pattern, rank.source ? rank.source : "?", n.path);
+  }
+  return n;
+}
 
 ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   ConfigResult r;
   Config& c = r.config;
   Parser p{getenv_fn, r.errors};
   p.boolean("NANSCOPE_ENABLE", c.enabled);
+  c.rank = detect_rank(getenv_fn);
+  r.errors.insert(r.errors.end(), c.rank.errors.begin(), c.rank.errors.end());
   if (auto v = p.raw("NANSCOPE_LOG")) {
-    c.log_path = expand_pid(*v, pid);
-    c.log_path_unique = v->find("%p") != std::string::npos;
+    LogFileName name = log_file_name(*v, pid, c.rank);
+    c.log_path = std::move(name.path);
+    c.log_path_unique = name.unique;
+    c.log_path_fallback = std::move(name.fallback);
+    if (!name.note.empty()) r.errors.push_back(std::move(name.note));
   }
   p.boolean("NANSCOPE_CONSOLE", c.console);
   p.choice("NANSCOPE_LEVEL", c.level, {"trace", "debug", "info", "warn", "error", "off"});

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "rank_env.hpp"
+
 namespace nanscope {
 
 enum class Mode : uint8_t { detect, fix, abort };
@@ -13,8 +15,10 @@ const char* mode_name(Mode);
 
 struct Config {
   bool enabled = true;
-  std::string log_path;             // NANSCOPE_LOG, "%p" already replaced by the pid; empty: none
-  bool log_path_unique = false;     // NANSCOPE_LOG held "%p": the file is this process's own, created new
+  std::string log_path;             // NANSCOPE_LOG, "%p" / "%r" already replaced (log_file_name); empty: none
+  bool log_path_unique = false;     // the name is this process's own (%p, %r, or made per rank): created new
+  std::string log_path_fallback;    // LogFileName::fallback
+  RankInfo rank;                    // rank, local_rank, world_size of a multi-process job (rank_env.hpp)
   bool console = true;              // NANSCOPE_CONSOLE
   std::string level = "info";       // NANSCOPE_LEVEL
   std::string kernel_filter;        // NANSCOPE_KERNEL_FILTER (ECMAScript regex, search)
@@ -45,6 +49,21 @@ struct ConfigResult {
   Config config;
   std::vector<std::string> errors;  // one message per rejected variable, naming it
 };
+
+// NANSCOPE_LOG's file name for this process: "%p" becomes the pid, "%r" the rank (the pid when
+// no rank is known, so two processes never append to one file). A name with neither in a job
+// of several processes (rank.multi_process()) gets ".rank<R>" (".pid<P>" without a rank)
+// before its extension, for the same reason. `note` says what was done when it was not what
+// the name says literally.
+struct LogFileName {
+  std::string path;
+  bool unique = false;  // this process's own name: created new (O_EXCL), never appended to
+  std::string note;     // empty, or one line for the start-up warnings
+  // For a rank's name (%r): where to write when that name already exists (a rerun in the same
+  // directory, a restarted rank): the name with ".pid<P>" before its extension.
+  std::string fallback;
+};
+LogFileName log_file_name(const std::string& pattern, long pid, const RankInfo& rank);
 
 // `getenv` is injectable for tests. `pid` replaces "%p" in NANSCOPE_LOG.
 using EnvLookup = std::function<std::optional<std::string>(const char*)>;

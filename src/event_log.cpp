@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 
 #include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -19,23 +18,11 @@ uint64_t wall_clock_ns() {
                                    .count());
 }
 
-namespace {
-std::optional<long> env_long(std::initializer_list<const char*> names) {
-  for (const char* n : names) {
-    const char* v = std::getenv(n);
-    if (!v || !*v) continue;
-    char* end = nullptr;
-    long x = std::strtol(v, &end, 10);
-    if (end && *end == '\0') return x;
-  }
-  return std::nullopt;
-}
-}  // namespace
-
 EventLog::EventLog(const EventLogOptions& opts, std::string* error)
     : pid_(static_cast<long>(getpid())),
-      rank_(env_long({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})),
-      local_rank_(env_long({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})) {
+      rank_(opts.rank),
+      local_rank_(opts.local_rank),
+      world_size_(opts.world_size) {
   if (opts.console) {
     auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     console_ = std::make_shared<spdlog::logger>("nanscope-console", sink);
@@ -48,6 +35,12 @@ EventLog::EventLog(const EventLogOptions& opts, std::string* error)
     // log (a launcher's children, compile workers) never interleave mid-line.
     std::string why;
     fd_ = open_for_writing(opts.path, opts.unique_path ? NewFile::exclusive : NewFile::append, &why);
+    if (fd_ < 0 && !opts.fallback_path.empty()) {
+      std::string why_fallback;
+      fd_ = open_for_writing(opts.fallback_path, NewFile::exclusive, &why_fallback);
+      if (fd_ >= 0 && error) *error = why + "; writing '" + opts.fallback_path + "' instead";
+      if (fd_ < 0) why += "; and " + why_fallback;
+    }
     if (fd_ < 0 && error) *error = "cannot open NANSCOPE_LOG file: " + why;
   }
 }
@@ -74,6 +67,7 @@ void EventLog::emit_with_id(uint64_t id, std::string_view event, const Json& bod
   j[key::pid] = pid_;
   if (rank_) j[key::rank] = *rank_;
   if (local_rank_) j[key::local_rank] = *local_rank_;
+  if (world_size_) j[key::world_size] = *world_size_;
   for (auto it = body.begin(); it != body.end(); ++it) j[it.key()] = it.value();
   // Invalid UTF-8 in kernel names must not lose the event: replace, don't throw.
   std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

@@ -22,16 +22,20 @@ struct EventLogOptions {
   std::string level = "info";
   std::string console_prefix = "nanscope";
   bool unique_path = false;  // the name is this process's own (NANSCOPE_LOG with %p): created, never reused
+  std::string fallback_path; // a unique name taken already (a rank's rerun): this one instead
+  // Written into every event when known (rank_env.hpp).
+  std::optional<long> rank, local_rank, world_size;
 };
 
 class EventLog {
  public:
   // Never throws. A file that cannot be opened is reported in `error` (naming the path) and
-  // the log continues on the console alone.
+  // the log continues on the console alone; `error` also says when the fallback name was used.
   explicit EventLog(const EventLogOptions& opts, std::string* error = nullptr);
   ~EventLog();
 
-  // Writes one event: adds schema, event, id, ts_ns, pid and rank fields in front of `body`.
+  // Writes one event: adds schema, event, id, ts_ns, pid, rank, local_rank and world_size (the
+  // last three when known) in front of `body`.
   // Returns the event id.
   uint64_t emit(std::string_view event, const Json& body);
   // For events that must know their id before they are written (a dump names it).
@@ -50,7 +54,7 @@ class EventLog {
   std::shared_ptr<spdlog::logger> console_;
   std::atomic<uint64_t> next_id_{1};
   long pid_;
-  std::optional<long> rank_, local_rank_;
+  std::optional<long> rank_, local_rank_, world_size_;
 };
 
 uint64_t wall_clock_ns();

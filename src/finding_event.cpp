@@ -112,6 +112,7 @@ constexpr const char* python = schema::key::python;
 constexpr const char* file = schema::python_key::file;
 constexpr const char* line = schema::python_key::line;
 constexpr const char* function = schema::python_key::function;
+constexpr const char* collective = schema::key::collective;
 }  // namespace key
 
 // Values the log spells out.
@@ -343,6 +344,26 @@ Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdi
   if (origin) add_origin_fields(j, *origin);
   if (origin && origin->origin == lineage::Origin::candidate) j[key::candidates] = candidates_json(facts.candidates);
   j[key::python] = python_json(facts.python);
+  if (facts.collective) j[key::collective] = collective_json(*facts.collective, origin);
+  return j;
+}
+
+Json collective_json(const CollectiveFacts& c, const std::optional<lineage::Verdict>& origin) {
+  namespace ck = schema::collective_key;
+  namespace ss = schema::send_state_str;
+  const char* send_state = ss::unknown;
+  if (c.role == CollectiveRole::send) send_state = ss::nonfinite;  // the scan of sendbuff itself found it
+  else if (c.send_read && origin && origin->origin == lineage::Origin::introduced) send_state = ss::finite;
+  else if (c.send_read && origin && origin->origin == lineage::Origin::propagated) send_state = ss::nonfinite;
+  Json j;
+  j[ck::op] = collective_op_name(c.op);
+  j[ck::comm] = comm_hex(c.where.hash);
+  j[ck::seq] = c.where.seq;
+  j[ck::rank] = c.where.rank;
+  j[ck::nranks] = c.where.nranks;
+  j[ck::peers] = c.peers;
+  j[ck::send_state] = send_state;
+  j[ck::role] = c.role == CollectiveRole::send ? schema::role_str::send : schema::role_str::recv;
   return j;
 }
 

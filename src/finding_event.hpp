@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "collective.hpp"
 #include "event_log.hpp"
 #include "lineage.hpp"
 #include "padding.hpp"
@@ -115,7 +116,11 @@ struct FindingFacts {
   std::optional<uint64_t> graph_stream;  // captured: the stream the graph last launched on
   std::optional<PythonLine> python;      // where the launch the finding is named after came from
   std::vector<CandidateFacts> candidates;  // origin candidate: newest last
+  std::optional<CollectiveFacts> collective;  // the scan was an NCCL collective's buffer
 };
+// nonfinite.collective: the facts, and send_state from the finding's origin (a recv scan's only
+// input is this rank's sendbuff: introduced means it was finite, propagated non-finite).
+Json collective_json(const CollectiveFacts& c, const std::optional<lineage::Verdict>& origin);
 Json python_json(const std::optional<PythonLine>& line);  // {file, line, function}, or null
 // The body of the `nonfinite` event (without "dump", which the reporter adds after a dump).
 Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdict>& origin);

@@ -37,6 +37,7 @@ inline constexpr char ts_ns[] = "ts_ns";
 inline constexpr char pid[] = "pid";
 inline constexpr char rank[] = "rank";
 inline constexpr char local_rank[] = "local_rank";
+inline constexpr char world_size[] = "world_size";
 // start
 inline constexpr char version[] = "version";
 inline constexpr char attach[] = "attach";
@@ -78,6 +79,7 @@ inline constexpr char rows_after[] = "rows_after";
 inline constexpr char candidates[] = "candidates";  // origin candidate: kCandidateKeys objects
 inline constexpr char python[] = "python";          // python_key object, or null
 inline constexpr char dump[] = "dump";
+inline constexpr char collective[] = "collective";  // kCollectiveKeys object: an NCCL call's buffer
 // repeat
 inline constexpr char of[] = "of";
 inline constexpr char count[] = "count";
@@ -128,6 +130,16 @@ inline constexpr char real[] = "real";
 inline constexpr char unknown[] = "unknown";  // rows, only when a watch without a spec has some
 inline constexpr char truncated[] = "truncated";
 }  // namespace rows_key
+namespace collective_key {  // nonfinite.collective (docs/multi-gpu.md)
+inline constexpr char op[] = "op";                  // collective_op_str
+inline constexpr char comm[] = "comm";              // 16 hex digits: hash of the ncclUniqueId
+inline constexpr char seq[] = "seq";                // per communicator (per peer for send/recv)
+inline constexpr char rank[] = "rank";              // rank in the communicator
+inline constexpr char nranks[] = "nranks";
+inline constexpr char peers[] = "peers";            // ranks whose data reached the buffer / it goes to
+inline constexpr char send_state[] = "send_state";  // send_state_str: this rank's sendbuff before the call
+inline constexpr char role[] = "role";              // role_str: the buffer scanned
+}  // namespace collective_key
 namespace python_key {  // nonfinite.python, candidates[i].python: where the kernel was launched from
 inline constexpr char file[] = "file";
 inline constexpr char line[] = "line";
@@ -204,6 +216,24 @@ inline constexpr char unknown[] = "unknown";
 namespace action_str {
 inline constexpr char zeroed[] = "zeroed";  // the padding rows were zeroed after the scan
 }
+namespace collective_op_str {  // collective.op
+inline constexpr char all_reduce[] = "all_reduce";
+inline constexpr char reduce_scatter[] = "reduce_scatter";
+inline constexpr char all_gather[] = "all_gather";
+inline constexpr char broadcast[] = "broadcast";
+inline constexpr char reduce[] = "reduce";
+inline constexpr char send[] = "send";
+inline constexpr char recv[] = "recv";
+}  // namespace collective_op_str
+namespace send_state_str {  // collective.send_state
+inline constexpr char finite[] = "finite";
+inline constexpr char nonfinite[] = "nonfinite";
+inline constexpr char unknown[] = "unknown";
+}  // namespace send_state_str
+namespace role_str {  // collective.role
+inline constexpr char recv[] = "recv";  // the scan of recvbuff after the call
+inline constexpr char send[] = "send";  // the scan of sendbuff of a call that receives nothing here
+}  // namespace role_str
 namespace attach_str {  // start.attach
 inline constexpr char injection[] = "injection";
 inline constexpr char preload[] = "preload";
@@ -250,8 +280,8 @@ constexpr Region region_from(std::string_view s) {
 
 using Keys = std::span<const std::string_view>;
 
-inline constexpr std::string_view kCommonKeys[] = {key::schema, key::event, key::id,        key::ts_ns,
-                                                   key::pid,    key::rank,  key::local_rank};
+inline constexpr std::string_view kCommonKeys[] = {key::schema, key::event,      key::id,        key::ts_ns,
+                                                   key::pid,    key::rank,       key::local_rank, key::world_size};
 inline constexpr std::string_view kStartKeys[] = {key::version, key::attach, key::config, key::config_errors,
                                                   key::argv0,   key::cupti};
 inline constexpr std::string_view kNonfiniteKeys[] = {
@@ -261,7 +291,7 @@ inline constexpr std::string_view kNonfiniteKeys[] = {
     key::counts_real,    key::rows,        key::rows_total,  key::watch,             key::padding_source,
     key::rows_inferred,  key::action,      key::origin,      key::origin_why,        key::parents,
     key::root,           key::origin_incomplete, key::leak,  key::rows_before,       key::rows_after,
-    key::candidates,     key::python,      key::dump};
+    key::candidates,     key::python,      key::dump,        key::collective};
 inline constexpr std::string_view kRepeatKeys[] = {key::of, key::count, key::total, key::first_replay,
                                                    key::last_replay, key::final_};
 inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason};
@@ -308,6 +338,10 @@ inline constexpr std::string_view kRootKeys[] = {
     root_key::last_event, root_key::first_leak, key::candidates};
 // nonfinite.candidates[i] and the python object (the reader keeps both as JSON text).
 inline constexpr std::string_view kCandidateKeys[] = {key::kernel, key::launch_id, key::stream, key::python};
+// nonfinite.collective.
+inline constexpr std::string_view kCollectiveKeys[] = {
+    collective_key::op,     collective_key::comm,  collective_key::seq,        collective_key::rank,
+    collective_key::nranks, collective_key::peers, collective_key::send_state, collective_key::role};
 inline constexpr std::string_view kPythonKeys[] = {python_key::file, python_key::line, python_key::function};
 inline constexpr std::string_view kFirstLeakKeys[] = {root_key::event, key::kernel,      key::launch_id,
                                                       key::buffer,     key::rows_before, key::rows_after};

@@ -66,7 +66,8 @@ struct LaunchOptions {
 };
 
 void add_options(CLI::App& app, LaunchOptions& o) {
-  app.add_option("--log", o.log, "JSON-lines log file (%p becomes the pid) [NANSCOPE_LOG]");
+  app.add_option("--log", o.log, "JSON-lines log file (%p becomes the pid, %r the rank: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "
+                 "in a multi-process job a name with neither gets .rank<R> before its extension) [NANSCOPE_LOG]");
   app.add_option("--mode", o.mode, "detect, fix or abort [NANSCOPE_MODE]")
       ->check(CLI::IsMember({"detect", "fix", "abort"}));
   app.add_option("--kernel-filter", o.filter, "only kernels whose demangled name matches [NANSCOPE_KERNEL_FILTER]");
@@ -141,7 +142,8 @@ int run_launcher(int argc, char** argv) {
   app.prefix_command();  // everything from the first positional on belongs to the app
   LaunchOptions o;
   add_options(app, o);
-  app.footer("Example:\n  nanscope --log run-%p.jsonl -- python3 decode.py\n  nanscope report run-*.jsonl");
+  app.footer("Examples:\n  nanscope --log run-%p.jsonl -- python3 decode.py\n  nanscope report run-*.jsonl\n"
+             "  nanscope --log run-%r.jsonl -- torchrun --nproc-per-node 2 train.py   (one log per rank)");
 
   try {
     app.parse(argc, argv);

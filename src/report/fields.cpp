@@ -41,6 +41,7 @@ const F kTop[] = {
     integer(k::pid, &Event::pid, h_pid),
     integer(k::rank, &Event::rank, h_rank),
     integer(k::local_rank, &Event::local_rank, h_local_rank),
+    special(k::world_size, K::ignored),  // multi-rank logs: read by the cross-rank join (issue 21)
     // start
     string(k::version, &Event::version),
     string(k::attach, &Event::attach),
@@ -83,6 +84,7 @@ const F kTop[] = {
     string(k::dump, &Event::dump, h_dump),
     raw(k::python, &Event::python_json),
     raw(k::candidates, &Event::candidates_json),
+    special(k::collective, K::ignored),  // multi-rank logs: read by the cross-rank join (issue 21)
     // repeat
     integer(k::of, &Event::of, h_of),
     integer(k::count, &Event::count, h_count),

@@ -1246,6 +1246,138 @@ def test_wheel():
     print("\n".join(keep), "\n...\n", p.stdout[-4000:], p.stderr[-3000:])  # the checks' lines, then the tail
     sys.exit(p.returncode)
 
+# ---- Several GPUs (issue 21): NCCL collectives under torchrun, one log per rank --------------
+NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+NCCL_KERNEL = r"(?i)oneRankReduce|ncclDevKernel|ncclKernel"  # NCCL's own kernels, not the function's name
+
+
+def gpu_count():
+    p = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                       capture_output=True, text=True)
+    return int(p.stdout.strip() or 0) if p.returncode == 0 else 0
+
+
+def torchrun(nproc, args, nanscope_logs=None):
+    """apps/nccl_allreduce.py under `python -m torch.distributed.run`, plainly or behind the
+    launcher with --log DIR/run-%r.jsonl. Returns {rank: truth line}."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+           os.path.join(APPS, "nccl_allreduce.py"), *args]
+    if nanscope_logs:
+        cmd = [BIN, "-q", "--log", os.path.join(nanscope_logs, "run-%r.jsonl"), "--", *cmd]
+    p = run(cmd, env=NCCL_ENV, check=False)
+    if p.returncode == SKIP or "skip:" in p.stdout:
+        print(f"skip: {p.stdout.strip()[-500:]}")
+        sys.exit(SKIP)
+    if p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-4000:]}")
+    truth = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            t = json.loads(line)
+            truth[t["rank"]] = t
+    if sorted(truth) != list(range(nproc)):
+        fail(f"not every rank printed its line: {sorted(truth)}\n{p.stdout[-3000:]}")
+    return truth
+
+
+def nccl_run(nproc, args, label):
+    """A plain run and a run under nanscope: bit-identical outputs on every rank; each rank's log."""
+    if gpu_count() < nproc:
+        print(f"skip {label}: needs {nproc} GPUs, {gpu_count()} visible")
+        sys.exit(SKIP)
+    want = torchrun(nproc, args)
+    logs = tempfile.mkdtemp(prefix="nanscope_ranks_")
+    got = torchrun(nproc, args, logs)
+    for r in range(nproc):
+        if want[r]["checksum"] != got[r]["checksum"]:
+            fail(f"{label}: rank {r}'s output differs under nanscope: {want[r]['checksum']} vs {got[r]['checksum']}")
+    events = {}
+    for r in range(nproc):
+        path = os.path.join(logs, f"run-{r}.jsonl")
+        if not os.path.exists(path):
+            fail(f"{label}: no log for rank {r} (logs: {os.listdir(logs)})")
+        events[r] = read_log(path)
+        start = events[r][0]
+        if start["event"] != "start" or start.get("rank") != r or start.get("world_size") != nproc:
+            fail(f"{label}: rank {r}'s log starts with {json.dumps(start)[:300]}")
+    return want, events
+
+
+def collective_findings(events, op="all_reduce"):
+    return [e for e in sorted(findings(events), key=lambda e: e["id"])
+            if e.get("collective", {}).get("op") == op and e["collective"]["role"] == "recv"]
+
+
+def expect_collective(e, rank, nranks, send_state, origin, label, events):
+    c = e["collective"]
+    problems = []
+    if not re.fullmatch(r"[0-9a-f]{16}", c["comm"]):
+        problems.append(f"comm {c['comm']!r} is not 16 hex digits")
+    if (c["rank"], c["nranks"], c["peers"]) != (rank, nranks, list(range(nranks))):
+        problems.append(f"rank/nranks/peers {c['rank']}/{c['nranks']}/{c['peers']}")
+    if c["send_state"] != send_state:
+        problems.append(f"send_state {c['send_state']}, want {send_state}")
+    if e.get("origin") != origin:
+        problems.append(f"origin {e.get('origin')} ({e.get('origin_why')}), want {origin}")
+    if not re.search(NCCL_KERNEL, e["kernel"]):
+        problems.append(f"kernel {e['kernel'][:160]!r} is not NCCL's kernel")
+    if problems:
+        fail(f"{label} rank {rank}: finding {e['id']}:\n  " + "\n  ".join(problems) + f"\nnanscope said:{said(events)}")
+
+
+def test_nccl_allreduce():
+    """One rank (a single GPU): ReduceOp.AVG makes NCCL run its one-rank reduction kernel over a
+    bf16 tensor holding one planted NaN; the scan of recvbuff is named after that kernel,
+    propagated from the sendbuff (in place), with the collective's fields; a clean run finds
+    nothing; outputs bit-identical."""
+    require_torch()
+    want, events = nccl_run(1, [], "nccl_allreduce")
+    got = collective_findings(events[0])
+    if not got:
+        fail(f"nccl_allreduce: no all_reduce finding (want {want[0]['counts']})\nnanscope said:{said(events[0])}")
+    e = got[0]
+    expect_collective(e, 0, 1, "nonfinite", "propagated", "nccl_allreduce", events[0])
+    if e["buffer"]["elements"] != want[0]["numel"] or e["counts"] != want[0]["counts"]:
+        fail(f"nccl_allreduce: scanned {e['buffer']['elements']} elements {e['counts']}, want {want[0]['numel']} "
+             f"{want[0]['counts']}")
+    _, clean = nccl_run(1, ["--clean"], "nccl_allreduce --clean")
+    expect_clean(clean[0], "nccl_allreduce --clean")
+    print(f"ok: one-rank all_reduce named {e['kernel'][:60]}, seq {e['collective']['seq']}, comm "
+          f"{e['collective']['comm']}, propagated from its sendbuff; clean run clean; bit-identical")
+
+
+def test_nccl_allreduce_2rank():
+    """Two ranks (needs 2 GPUs): rank 1 plants a NaN, both all-reduce in place. Rank 1's recv
+    finding is propagated (send_state nonfinite); rank 0's is introduced at the NCCL kernel with
+    send_state finite, on the same (comm, seq); outputs bit-identical on both ranks."""
+    require_torch()
+    _, events = nccl_run(2, [], "nccl_allreduce_2rank")
+    first = {}
+    for r, send_state, origin in ((0, "finite", "introduced"), (1, "nonfinite", "propagated")):
+        got = collective_findings(events[r])
+        if not got:
+            fail(f"nccl_allreduce_2rank: no all_reduce finding on rank {r}\nnanscope said:{said(events[r])}")
+        expect_collective(got[0], r, 2, send_state, origin, "nccl_allreduce_2rank", events[r])
+        first[r] = got[0]["collective"]
+    if (first[0]["comm"], first[0]["seq"]) != (first[1]["comm"], first[1]["seq"]):
+        fail(f"nccl_allreduce_2rank: the ranks disagree on the collective: {first}")
+    print(f"ok: rank 1 contributed (nonfinite sendbuff), rank 0 introduced at the NCCL kernel, both at comm "
+          f"{first[0]['comm']} seq {first[0]['seq']}; bit-identical")
+
+
+def test_nccl_tp_graph():
+    """A 2-way tensor-parallel MLP captured in a torch.cuda.graph (needs 2 GPUs): rank 1's input
+    holds a NaN for the last replay; both ranks' all_reduce scans are graph nodes that find it,
+    rank 0 with send_state finite, rank 1 nonfinite; outputs bit-identical."""
+    require_torch()
+    _, events = nccl_run(2, ["--workload", "tp_graph"], "nccl_tp_graph")
+    for r, send_state, origin in ((0, "finite", "introduced"), (1, "nonfinite", "propagated")):
+        got = [e for e in collective_findings(events[r]) if "graph_id" in e]
+        if not got:
+            fail(f"nccl_tp_graph: no captured all_reduce finding on rank {r}\nnanscope said:{said(events[r])}")
+        expect_collective(got[0], r, 2, send_state, origin, "nccl_tp_graph", events[r])
+    print("ok: captured all_reduce scans found the NaN on both ranks (rank 1 contributed); bit-identical")
+
 
 def gpu_tests():
     """Every test, in definition order: the one list CMake and tests/gpu/run_suite.sh read."""

@@ -85,27 +85,47 @@ TEST(EventLog, UnwritablePathIsReportedByName) {
   EXPECT_EQ(log.emit("start", Json::object()), 1u);  // still usable, console only
 }
 
-TEST(EventLog, RankComesFromTheEnvironment) {
+// The rank comes from the configuration (src/rank_env.hpp reads the launchers' variables).
+TEST(EventLog, EveryEventCarriesTheRank) {
   const std::string path = temp_path("nanscope-rank-");
   std::filesystem::remove(path);
-  setenv("RANK", "3", 1);
-  setenv("LOCAL_RANK", "1", 1);
   {
-    EventLog log({path, false, "info"});
+    EventLogOptions options{path, false, "info"};
+    options.rank = 3, options.local_rank = 1, options.world_size = 4;
+    EventLog log(options);
     log.emit("start", Json::object());
   }
-  unsetenv("RANK");
-  unsetenv("LOCAL_RANK");
   auto lines = read_lines(path);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["rank"], 3);
   EXPECT_EQ(lines[0]["local_rank"], 1);
+  EXPECT_EQ(lines[0]["world_size"], 4);
   // With every optional header field present, the header is exactly the schema's common keys
   // (log_schema.hpp), the list the reader is checked against (tests/report/test_schema.cpp).
   std::set<std::string> written, declared(std::begin(schema::kCommonKeys), std::end(schema::kCommonKeys));
   for (auto it = lines[0].begin(); it != lines[0].end(); ++it) written.insert(it.key());
   EXPECT_EQ(written, declared);
   std::filesystem::remove(path);
+}
+
+// A rank's name taken already (a rerun): the fallback name, and the error says so.
+TEST(EventLog, TakenRankNameFallsBack) {
+  const std::string path = temp_path("nanscope-rank-taken-"), fallback = path + ".pid1";
+  std::filesystem::remove(fallback);
+  std::ofstream(path) << "an earlier run\n";
+  std::string error;
+  {
+    EventLogOptions options{path, false, "info", "nanscope", /*unique_path=*/true};
+    options.fallback_path = fallback;
+    EventLog log(options, &error);
+    EXPECT_TRUE(log.has_file());
+    log.emit("start", Json::object());
+  }
+  EXPECT_NE(error.find("already exists"), std::string::npos) << error;
+  EXPECT_NE(error.find(fallback), std::string::npos) << error;
+  EXPECT_EQ(read_lines(fallback).size(), 1u);
+  std::filesystem::remove(path);
+  std::filesystem::remove(fallback);
 }
 
 // Issue 19, defect 4: another user planted links for the next pids; a run appended through

@@ -30,6 +30,38 @@ TEST(FindingEvent, TypedOutput) {
             R"j(non-finite output: void add_kernel<float>(float*, float const*, int) arg 1 (f32 x1024 at 0x7f0000001000): 3 NaN, 1 +Inf, 0 -Inf, first at 17 (launch 7, stream 0x5000))j");
 }
 
+// A collective's recv scan: send_state follows the origin (its only input is this rank's
+// sendbuff); a send-only rank's scan of its sendbuff is non-finite by being logged at all.
+TEST(FindingEvent, CollectiveFieldsAndSendState) {
+  const Finding f = typed_output();
+  FindingFacts x = facts(f);
+  CollectiveFacts c;
+  c.op = CollectiveOp::all_reduce;
+  c.where = {0x9f2c41d07a5be3c1ull, 0, 2, 17, true};
+  c.peers = {0, 1};
+  c.send_read = true;
+  x.collective = c;
+  lineage::Verdict v;
+  v.origin = lineage::Origin::introduced;
+  EXPECT_EQ(finding_event(x, v)["collective"].dump(),
+            R"j({"op":"all_reduce","comm":"9f2c41d07a5be3c1","seq":17,"rank":0,"nranks":2,"peers":[0,1],"send_state":"finite","role":"recv"})j");
+  v.origin = lineage::Origin::propagated;
+  EXPECT_EQ(finding_event(x, v)["collective"]["send_state"], "nonfinite");
+  v.origin = lineage::Origin::unknown;
+  EXPECT_EQ(finding_event(x, v)["collective"]["send_state"], "unknown");
+  EXPECT_EQ(finding_event(x, std::nullopt)["collective"]["send_state"], "unknown");  // NANSCOPE_ORIGIN=0
+  x.collective->send_read = false;  // recv, broadcast off the root: no sendbuff here
+  v.origin = lineage::Origin::introduced;
+  EXPECT_EQ(finding_event(x, v)["collective"]["send_state"], "unknown");
+  x.collective->op = CollectiveOp::send;
+  x.collective->role = CollectiveRole::send;
+  x.collective->peers = {1};
+  const Json j = finding_event(x, std::nullopt)["collective"];
+  EXPECT_EQ(j["role"], "send");
+  EXPECT_EQ(j["send_state"], "nonfinite");
+  EXPECT_FALSE(finding_event(facts(f), std::nullopt).contains("collective"));
+}
+
 TEST(FindingEvent, UnknownKernelKeepsItsPlaces) {
   const Finding f = typed_output();
   FindingFacts x{f, 1};
