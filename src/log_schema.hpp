@@ -78,6 +78,7 @@ inline constexpr char rows_after[] = "rows_after";
 inline constexpr char candidates[] = "candidates";  // origin candidate: kCandidateKeys objects
 inline constexpr char python[] = "python";          // python_key object, or null
 inline constexpr char dump[] = "dump";
+inline constexpr char collective[] = "collective";  // collective_key object: an NCCL buffer's call
 // repeat
 inline constexpr char of[] = "of";
 inline constexpr char count[] = "count";
@@ -133,6 +134,16 @@ inline constexpr char file[] = "file";
 inline constexpr char line[] = "line";
 inline constexpr char function[] = "function";
 }  // namespace python_key
+namespace collective_key {  // nonfinite.collective: the NCCL call whose buffer this finding scanned
+inline constexpr char op[] = "op";                  // collective_op_str
+inline constexpr char comm[] = "comm";              // the communicator's id: 16 hex digits, equal on all its ranks
+inline constexpr char seq[] = "seq";                // per communicator, equal across ranks for one call
+inline constexpr char rank[] = "rank";              // this rank in the communicator
+inline constexpr char nranks[] = "nranks";
+inline constexpr char peers[] = "peers";            // ranks (in the communicator) whose data reached the buffer
+inline constexpr char send_state[] = "send_state";  // send_state_str: this rank's sendbuff before the call
+inline constexpr char role[] = "role";              // role_str
+}  // namespace collective_key
 namespace origins_key {  // summary.origins
 inline constexpr char roots[] = "roots";
 inline constexpr char roots_not_listed[] = "roots_not_listed";
@@ -201,6 +212,24 @@ inline constexpr char real[] = "real";
 inline constexpr char mixed[] = "mixed";
 inline constexpr char unknown[] = "unknown";
 }  // namespace region_str
+namespace collective_op_str {  // collective.op
+inline constexpr char all_reduce[] = "all_reduce";
+inline constexpr char reduce_scatter[] = "reduce_scatter";
+inline constexpr char all_gather[] = "all_gather";
+inline constexpr char broadcast[] = "broadcast";
+inline constexpr char reduce[] = "reduce";
+inline constexpr char send[] = "send";
+inline constexpr char recv[] = "recv";
+}  // namespace collective_op_str
+namespace send_state_str {  // collective.send_state
+inline constexpr char finite[] = "finite";
+inline constexpr char nonfinite[] = "nonfinite";
+inline constexpr char unknown[] = "unknown";
+}  // namespace send_state_str
+namespace role_str {  // collective.role: the buffer scanned was the call's recvbuff, or a send-only sendbuff
+inline constexpr char recv[] = "recv";
+inline constexpr char send[] = "send";
+}  // namespace role_str
 namespace action_str {
 inline constexpr char zeroed[] = "zeroed";  // the padding rows were zeroed after the scan
 }
@@ -261,7 +290,7 @@ inline constexpr std::string_view kNonfiniteKeys[] = {
     key::counts_real,    key::rows,        key::rows_total,  key::watch,             key::padding_source,
     key::rows_inferred,  key::action,      key::origin,      key::origin_why,        key::parents,
     key::root,           key::origin_incomplete, key::leak,  key::rows_before,       key::rows_after,
-    key::candidates,     key::python,      key::dump};
+    key::candidates,     key::python,      key::dump,        key::collective};
 inline constexpr std::string_view kRepeatKeys[] = {key::of, key::count, key::total, key::first_replay,
                                                    key::last_replay, key::final_};
 inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason};
@@ -308,6 +337,9 @@ inline constexpr std::string_view kRootKeys[] = {
     root_key::last_event, root_key::first_leak, key::candidates};
 // nonfinite.candidates[i] and the python object (the reader keeps both as JSON text).
 inline constexpr std::string_view kCandidateKeys[] = {key::kernel, key::launch_id, key::stream, key::python};
+inline constexpr std::string_view kCollectiveKeys[] = {
+    collective_key::op,     collective_key::comm,  collective_key::seq,        collective_key::rank,
+    collective_key::nranks, collective_key::peers, collective_key::send_state, collective_key::role};
 inline constexpr std::string_view kPythonKeys[] = {python_key::file, python_key::line, python_key::function};
 inline constexpr std::string_view kFirstLeakKeys[] = {root_key::event, key::kernel,      key::launch_id,
                                                       key::buffer,     key::rows_before, key::rows_after};
