@@ -31,7 +31,7 @@ std::map<std::uint32_t, bool> sent_finite(const std::vector<CollFinding>& f, con
 }
 
 void judge_receiver(std::vector<CollFinding>& f, std::uint32_t i, const Group& contributors,
-                    const std::map<std::uint32_t, bool>& finite, std::uint32_t& unaccounted_total) {
+                    const std::map<std::uint32_t, bool>& finite) {
   CollFinding& r = f[i];
   const Collective& c = r.call();
   for (std::uint32_t j : contributors)
@@ -42,17 +42,22 @@ void judge_receiver(std::vector<CollFinding>& f, std::uint32_t i, const Group& c
   }
   // No contributor reached it: the call introduced it only if every peer is known to have sent
   // finite data (this rank included).
-  unaccounted_total = 0;
+  std::uint32_t unaccounted_total = 0;
   auto check = [&](std::uint32_t peer) {
     const auto it = finite.find(peer);
     if (it != finite.end() && it->second) return;
     if (r.unaccounted.size() < kMaxUnaccounted) r.unaccounted.push_back(peer);
     ++unaccounted_total;
   };
-  if (c.all_peers)
-    for (std::uint32_t p = 0; p < c.nranks; ++p) check(p);
-  else
+  if (c.all_peers) {  // up to 2^20 ranks: count the finite ones, list the first others
+    std::uint32_t finite_peers = 0;
+    for (const auto& [peer, fin] : finite) finite_peers += fin && peer < c.nranks;
+    for (std::uint32_t p = 0; p < c.nranks && r.unaccounted.size() < kMaxUnaccounted; ++p)
+      if (const auto it = finite.find(p); it == finite.end() || !it->second) r.unaccounted.push_back(p);
+    unaccounted_total = c.nranks - finite_peers;
+  } else {
     for (std::uint32_t p : c.peers) check(p);
+  }
   if (c.send_state != SendState::finite) check(c.rank);
   std::sort(r.unaccounted.begin(), r.unaccounted.end());
   r.unaccounted.erase(std::unique(r.unaccounted.begin(), r.unaccounted.end()), r.unaccounted.end());
@@ -151,8 +156,7 @@ void join_collectives(std::vector<CollFinding>& f) {
     }
     const auto finite = sent_finite(f, g);
     for (std::uint32_t i : g) {
-      std::uint32_t unaccounted_total = 0;
-      if (receives(f[i].call())) judge_receiver(f, i, contributors, finite, unaccounted_total);
+      if (receives(f[i].call())) judge_receiver(f, i, contributors, finite);
     }
   }
 }
@@ -205,6 +209,7 @@ bool Analysis::defer_collective(const Event& e, std::uint32_t file, std::uint32_
   }
   CollFinding f;
   f.snap = {true, file, pi, si, line, e};
+  f.snap.ev.collective_json.clear();  // decoded into snap.ev.collective; the text may be megabytes
   f.stream = stream;
   for (std::size_t k = 0; k < e.root.size() && k < kMaxCauses; ++k) f.roots.push_back(resolve_root(*this, pi, e.root[k]));
   x.peer_entries += e.collective.peers.size();
