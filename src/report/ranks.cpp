@@ -30,6 +30,36 @@ std::map<std::uint32_t, bool> sent_finite(const std::vector<CollFinding>& f, con
   return finite;
 }
 
+bool is_finite(const std::map<std::uint32_t, bool>& finite, std::uint32_t peer) {
+  const auto it = finite.find(peer);
+  return it != finite.end() && it->second;
+}
+
+// The peers of a receiver no contributor reached that are not known to have sent finite data
+// (this rank included): listed in r.unaccounted (the first 64), counted in the result.
+std::uint32_t unaccounted_peers(CollFinding& r, const std::map<std::uint32_t, bool>& finite) {
+  const Collective& c = r.call();
+  std::uint32_t total = 0;
+  auto note = [&](std::uint32_t peer) {
+    if (r.unaccounted.size() < kMaxUnaccounted) r.unaccounted.push_back(peer);
+    ++total;
+  };
+  if (c.all_peers) {  // up to 2^20 ranks: count the finite ones, list the first others
+    std::uint32_t finite_peers = 0;
+    for (const auto& [peer, fin] : finite) finite_peers += fin && peer < c.nranks;
+    for (std::uint32_t p = 0; p < c.nranks && r.unaccounted.size() < kMaxUnaccounted; ++p)
+      if (!is_finite(finite, p)) r.unaccounted.push_back(p);
+    total = c.nranks - finite_peers;
+  } else {
+    for (std::uint32_t p : c.peers)
+      if (!is_finite(finite, p)) note(p);
+  }
+  if (c.send_state != SendState::finite) note(c.rank);
+  std::sort(r.unaccounted.begin(), r.unaccounted.end());
+  r.unaccounted.erase(std::unique(r.unaccounted.begin(), r.unaccounted.end()), r.unaccounted.end());
+  return total;
+}
+
 void judge_receiver(std::vector<CollFinding>& f, std::uint32_t i, const Group& contributors,
                     const std::map<std::uint32_t, bool>& finite) {
   CollFinding& r = f[i];
@@ -41,27 +71,8 @@ void judge_receiver(std::vector<CollFinding>& f, std::uint32_t i, const Group& c
     return;
   }
   // No contributor reached it: the call introduced it only if every peer is known to have sent
-  // finite data (this rank included).
-  std::uint32_t unaccounted_total = 0;
-  auto check = [&](std::uint32_t peer) {
-    const auto it = finite.find(peer);
-    if (it != finite.end() && it->second) return;
-    if (r.unaccounted.size() < kMaxUnaccounted) r.unaccounted.push_back(peer);
-    ++unaccounted_total;
-  };
-  if (c.all_peers) {  // up to 2^20 ranks: count the finite ones, list the first others
-    std::uint32_t finite_peers = 0;
-    for (const auto& [peer, fin] : finite) finite_peers += fin && peer < c.nranks;
-    for (std::uint32_t p = 0; p < c.nranks && r.unaccounted.size() < kMaxUnaccounted; ++p)
-      if (const auto it = finite.find(p); it == finite.end() || !it->second) r.unaccounted.push_back(p);
-    unaccounted_total = c.nranks - finite_peers;
-  } else {
-    for (std::uint32_t p : c.peers) check(p);
-  }
-  if (c.send_state != SendState::finite) check(c.rank);
-  std::sort(r.unaccounted.begin(), r.unaccounted.end());
-  r.unaccounted.erase(std::unique(r.unaccounted.begin(), r.unaccounted.end()), r.unaccounted.end());
-  r.verdict = unaccounted_total == 0 ? CrossVerdict::collective_introduced : CrossVerdict::unknown;
+  // finite data.
+  r.verdict = unaccounted_peers(r, finite) == 0 ? CrossVerdict::collective_introduced : CrossVerdict::unknown;
 }
 
 Cause self_cause(const CollFinding& f, std::uint32_t i, Origin origin) {

@@ -299,6 +299,32 @@ TEST(Ranks, ChainedCollectivesFollowTheFirstCall) {
   }
 }
 
+// ncclSend of a non-finite buffer from rank 1, ncclRecv on rank 0: the send-only side is the
+// contributor (role send), the receiver's peers name it.
+TEST(Ranks, SendToRecvCrossesRanks) {
+  TempDir dir;
+  Log r0(4000, 0), r1(4001, 1);
+  r0.start(0), r1.start(0);
+  const std::int64_t k = r1.nonfinite(10, "K1(float*)", 1, {{"origin", "introduced"}});
+  json send = collective(1, "nonfinite", 5, 2, "send", "send");
+  send["peers"] = json::array({1});
+  r1.nonfinite(20, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1,
+               {{"origin", "propagated"}, {"parents", {k}}, {"root", {k}}, {"collective", send},
+                {"buffer", {{"arg", 1}, {"ptr", "0x9000"}}}});
+  json recv = collective(0, "unknown", 5, 2, "recv", "recv");
+  recv["peers"] = json::array({1});
+  r0.nonfinite(21, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1,
+               {{"origin", "introduced"}, {"collective", recv}});
+  r0.write(dir / "a.jsonl"), r1.write(dir / "b.jsonl");
+  const json j = report_json({dir / "a.jsonl", dir / "b.jsonl"});
+  auto f = by_rank(j);
+  EXPECT_EQ(f[1]["verdict"], "contributor");
+  EXPECT_EQ(f[1]["role"], "send");
+  EXPECT_EQ(f[0]["verdict"], "propagated");
+  EXPECT_EQ(f[0]["first_cause"][0]["kernel"], "K1(float*)");
+  EXPECT_EQ(j["first_cause"]["kernel"], "K1(float*)");
+}
+
 TEST(Ranks, HostileCollectivesAreBadLinesNamedByFileAndLine) {
   TempDir dir;
   Log log(5, 0);
