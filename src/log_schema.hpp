@@ -213,9 +213,6 @@ inline constexpr char real[] = "real";
 inline constexpr char mixed[] = "mixed";
 inline constexpr char unknown[] = "unknown";
 }  // namespace region_str
-namespace action_str {
-inline constexpr char zeroed[] = "zeroed";  // the padding rows were zeroed after the scan
-}
 namespace collective_op_str {  // collective.op
 inline constexpr char all_reduce[] = "all_reduce";
 inline constexpr char reduce_scatter[] = "reduce_scatter";
@@ -230,10 +227,13 @@ inline constexpr char finite[] = "finite";
 inline constexpr char nonfinite[] = "nonfinite";
 inline constexpr char unknown[] = "unknown";
 }  // namespace send_state_str
-namespace role_str {  // collective.role
-inline constexpr char recv[] = "recv";  // the scan of recvbuff after the call
-inline constexpr char send[] = "send";  // the scan of sendbuff of a call that receives nothing here
+namespace role_str {  // collective.role: the buffer scanned was the call's recvbuff, or a send-only sendbuff
+inline constexpr char recv[] = "recv";
+inline constexpr char send[] = "send";
 }  // namespace role_str
+namespace action_str {
+inline constexpr char zeroed[] = "zeroed";  // the padding rows were zeroed after the scan
+}
 namespace attach_str {  // start.attach
 inline constexpr char injection[] = "injection";
 inline constexpr char preload[] = "preload";

@@ -7,6 +7,7 @@
 
 #include "launch_site.hpp"
 #include "model.hpp"
+#include "ranks.hpp"
 #include "trace.hpp"
 #include "util.hpp"
 
@@ -324,7 +325,7 @@ void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
     totals.leaks++;
     note_leak(s, e);
   }
-  note_first_causes(e, file, pi, si, line);
+  if (!defer_collective(e, file, pi, si, line, stream)) note_first_causes(e, file, pi, si, line);
 
   if (e.has_field(h_dump)) {
     if (dumps.size() < kMaxDumps) dumps.push_back({pi, file, e.id, e.ts_ns, e.kernel, e.dump});

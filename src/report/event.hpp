@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "collective.hpp"
 #include "log_schema.hpp"
 
 namespace nanscope::report {
@@ -121,6 +122,8 @@ struct Event {
   bool leak = false;
   std::string dump;
   std::string python_json, candidates_json;  // as written; decoded by launch_site.hpp when shown
+  std::string collective_json;               // as written; decoded into `collective` by parse_line
+  Collective collective;
 
   // repeat
   std::int64_t of = 0, count = 0, total = 0, first_replay = 0, last_replay = 0;

@@ -84,7 +84,7 @@ const F kTop[] = {
     string(k::dump, &Event::dump, h_dump),
     raw(k::python, &Event::python_json),
     raw(k::candidates, &Event::candidates_json),
-    special(k::collective, K::ignored),  // multi-rank logs: read by the cross-rank join (issue 21)
+    raw(k::collective, &Event::collective_json),
     // repeat
     integer(k::of, &Event::of, h_of),
     integer(k::count, &Event::count, h_count),
@@ -200,6 +200,8 @@ void Event::reset() {
   dump.clear();
   python_json.clear();
   candidates_json.clear();
+  collective_json.clear();
+  collective.clear();
   of = count = total = first_replay = last_replay = 0;
   final_ = false;
   version.clear();

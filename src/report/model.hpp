@@ -163,6 +163,7 @@ struct Totals {
 };
 
 struct TraceSink;  // trace.cpp
+struct CrossRank;  // ranks.hpp
 
 class Analysis {
  public:
@@ -198,6 +199,11 @@ class Analysis {
   bool input_error = false;  // missing/empty input, unsupported schema -> exit 2
   std::int64_t t0 = kNoTime, t1 = kNoTime;  // earliest / latest timestamp seen
   std::unique_ptr<TraceSink> trace;
+  std::unique_ptr<CrossRank> cross;  // findings in collectives' buffers, joined across ranks
+
+  // After the last input: joins the collectives' findings across ranks (ranks.cpp); a rank
+  // claimed by two logs is an input error, named on `err`.
+  void join_ranks(std::ostream& err);
 
   const Snapshot* first_cause(const char** label) const;
   std::string proc_label(std::uint32_t proc) const;
@@ -227,6 +233,11 @@ class Analysis {
   bool in_window(std::int64_t ts) const;
   void on_nonfinite(std::uint32_t file, std::int64_t line);
   void note_first_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line);
+  // Keeps a finding in a collective's buffer for join_ranks; true when its first-cause standing
+  // waits for the join (a recvbuff whose own sendbuff was not non-finite).
+  bool defer_collective(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line,
+                        std::uint32_t stream);
+  void apply_join();
   void link_parents(const Event& e, std::uint32_t pi, std::uint32_t si, std::uint32_t stream);
   void on_repeat(std::uint32_t file);
   void on_summary(Proc& p);

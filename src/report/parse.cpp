@@ -584,7 +584,10 @@ ParseError parse_line(std::string_view line, Event& ev) {
   ev.reset();
   Parser p(line, ev);
   ParseError pe = p.run();
-  return pe ? pe : check_ranges(ev);
+  if (!pe) pe = check_ranges(ev);
+  if (!pe && !ev.collective_json.empty())
+    if (std::string e = decode_collective(ev.collective_json, ev.collective); !e.empty()) pe = {ErrorKind::field, e};
+  return pe;
 }
 
 }  // namespace nanscope::report

@@ -7,6 +7,7 @@
 
 #include "launch_site.hpp"
 #include "model.hpp"
+#include "ranks.hpp"
 #include "util.hpp"
 
 namespace nanscope::report {
@@ -73,6 +74,7 @@ struct Html {
       kv("candidates", candidates_text(candidate_refs(e.candidates_json), 120) + " (may have written these values; not proven)");
     kv("event", std::to_string(e.id) + " at " + a.files[fc->file] + ":" + std::to_string(fc->line));
     kv("dump", e.dump);
+    kv("across ranks", cross_rank_note(a, *fc));
     o << "</dl></section>\n";
   }
 
@@ -87,7 +89,7 @@ struct Html {
     auto children = a.lineage_children();
     std::vector<char> seen(a.sites.size(), 0);
     int budget = 200;
-    std::function<void(std::uint32_t, int)> node = [&](std::uint32_t si, int depth) {
+    std::function<void(std::uint32_t, int, std::uint32_t)> node = [&](std::uint32_t si, int depth, std::uint32_t parent) {
       const Site& s = a.sites[si];
       seen[si] = 1;
       o << "<li><span class=\"mono\">" << html_escape(shorten_kernel(a.kernels[s.kernel].name, 70)) << "</span> "
@@ -98,19 +100,21 @@ struct Html {
         o << " <span class=\"" << (s.region == Region::padding ? "pad" : "real") << "\">" << region_name(s.region) << "</span>";
       if (s.origin != Origin::none) o << " <span class=\"muted\">(" << origin_name(s.origin) << ")</span>";
       if (s.leak) o << " <span class=\"leak\">LEAK padding→real</span>";
+      if (const std::string via = cross_rank_via(a, parent, si); !via.empty())
+        o << " <span class=\"cross-rank\">" << html_escape(via) << "</span>";
       bool open = false;
       for (auto c : children[si]) {
         if (seen[c] || --budget <= 0 || depth > 32) continue;
         if (!open) o << "<ul class=\"tree\">";
         open = true;
-        node(c, depth + 1);
+        node(c, depth + 1, si);
       }
       if (open) o << "</ul>";
       o << "</li>\n";
     };
     o << "<ul class=\"tree\" id=\"lineage-tree\">";
     for (std::uint32_t root : a.lineage_roots())
-      if (!seen[root] && (root == fc->site || !children[root].empty())) node(root, 0);
+      if (!seen[root] && (root == fc->site || !children[root].empty())) node(root, 0, root);
     o << "</ul>\n";
     if (a.edges.empty()) o << "<p class=\"muted\">The log records no parent links.</p>\n";
     // Leak points.
@@ -231,6 +235,7 @@ struct Html {
     o << " · <span class=\"" << (a.gate_triggered() ? "fail\">FAIL" : "pass\">PASS") << "</span></p>\n";
     first_cause();
     lineage();
+    o << cross_rank_html(a);
     chart();
     kernel_table();
     // Marks the page as laid out, so a headless browser test can check the chart really rendered.

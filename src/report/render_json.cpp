@@ -5,6 +5,7 @@
 
 #include "launch_site.hpp"
 #include "model.hpp"
+#include "ranks.hpp"
 #include "report_json.hpp"
 #include "util.hpp"
 
@@ -286,6 +287,7 @@ json summary_json(const Analysis& a) {
   j["first_cause_per_process"] = first_cause_per_process_json(a);
   j["leaks"] = leaks_json(a);
   j["lineage"] = lineage_json(a);
+  if (a.cross) j["cross_rank"] = cross_rank_json(a);
   j["kernels"] = kernels_json(a);
   j["graphs"] = graphs_json(a);
   j["dumps"] = dumps_json(a);

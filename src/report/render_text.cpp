@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "launch_site.hpp"
 #include "model.hpp"
+#include "ranks.hpp"
 #include "util.hpp"
 
 namespace nanscope::report {
@@ -118,6 +120,7 @@ void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
     kv("candidates", candidates_text(candidate_refs(e.candidates_json), 80) +
                          "  (may have written these values; not proven)");
   if (!e.dump.empty()) kv("dump", e.dump + "  (nanscope report --dump " + std::to_string(e.id) + ")");
+  kv("across", cross_rank_note(a, *fc));
   // Other processes/ranks with their own introduced origin.
   std::vector<const Snapshot*> others;
   for (const Proc& p : a.procs)
@@ -141,9 +144,9 @@ void lineage(const Analysis& a, std::ostream& out, const Style& st) {
   out << st("1", "LINEAGE") << " (from each origin to what it propagated into)\n";
   for (std::uint32_t root : a.lineage_roots()) {
     if (children[root].empty() || seen[root]) continue;
-    std::vector<std::pair<std::uint32_t, int>> stack{{root, 0}};
+    std::vector<std::tuple<std::uint32_t, int, std::uint32_t>> stack{{root, 0, root}};  // site, depth, parent
     while (!stack.empty() && printed < 24) {
-      auto [si, depth] = stack.back();
+      auto [si, depth, parent] = stack.back();
       stack.pop_back();
       if (seen[si]++) continue;
       const Site& s = a.sites[si];
@@ -153,11 +156,12 @@ void lineage(const Analysis& a, std::ostream& out, const Style& st) {
       if (s.region != Region::none) out << "  " << region_name(s.region);
       if (s.origin != Origin::none) out << " (" << origin_name(s.origin) << ")";
       if (s.leak) out << st("1;33", "  LEAK padding→real");
+      if (const std::string via = cross_rank_via(a, parent, si); !via.empty()) out << "  " << via;
       out << '\n';
       ++printed;
       auto& ch = children[si];
       for (auto it = ch.rbegin(); it != ch.rend(); ++it)
-        if (depth < 16) stack.push_back({*it, depth + 1});
+        if (depth < 16) stack.push_back({*it, depth + 1, si});
     }
   }
   if (printed >= 24) out << "  … (see --format json or --html for the full lineage)\n";
@@ -331,6 +335,7 @@ void render_text(const Analysis& a, std::ostream& out) {
   Style st{a.opt.color};
   first_cause(a, out, st);
   lineage(a, out, st);
+  render_cross_rank_text(a, out, a.opt.color);
   leaks(a, out, st);
   kernel_table(a, out, st);
   graph_table(a, out, st);

@@ -66,6 +66,7 @@ int run(int argc, char** argv) {
 
   Analysis a(opt);
   a.read_inputs(std::cerr);
+  a.join_ranks(std::cerr);
   if (a.totals.files == 0) {
     std::cerr << "nanscope report: no log files to read\n";
     return 2;

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "model.hpp"
+#include "ranks.hpp"
 #include "trace.hpp"
 #include "util.hpp"
 
@@ -119,6 +120,32 @@ class TraceWriter {
     for (auto& [k, p] : pending) write_slice(p, 1000);
   }
 
+  // The cross-rank join's arrows (ranks.hpp): from a contributor's finding on one rank's track
+  // to each receiving rank's finding of the same collective.
+  void write_cross_rank_flows() {
+    if (!a_.cross) return;
+    const CrossRank& x = *a_.cross;
+    for (const auto& [from, to] : x.flows) {
+      const CollFinding& p = x.findings[from];
+      const CollFinding& c = x.findings[to];
+      const Collective& call = c.call();
+      ++flow_id_;
+      sep();
+      fmt::format_to(std::back_inserter(buf_),
+                     "{{\"ph\":\"s\",\"cat\":\"cross_rank\",\"name\":\"nonfinite across ranks\",\"id\":{},\"pid\":{},"
+                     "\"tid\":{},\"ts\":{}}}",
+                     flow_id_, tpid_[p.snap.proc], p.stream + 1, Us{p.snap.ev.ts_ns - t0_});
+      sep();
+      fmt::format_to(std::back_inserter(buf_),
+                     "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"cross_rank\",\"name\":\"nonfinite across ranks\",\"id\":{},"
+                     "\"pid\":{},\"tid\":{},\"ts\":{},\"args\":{{\"op\":\"{}\",\"comm\":\"{}\",\"seq\":{},\"parent\":{},"
+                     "\"child\":{}}}}}",
+                     flow_id_, tpid_[c.snap.proc], c.stream + 1, Us{c.snap.ev.ts_ns - t0_}, coll_op_name(call.op),
+                     comm_hex(call.comm), call.seq, p.snap.ev.id, c.snap.ev.id);
+      flush(false);
+    }
+  }
+
  private:
   void sep() {
     if (!first_) fmt::format_to(std::back_inserter(buf_), ",\n");
@@ -195,6 +222,7 @@ bool write_trace(Analysis& a, std::ostream& err) {
     w.begin();
     w.write_names();
     w.write_records(t.tmp);
+    w.write_cross_rank_flows();
     w.end();
   }
   bool ok = std::fclose(out) == 0;
