@@ -303,6 +303,8 @@ void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
     p.site_first.emplace(e.id, si);
   }
   s.events_unfiltered++;
+  sat_inc(p.logged_findings, 1);
+  p.logged_counts += e.counts;
   std::uint32_t stream = created ? s.stream : stream_of(p, e.stream.empty() ? std::string("0x0") : e.stream);
   if (p.recent.empty()) p.recent.resize(kRecent);
   p.recent[std::size_t(e.id) % kRecent] = {e.id, e.ts_ns, si, stream};
@@ -380,16 +382,39 @@ void Analysis::link_parents(const Event& e, std::uint32_t pi, std::uint32_t si, 
   }
 }
 
-void Analysis::on_repeat(std::uint32_t file) {
-  const Event& e = ev_;
-  std::uint32_t pi = proc_of(file, e);
+// The site a repeat belongs to: the site of the event it names, else (the engine kept two sites
+// that this report sees as one, or the first event is not in the input) the site its identity
+// names (kernel, buffer, region, rows: nanscope writes them since repeats carry counts).
+bool Analysis::repeat_site(std::uint32_t pi, const Event& e, std::int64_t line, std::uint32_t* si) {
   Proc& p = procs[pi];
-  auto it = p.site_first.find(e.of);
-  if (it == p.site_first.end()) {
+  if (auto it = p.site_first.find(e.of); it != p.site_first.end()) {
+    *si = it->second;
+    return true;
+  }
+  if (!e.has_field(h_kernel) || !e.has_field(h_buffer)) return false;
+  bool created = false;
+  *si = site_of(pi, kernel_of(e.kernel), e, line, &created);
+  if (created) sites[*si].first_id = e.of;
+  p.site_first.emplace(e.of, *si);
+  return true;
+}
+
+void Analysis::on_repeat(std::uint32_t file, std::int64_t line) {
+  const Event& e = ev_;
+  std::uint32_t pi = proc_of(file, e), si = 0;
+  if (!repeat_site(pi, e, line, &si)) {
     totals.orphan_repeats++;
     return;
   }
-  Site& s = sites[it->second];
+  Proc& p = procs[pi];
+  Site& s = sites[si];
+  // A repeat with `counts` says what it folded; an older one is read as copies of its first event.
+  const bool own_counts = e.has_field(h_counts);
+  const Counts c = own_counts ? e.counts : s.first_counts.times(e.count);
+  const RegionCounts split = own_counts ? split_of(e) : s.first_split.times(e.count);
+  if (!own_counts && e.count > 0) p.repeats_without_counts = true;
+  sat_inc(p.logged_findings, e.count);
+  p.logged_counts += c;
   sat_inc(s.folded_unfiltered, e.count);
   s.reported_total = std::max(s.reported_total, e.total);
   if (!in_window(e.ts_ns) || !kernels[s.kernel].selected) {
@@ -399,13 +424,12 @@ void Analysis::on_repeat(std::uint32_t file) {
   sat_inc(s.folded, e.count);
   sat_inc(kernels[s.kernel].folded, e.count);
   sat_inc(totals.folded, e.count);
-  const Counts c = s.first_counts.times(e.count);
   bool has_replay = e.has_field(h_first_replay) || e.has_field(h_last_replay);
   std::int64_t lo = e.has_field(h_first_replay) ? e.first_replay : e.last_replay;
   std::int64_t hi = e.has_field(h_last_replay) ? e.last_replay : e.first_replay;
-  count(s, it->second, p, e.ts_ns, e.count, c, s.first_split.times(e.count), -1, has_replay, lo, hi);
+  count(s, si, p, e.ts_ns, e.count, c, split, -1, has_replay, lo, hi);
   if (trace) {
-    TraceRec r = trace_rec(TraceRec::repeat, pi, s.stream, it->second, e);
+    TraceRec r = trace_rec(TraceRec::repeat, pi, s.stream, si, e);
     r.region = std::uint8_t(s.region);
     r.a = e.count;
     r.b = e.total;
