@@ -86,16 +86,16 @@ std::uint32_t Analysis::proc_of(std::uint32_t file, const Event& e) {
 std::uint32_t Analysis::kernel_of(const std::string& name) {
   std::uint64_t h = std::hash<std::string_view>{}(name);
   for (;; ++h) {
-    auto it = kernel_index_.find(h);
-    if (it == kernel_index_.end()) break;
-    if (kernels[it->second].name == name) return it->second;
+    const std::uint32_t* at = kernel_index_.find(h);
+    if (!at) break;
+    if (kernels[*at].name == name) return *at;
   }
   auto idx = static_cast<std::uint32_t>(kernels.size());
   KernelAgg k;
   k.name = name;
   k.selected = !kernel_re_ || kernel_re_->search(name);
   kernels.push_back(std::move(k));
-  kernel_index_.emplace(h, idx);
+  kernel_index_.insert(h, idx);
   return idx;
 }
 
@@ -124,11 +124,11 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   for (auto& r : e.rows_padding) num(r.first), num(r.second);
   std::uint64_t h = std::hash<std::string_view>{}(key_);
   for (;; ++h) {
-    auto it = site_index_.find(h);
-    if (it == site_index_.end()) break;
-    if (site_keys_[it->second] == key_) {
+    const std::uint32_t* at = site_index_.find(h);
+    if (!at) break;
+    if (site_keys_[*at] == key_) {
       *created = false;
-      return it->second;
+      return *at;
     }
   }
   *created = true;
@@ -152,7 +152,7 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   s.graph_id = e.graph_id;
   s.graph_node = e.graph_node;
   sites.push_back(std::move(s));
-  site_index_.emplace(h, idx);
+  site_index_.insert(h, idx);
   site_keys_.push_back(key_);
   kernels[kernel].sites++;
   return idx;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "event.hpp"
+#include "flat_index.hpp"
 #include "safe_regex.hpp"
 
 namespace nanscope::report {
@@ -218,7 +219,7 @@ class Analysis {
   Event ev_;
   // Keyed by a 64-bit hash of the name / site key; collisions are checked against the
   // stored name / key and resolved by probing the next hash value.
-  std::unordered_map<std::uint64_t, std::uint32_t> kernel_index_, site_index_;
+  FlatIndex kernel_index_, site_index_;
   std::vector<std::string> site_keys_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> graph_index_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> proc_index_;
