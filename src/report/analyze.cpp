@@ -492,6 +492,16 @@ void Analysis::on_start(Proc& p) {
   if (p.first_ts == kNoTime) p.first_ts = e.ts_ns;
 }
 
+const char* Proc::summary_mismatch_reason() const {
+  if (repeats_without_counts)
+    return "this log's repeats carry no counts (older nanscope): folded findings are counted as copies of the "
+           "event they repeat, so these totals are estimates";
+  if (logged_findings < findings_reported)
+    return "events are missing (a truncated log, or a process that died before its closing repeats): these totals "
+           "are a lower bound";
+  return "the events add up to more than the summary (a log appended to or edited?)";
+}
+
 bool Analysis::gate_triggered() const {
   switch (opt.fail_on) {
     case FailOn::real: return totals.real_findings > 0;

@@ -69,6 +69,7 @@ struct Proc {
     return logged_findings == findings_reported && logged_counts.nan == summary_counts.nan &&
            logged_counts.pos_inf == summary_counts.pos_inf && logged_counts.neg_inf == summary_counts.neg_inf;
   }
+  const char* summary_mismatch_reason() const;  // why the events and the summary differ (analyze.cpp)
   // summary.coverage: launches by how they were inspected, decoded bytes written and scanned,
   // the kernels not inspected most often (src/coverage.cpp).
   struct Coverage {

@@ -294,14 +294,7 @@ void summary_check(const Analysis& a, std::ostream& out, const Style& st) {
     ++checked;
     if (p.summary_matches()) continue;
     ++differ;
-    const char* why =
-        p.repeats_without_counts
-            ? "this log's repeats carry no counts (older nanscope): folded findings are counted as copies of the "
-              "event they repeat, so these totals are estimates"
-        : p.logged_findings < p.findings_reported
-            ? "events are missing (a truncated log, or a process that died before its closing repeats): these "
-              "totals are a lower bound"
-            : "the events add up to more than the summary (a log appended to or edited?)";
+    const char* why = p.summary_mismatch_reason();
     out << "  " << st("33", "check") << "      " << a.proc_label(i) << ": " << why << "; the summary says "
         << findings_text(p.findings_reported, p.summary_counts) << ", the events add up to "
         << findings_text(p.logged_findings, p.logged_counts) << '\n';
@@ -330,7 +323,7 @@ void totals(const Analysis& a, std::ostream& out, const Style& st) {
   if (t.bad_lines) out << ", " << st("33", num(t.bad_lines) + " bad line(s) skipped");
   out << '\n';
   if (a.t0 != kNoTime) out << "  span       " << iso8601(a.t0) << " .. " << rel_time(a.t1 - a.t0) << '\n';
-  out << "  findings   " << num(t.findings) << " (" << num(t.ev_nonfinite - t.filtered_out) << " events + "
+  out << "  findings   " << num(t.findings) << " (" << num(sat_sub(t.findings, t.folded)) << " events + "
       << num(t.folded) << " folded in repeats)";
   if (t.filtered_out) out << ", " << num(t.filtered_out) << " events outside the filters";
   out << '\n';

@@ -157,6 +157,24 @@ TEST(Totals, OlderRepeatsWithoutCountsAreSaid) {
   EXPECT_EQ(j["processes"][0]["summary_check"]["matches"], false);
   EXPECT_EQ(j["processes"][0]["summary_check"]["repeats_without_counts"], true);
   EXPECT_EQ(j["processes"][0]["summary_check"]["summary"]["counts"]["nan"], 737284);
+  ASSERT_EQ(run({dir / "old.jsonl", "--html", dir / "old.html", "--fail-on", "never"}).rc, 0);
+  EXPECT_NE(slurp(dir / "old.html").find("pid 9: the summary says 20 finding(s) and 737,284 non-finite values, the "
+                                         "events add up to 2 and 72,090: this log's repeats carry no counts"),
+            std::string::npos);
+}
+
+// TOTALS splits the findings into events and folded ones; a repeat outside --until is neither.
+TEST(Totals, FilteredRepeatsAreNotCountedAsEvents) {
+  TempDir dir;
+  Log p(4);
+  const std::int64_t id = p.nonfinite(10, "k", 2);
+  p.repeat(20, id, 3, 4, {{"counts", {{"nan", 6}, {"pos_inf", 0}, {"neg_inf", 0}}}});
+  p.repeat(90, id, 2, 6, {{"counts", {{"nan", 4}, {"pos_inf", 0}, {"neg_inf", 0}}}, {"final", true}});
+  p.write(dir / "f.jsonl");
+  const Result r = run({dir / "f.jsonl", "--until", std::to_string(kT0 + 50'000), "--color", "never", "--fail-on", "never"});
+  EXPECT_NE(r.out.find("findings   4 (1 events + 3 folded in repeats), 1 events outside the filters"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("values     8 NaN"), std::string::npos) << r.out;
 }
 
 // A repeat's counts are checked like a finding's: none without findings, no more than its
