@@ -80,12 +80,14 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
 
   std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
   const std::optional<CandidateList> candidates = candidates_of(f, lineage_input);
-  Site& site = sites_.record(site_key(f, origin_kind(lineage_input)), f.replay);
-  if (cfg_.aggregate && site.total > 1 && !abort_now) {
-    classify(lineage_input, site.first_event, /*repeat=*/true);  // its children name the event it repeats
-    if (auto repeat = sites_.fold(site, f.captured)) log_.emit(event_name::repeat, *repeat);
+  // nullptr: more sites than Sites remembers; the finding is its own event, never lost.
+  Site* site = cfg_.aggregate ? sites_.record(site_key(f, origin_kind(lineage_input)), f.replay) : nullptr;
+  if (site && site->total > 1 && !abort_now) {
+    classify(lineage_input, site->first_event, /*repeat=*/true);  // its children name the event it repeats
+    if (auto repeat = sites_.fold(*site, f, f.captured)) log_.emit(event_name::repeat, *repeat);
     return;
   }
+  const bool first_at_site = !site || site->total == 1;
 
   if (f.captured) facts.graph_stream = graphs_.stream_of(f.graph_id);
   facts.collective = allocs_.collectives().find(f.launch_id, f.ptr);
@@ -95,10 +97,14 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   Json j = finding_event(facts, origin);
   // The first finding at each site, and the one that aborts, get a tensor dump.
   // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
-  if (!cfg_.dump_dir.empty() && !in_signal_.load() && (site.total == 1 || abort_now))
+  if (!cfg_.dump_dir.empty() && !in_signal_.load() && (first_at_site || abort_now))
     if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
   log_.emit_with_id(id, event_name::nonfinite, j);
-  if (site.total == 1) site.first_event = id;
+  if (site && site->total == 1) {
+    site->first_event = id;
+    site->identity = site_identity(f, facts.kernel);
+    site->row_aware = f.row_aware;
+  }
   if (origin && origin->leak) log_.warn(leak_line(facts, id, *origin));  // the moment it happens, not only in the summary
   log_.info(finding_line(facts));
   if (abort_now) abort_on_real(f, facts.kernel, facts.watch.name);
@@ -166,6 +172,7 @@ void FindingReporter::abort_on_real(const Finding& f, const std::string& kernel,
   const std::string reason = abort_reason(f, kernel, watch);
   log_.emit(event_name::abort, abort_event(f, reason, watch));
   shut_down_.store(true);  // the signal handler must not write a second summary
+  emit_closing_repeats();  // the caller drains under drain_mu_: what was folded so far
   write_summary(SummaryContexts::held);
   log_.flush();
   std::fprintf(stderr, "%s\n", reason.c_str());
@@ -227,6 +234,12 @@ void FindingReporter::write_summary(SummaryContexts contexts) {
   log_.info(summary_line(s));
 }
 
+// The folded remainder of every site, so that the `nonfinite` and `repeat` events of the log add
+// up to the summary's totals. Callers hold drain_mu_.
+void FindingReporter::emit_closing_repeats() {
+  for (const Json& r : sites_.closing()) log_.emit(event_name::repeat, r);
+}
+
 void FindingReporter::shutdown() {
   if (shut_down_.exchange(true)) return;
   if (drain_thread_.joinable()) {
@@ -241,9 +254,9 @@ void FindingReporter::shutdown() {
   drain_all();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   drain_all();
-  if (cfg_.aggregate) {
+  {
     std::lock_guard drain(drain_mu_);
-    for (const Json& r : sites_.closing()) log_.emit(event_name::repeat, r);
+    emit_closing_repeats();
   }
   write_summary();
   log_.flush();
@@ -257,6 +270,7 @@ void FindingReporter::emergency_flush() {
   auto contexts = contexts_.try_lock_shared();
   if (contexts.owns_lock() && drain_mu_.try_lock()) {
     contexts_.for_each_held([&](ContextState& state) { drain_context(state); });
+    emit_closing_repeats();  // the summary's totals include what was folded: so must the log
     drain_mu_.unlock();
   }
   write_summary(contexts.owns_lock() ? SummaryContexts::held : SummaryContexts::skip);

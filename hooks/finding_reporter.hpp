@@ -55,6 +55,7 @@ class FindingReporter {
   // Writes the buffer of `f` as .npy with a JSON sidecar; returns the path, or empty.
   std::string dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event);
   void abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch);
+  void emit_closing_repeats();  // callers hold drain_mu_
   // Whether the summary may take the context lock, already holds it, or must not touch it.
   enum class SummaryContexts { lock, held, skip };
   Json tensor_extents_json();

@@ -286,36 +286,67 @@ const char* origin_kind(const std::optional<lineage::DeviceFinding>& d) {
 }
 
 SiteKey site_key(const Finding& f, const char* origin_kind) {
+  const CountsKey counts{f.nan, f.pos_inf, f.neg_inf, f.row_aware ? f.verdict.counts_padding : 0,
+                         f.row_aware ? f.verdict.counts_real : 0};
   return {f.kernel_id, f.arg,   f.graph_id, f.graph_node, region_of(f),
-          f.ptr,       f.watch_id, (f.row_aware ? ranges_text(f) : std::string()) + "|" + origin_kind};
+          f.ptr,       f.watch_id, (f.row_aware ? ranges_text(f) : std::string()) + "|" + origin_kind, counts};
 }
 
-Site& Sites::record(const SiteKey& key, uint32_t replay) {
-  Site& site = sites_[key];
+void FoldedCounts::add(const Finding& f) {
+  nan += f.nan, pos_inf += f.pos_inf, neg_inf += f.neg_inf;
+  if (f.row_aware) padding += f.verdict.counts_padding, real += f.verdict.counts_real;
+}
+
+Site* Sites::record(const SiteKey& key, uint32_t replay) {
+  auto it = sites_.find(key);
+  if (it == sites_.end()) {
+    if (sites_.size() >= kMaxSites) return nullptr;
+    it = sites_.emplace(key, Site{}).first;
+  }
+  Site& site = it->second;
   ++site.total;
   if (site.total == 1) site.first_replay = replay;
   site.last_replay = replay;
-  return site;
+  return &site;
 }
 
-std::optional<Json> Sites::fold(Site& s, bool captured) {
+std::optional<Json> Sites::fold(Site& s, const Finding& f, bool captured) {
   ++s.pending;
+  s.pending_counts.add(f);
   if ((s.total & (s.total - 1)) != 0 || (std::countr_zero(s.total) % 2) != 0) return std::nullopt;
   Json r = repeat_event(s, captured, /*final=*/false);
   s.pending = 0;
+  s.pending_counts = {};
   return r;
 }
 
-std::vector<Json> Sites::closing() const {
+std::vector<Json> Sites::closing() {
   std::vector<Json> out;
-  for (const auto& [key, site] : sites_)
-    if (site.total > 1) out.push_back(repeat_event(site, std::get<2>(key) != 0, /*final=*/true));
+  for (auto& [key, site] : sites_) {
+    if (site.total <= 1) continue;
+    out.push_back(repeat_event(site, std::get<2>(key) != 0, /*final=*/true));
+    site.pending = 0;
+    site.pending_counts = {};
+  }
   return out;
+}
+
+Json site_identity(const Finding& f, const std::string& kernel) {
+  Json j{{key::kernel, kernel},
+         {key::buffer, {{key::arg, f.arg}, {key::ptr, hex(f.ptr)}, {key::elements, f.elements}}},
+         {key::region, region_of(f)}};
+  if (f.row_aware) j[key::rows] = rows_json(f);
+  return j;
 }
 
 Json repeat_event(const Site& s, bool with_replays, bool final) {
   Json r{{key::of, s.first_event}, {key::count, s.pending}, {key::total, s.total}, {key::final, final}};
   if (with_replays) r[key::first_replay] = s.first_replay, r[key::last_replay] = s.last_replay;
+  const FoldedCounts& c = s.pending_counts;
+  r[key::counts] = {{key::nan, c.nan}, {key::pos_inf, c.pos_inf}, {key::neg_inf, c.neg_inf}};
+  if (s.row_aware) r[key::counts_padding] = c.padding, r[key::counts_real] = c.real;
+  if (s.identity.is_object())
+    for (const auto& [k, v] : s.identity.items()) r[k] = v;
   return r;
 }
 

@@ -3,6 +3,8 @@
 // (repeats, abort, summary, dump sidecars). Pure: no CUDA, no CUPTI, no locks. The finding
 // reporter (hooks/finding_reporter.cpp) looks things up and calls these; CPU tests pin them.
 #pragma once
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -71,32 +73,56 @@ std::optional<lineage::DeviceFinding> device_finding(const Finding& f, int devic
 const char* origin_kind(const std::optional<lineage::DeviceFinding>& d);
 
 // --- aggregation ----------------------------------------------------------------------------
-// Identical findings (same kernel, arg, graph node, region, buffer, watch and rows) fold
-// together; a change of region or rows is a new event: padding-only turning real is what users
-// need to see. The origin's kind is part of the site too: a NaN re-introduced after its lineage
-// closed must not fold into an earlier propagated event, nor the reverse.
-using SiteKey = std::tuple<uint32_t, uint32_t, uint64_t, uint32_t, std::string, uint64_t, uint32_t, std::string>;
+// Identical findings (same kernel, arg, graph node, region, buffer, watch, rows and counts) fold
+// together; a change of region, rows or counts is a new event: padding-only turning real is what
+// users need to see, and a fold never hides a finding that differs. The origin's kind is part of
+// the site too: a NaN re-introduced after its lineage closed must not fold into an earlier
+// propagated event, nor the reverse. The counts are in the key exactly (nan, +inf, -inf, padding,
+// real): no hash, so no two findings that differ can ever share a site.
+using CountsKey = std::array<uint64_t, 5>;
+using SiteKey =
+    std::tuple<uint32_t, uint32_t, uint64_t, uint32_t, std::string, uint64_t, uint32_t, std::string, CountsKey>;
 SiteKey site_key(const Finding& f, const char* origin_kind);
+
+// Non-finite values summed over folded findings: by kind, and the row-aware split.
+struct FoldedCounts {
+  uint64_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0, real = 0;
+  void add(const Finding& f);
+};
 
 struct Site {
   uint64_t first_event = 0;
   uint64_t total = 0;
   uint64_t pending = 0;  // folded since the last repeat event
+  FoldedCounts pending_counts;  // their values
   uint32_t first_replay = 0, last_replay = 0;
+  // Where a repeat belongs without its first event (site_identity): a report that sees two sites
+  // of the engine as one of its own still places every repeat.
+  Json identity;
+  bool row_aware = false;
 };
 
 class Sites {
  public:
-  // Counts one more finding at `key` (a replay number for graph findings).
-  Site& record(const SiteKey& key, uint32_t replay);
-  // Folds one more finding into `s`. Bounded log volume: a repeat event at totals 4, 16, 64,
-  // ... (powers of four) is returned, and the closing totals at exit.
-  std::optional<Json> fold(Site& s, bool captured);
-  std::vector<Json> closing() const;  // final repeat events, for sites seen more than once
+  // Sites remembered; a finding at a new site beyond them is its own event (record: nullptr).
+  static constexpr std::size_t kMaxSites = std::size_t{1} << 16;
+  // Counts one more finding at `key` (a replay number for graph findings); nullptr when the key
+  // is new and kMaxSites are remembered already.
+  Site* record(const SiteKey& key, uint32_t replay);
+  // Folds finding `f` into `s`. Bounded log volume: a repeat event at totals 4, 16, 64, ...
+  // (powers of four) is returned, and the closing totals at exit.
+  std::optional<Json> fold(Site& s, const Finding& f, bool captured);
+  // Final repeat events, for sites seen more than once; the remainders are taken (a second call
+  // writes count 0), so a closing at abort and one at exit cannot count a finding twice.
+  std::vector<Json> closing();
 
  private:
   std::map<SiteKey, Site> sites_;
 };
+// A site's first finding as a repeat names it: kernel, buffer (arg, ptr, elements), region, rows.
+Json site_identity(const Finding& f, const std::string& kernel);
+// `of`, `count`, `total`, `final`, the replay range, the folded `counts` (and counts_padding,
+// counts_real for row-aware sites) and the site's identity.
 Json repeat_event(const Site& s, bool with_replays, bool final);
 
 // --- the nonfinite event and its console lines -----------------------------------------------

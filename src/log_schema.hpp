@@ -292,8 +292,11 @@ inline constexpr std::string_view kNonfiniteKeys[] = {
     key::rows_inferred,  key::action,      key::origin,      key::origin_why,        key::parents,
     key::root,           key::origin_incomplete, key::leak,  key::rows_before,       key::rows_after,
     key::candidates,     key::python,      key::dump,        key::collective};
-inline constexpr std::string_view kRepeatKeys[] = {key::of, key::count, key::total, key::first_replay,
-                                                   key::last_replay, key::final_};
+inline constexpr std::string_view kRepeatKeys[] = {key::of,          key::count,          key::total,
+                                                   key::first_replay, key::last_replay,    key::final_,
+                                                   key::counts,       key::counts_padding, key::counts_real,
+                                                   key::kernel,       key::buffer,         key::region,
+                                                   key::rows};
 inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason};
 inline constexpr std::string_view kWarningKeys[] = {key::what, key::message};
 inline constexpr std::string_view kAbortKeys[] = {key::reason, key::launch_id, key::watch};

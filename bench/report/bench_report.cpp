@@ -45,8 +45,120 @@ struct Appender {
   }
 };
 
-// ~2,000 sites (200 kernels x 4 arguments x 2-3 row patterns) in 8 processes; 70% of the lines
-// are nonfinite findings, 25% repeats, the rest start/warning/not_inspected/summary events.
+// The kernels of a PyTorch model: long template names, as the log writes them demangled.
+std::vector<std::string> torch_kernels() {
+  const char* ops[] = {"CUDAFunctor_add<c10::BFloat16>", "MulFunctor<float>", "DivFunctor<c10::Half>",
+                       "silu_kernel<c10::BFloat16>", "gelu_kernel<float>", "exp_kernel_cuda<float>"};
+  std::vector<std::string> kernels;
+  for (int k = 0; k < 200; ++k) {
+    const std::string op = ops[k % 6], layer = std::to_string(k);
+    switch (k % 4) {
+      case 0:
+        kernels.push_back("void at::native::vectorized_elementwise_kernel<4, at::native::" + op +
+                          ", at::detail::Array<char*, 3> >(int, at::native::" + op +
+                          ", at::detail::Array<char*, 3>)#" + layer);
+        break;
+      case 1:
+        kernels.push_back("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+                          "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)#" +
+                          layer);
+        break;
+      case 2:
+        kernels.push_back("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<"
+                          "float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::"
+                          "{lambda(float, float)#1}>, unsigned int, float, 4> >(at::native::ReduceOp<float, ...>)#" +
+                          layer);
+        break;
+      default:
+        kernels.push_back("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, "
+                          "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 64, 4, cutlass::bfloat16_t> >, true, "
+                          "false, false, false, true, true, false>(flash::Flash_fwd_params)#" + layer);
+    }
+  }
+  return kernels;
+}
+
+const char* const kMangled =
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIN3c108BFloat16EEENS_6detail5ArrayIPcLi3EEEEEviT0_T1_";
+const char* const kFiles[] = {
+    "/home/user/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py",
+    "/home/user/venv/lib/python3.11/site-packages/torch/nn/modules/normalization.py",
+    "/home/user/project/train.py"};
+const char* const kFunctions[] = {"forward", "_norm", "training_step"};
+
+void python(Appender& a, unsigned k) {
+  a << "{\"file\":\"" << kFiles[k % 3] << "\",\"line\":" << (long long)(100 + k * 7 % 900) << ",\"function\":\""
+    << kFunctions[k % 3] << "\"}";
+}
+
+// Row ranges like a padded batch: real rows first, padding at the end of each sequence.
+void rowset(Appender& a, int pattern) {
+  if (pattern == 0) a << "{\"padding\":[[100,127],[228,255]],\"real\":[],\"truncated\":false}";
+  else if (pattern == 1) a << "{\"padding\":[],\"real\":[[0,3],[130,131]],\"truncated\":false}";
+  else a << "{\"padding\":[[120,127]],\"real\":[[0,3],[128,129]],\"truncated\":false}";
+}
+
+// One full `nonfinite` event as hooks/finding_reporter.cpp writes it (src/finding_event.cpp:
+// finding_event): every field a row-aware, captured, origin-tracked finding carries, and
+// candidates or the leak's row sets where its origin has them.
+void full_nonfinite(Appender& a, std::mt19937_64& rng, const std::string& kernel, unsigned k, int arg, int pattern,
+                    long long launch, long long first, long long self) {
+  const char* region = pattern == 0 ? "padding" : pattern == 1 ? "real" : "mixed";
+  const long long nan = 1 + (long long)(rng() % 4096), neg = (long long)(rng() % 3);
+  const unsigned kind = unsigned(rng() % 20);  // origin: propagated, introduced, candidate, unknown, leak
+  a << ",\"device\":" << (long long)(k % 8) << ",\"stream\":\"0x7f3a1c" << (long long)(100000 + arg) << "\",\"kernel\":\""
+    << kernel << "\",\"kernel_mangled\":\"" << kMangled << "\",\"launch_id\":" << launch << ",\"correlation_id\":"
+    << launch * 2 + 1 << ",\"buffer\":{\"arg\":" << (long long)arg << ",\"ptr\":\"0x7f3a20" << (long long)(100000 + k * 4 + arg)
+    << "\",\"dtype\":\"bf16\",\"elements\":4194304,\"name\":\"hidden_states\"},\"counts\":{\"nan\":" << nan
+    << ",\"pos_inf\":0,\"neg_inf\":" << neg << "},\"first_index\":" << (long long)(rng() % 100000)
+    << ",\"last_index\":4194303,\"graph_id\":" << (long long)(k % 4) << ",\"graph_node\":" << (long long)(k % 16)
+    << ",\"replay\":" << launch / 200 << ",\"region\":\"" << region << "\",\"counts_padding\":"
+    << (pattern == 1 ? 0 : nan + neg) << ",\"counts_real\":" << (pattern == 1 ? nan + neg : 0) << ",\"rows\":";
+  rowset(a, pattern);
+  a << ",\"rows_total\":256,\"watch\":\"hidden_states\",\"padding_source\":\"seq_lens\"";
+  if (kind < 8 && first) {
+    a << ",\"origin\":\"propagated\",\"parents\":[" << first << "," << self - 1 << "],\"root\":[" << first << "]";
+  } else if (kind < 12 || !first) {
+    a << ",\"origin\":\"introduced\",\"root\":[" << self << "]";
+  } else if (kind < 15) {
+    a << ",\"origin\":\"candidate\",\"root\":[" << self << "],\"candidates\":[";
+    for (int c = 0; c < 2; ++c) {
+      a << (c ? "," : "") << "{\"kernel\":\"" << kernel << "\",\"launch_id\":" << launch - 2 + c
+        << ",\"stream\":\"0x7f3a1c100000\",\"python\":";
+      python(a, k + unsigned(c));
+      a << "}";
+    }
+    a << "]";
+  } else if (kind < 18) {
+    a << ",\"origin\":\"unknown\",\"origin_why\":\"inputs_untracked\",\"root\":[" << self << "]";
+  } else {
+    a << ",\"origin\":\"propagated\",\"parents\":[" << (first ? first : self) << "],\"root\":[" << (first ? first : self)
+      << "],\"leak\":true,\"rows_before\":";
+    rowset(a, 0);
+    a << ",\"rows_after\":";
+    rowset(a, 2);
+  }
+  a << ",\"python\":";
+  python(a, k);
+  a << "}\n";
+}
+
+// A repeat as the engine writes it since repeats carry counts: folded counts, the site's identity.
+void full_repeat(Appender& a, std::mt19937_64& rng, const std::string& kernel, unsigned k, int arg, int pattern,
+                 long long first, long long launch) {
+  const long long count = 1 + (long long)(rng() % 64), nan = count * 17;
+  a << ",\"of\":" << first << ",\"count\":" << count << ",\"total\":" << count * 4 << ",\"final\":false,\"first_replay\":"
+    << launch / 200 << ",\"last_replay\":" << launch / 200 + 3 << ",\"counts\":{\"nan\":" << nan
+    << ",\"pos_inf\":0,\"neg_inf\":0},\"counts_padding\":" << (pattern == 1 ? 0 : nan) << ",\"counts_real\":"
+    << (pattern == 1 ? nan : 0) << ",\"kernel\":\"" << kernel << "\",\"buffer\":{\"arg\":" << (long long)arg
+    << ",\"ptr\":\"0x7f3a20" << (long long)(100000 + k * 4 + arg) << "\",\"elements\":4194304},\"region\":\""
+    << (pattern == 0 ? "padding" : pattern == 1 ? "real" : "mixed") << "\",\"rows\":";
+  rowset(a, pattern);
+  a << "}\n";
+}
+
+// ~2,400 sites (200 kernels x 4 arguments x 3 row patterns) in 8 processes; 90% of the lines
+// are full nonfinite findings, 8% repeats, the rest start/warning/not_inspected/summary events.
 void generate(const std::string& path, long long target_bytes, long long* lines_out) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) {
@@ -54,10 +166,7 @@ void generate(const std::string& path, long long target_bytes, long long* lines_
     std::exit(2);
   }
   std::mt19937_64 rng(1234);
-  std::vector<std::string> kernels;
-  for (int k = 0; k < 200; ++k)
-    kernels.push_back("void model::layer" + std::to_string(k) +
-                      "::fused_kernel<float, 128, 4, true>(float*, float const*, float const*, int, int, int)");
+  const std::vector<std::string> kernels = torch_kernels();
   const int procs = 8;
   std::vector<long long> next_id(procs, 1), launch(procs, 0), first_id(procs * 2400, 0);
   std::string buf;
@@ -79,39 +188,24 @@ void generate(const std::string& path, long long target_bytes, long long* lines_
     int p = int(rng() % procs);
     Appender a{buf};
     unsigned r = unsigned(rng() % 100);
-    int k = int(rng() % kernels.size()), arg = int(rng() % 4), pattern = int(rng() % 3);
-    int site = (k * 4 + arg) * 3 + pattern;
+    unsigned k = unsigned(rng() % kernels.size());
+    int arg = int(rng() % 4), pattern = int(rng() % 3);
+    int site = int(k * 4 + unsigned(arg)) * 3 + pattern;
     long long& first = first_id[std::size_t(p) * 2400 + std::size_t(site)];
-    if (r < 70 || first == 0) {
-      long long id = next_id[p];
+    if (r < 90 || first == 0) {
+      const long long id = next_id[p];
       head(a, p, "nonfinite");
-      const char* region = pattern == 0 ? "padding" : pattern == 1 ? "real" : "mixed";
-      long long nan = 1 + (long long)(rng() % 4096);
-      a << ",\"device\":" << (long long)(p % 8) << ",\"stream\":\"0x7f" << (long long)(1000 + arg) << "\",\"kernel\":\""
-        << kernels[std::size_t(k)] << "\",\"kernel_mangled\":\"_ZN5model6layer12fused_kernelIfLi128ELi4ELb1EEEvPfPKfS4_iii\""
-        << ",\"launch_id\":" << ++launch[p] << ",\"correlation_id\":" << launch[p] * 2 + 1
-        << ",\"buffer\":{\"arg\":" << (long long)arg << ",\"ptr\":\"0x7f3a0000" << (long long)(1000 + arg)
-        << "00\",\"dtype\":\"f32\",\"elements\":65536,\"name\":\"out\"},\"counts\":{\"nan\":" << nan
-        << ",\"pos_inf\":0,\"neg_inf\":" << (long long)(rng() % 3) << "},\"first_index\":1024,\"last_index\":65535"
-        << ",\"graph_id\":" << (long long)(k % 4) << ",\"graph_node\":" << (long long)(k % 16)
-        << ",\"replay\":" << launch[p] / 200 << ",\"region\":\"" << region << "\",\"counts_padding\":"
-        << (pattern == 1 ? 0 : nan) << ",\"counts_real\":" << (pattern == 1 ? nan : 0)
-        << ",\"rows\":{\"padding\":[[" << 100LL + pattern << ",127]],\"real\":[],\"truncated\":false},\"rows_total\":128"
-        << ",\"origin\":\"" << (first == 0 ? "introduced" : "propagated") << "\"";
-      if (first != 0) a << ",\"parents\":[" << first << "],\"root\":[" << first << "]";
-      if (pattern == 2) a << ",\"leak\":true";
-      a << "}\n";
+      full_nonfinite(a, rng, kernels[k], k, arg, pattern, ++launch[p], first, id);
       if (first == 0) first = id;
-    } else if (r < 95) {
+    } else if (r < 98) {
       head(a, p, "repeat");
-      a << ",\"of\":" << first << ",\"count\":" << (long long)(1 + rng() % 64) << ",\"total\":" << (long long)(rng() % 100000)
-        << ",\"first_replay\":" << launch[p] / 200 << ",\"last_replay\":" << launch[p] / 200 + 3 << ",\"final\":false}\n";
-    } else if (r < 97) {
+      full_repeat(a, rng, kernels[k], k, arg, pattern, first, launch[p]);
+    } else if (r < 99) {
       head(a, p, "warning");
       a << ",\"message\":\"scan dropped: out of memory\",\"what\":\"channel_overflow\"}\n";
     } else {
       head(a, p, "not_inspected");
-      a << ",\"kernel\":\"" << kernels[std::size_t(k)] << "\",\"kernel_mangled\":\"_Z3foov\",\"reason\":\"no typed pointer parameters\"}\n";
+      a << ",\"kernel\":\"" << kernels[k] << "\",\"kernel_mangled\":\"_Z3foov\",\"reason\":\"no typed pointer parameters\"}\n";
     }
     ++lines;
     if (buf.size() > (4u << 20)) {

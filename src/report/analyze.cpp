@@ -87,16 +87,16 @@ std::uint32_t Analysis::proc_of(std::uint32_t file, const Event& e) {
 std::uint32_t Analysis::kernel_of(const std::string& name) {
   std::uint64_t h = std::hash<std::string_view>{}(name);
   for (;; ++h) {
-    auto it = kernel_index_.find(h);
-    if (it == kernel_index_.end()) break;
-    if (kernels[it->second].name == name) return it->second;
+    const std::uint32_t* at = kernel_index_.find(h);
+    if (!at) break;
+    if (kernels[*at].name == name) return *at;
   }
   auto idx = static_cast<std::uint32_t>(kernels.size());
   KernelAgg k;
   k.name = name;
   k.selected = !kernel_re_ || kernel_re_->search(name);
   kernels.push_back(std::move(k));
-  kernel_index_.emplace(h, idx);
+  kernel_index_.insert(h, idx);
   return idx;
 }
 
@@ -125,11 +125,11 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   for (auto& r : e.rows_padding) num(r.first), num(r.second);
   std::uint64_t h = std::hash<std::string_view>{}(key_);
   for (;; ++h) {
-    auto it = site_index_.find(h);
-    if (it == site_index_.end()) break;
-    if (site_keys_[it->second] == key_) {
+    const std::uint32_t* at = site_index_.find(h);
+    if (!at) break;
+    if (site_keys_[*at] == key_) {
       *created = false;
-      return it->second;
+      return *at;
     }
   }
   *created = true;
@@ -153,7 +153,7 @@ std::uint32_t Analysis::site_of(std::uint32_t proc, std::uint32_t kernel, const 
   s.graph_id = e.graph_id;
   s.graph_node = e.graph_node;
   sites.push_back(std::move(s));
-  site_index_.emplace(h, idx);
+  site_index_.insert(h, idx);
   site_keys_.push_back(key_);
   kernels[kernel].sites++;
   return idx;
@@ -304,6 +304,8 @@ void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
     p.site_first.emplace(e.id, si);
   }
   s.events_unfiltered++;
+  sat_inc(p.logged_findings, 1);
+  p.logged_counts += e.counts;
   std::uint32_t stream = created ? s.stream : stream_of(p, e.stream.empty() ? std::string("0x0") : e.stream);
   if (p.recent.empty()) p.recent.resize(kRecent);
   p.recent[std::size_t(e.id) % kRecent] = {e.id, e.ts_ns, si, stream};
@@ -381,16 +383,39 @@ void Analysis::link_parents(const Event& e, std::uint32_t pi, std::uint32_t si, 
   }
 }
 
-void Analysis::on_repeat(std::uint32_t file) {
-  const Event& e = ev_;
-  std::uint32_t pi = proc_of(file, e);
+// The site a repeat belongs to: the site of the event it names, else (the engine kept two sites
+// that this report sees as one, or the first event is not in the input) the site its identity
+// names (kernel, buffer, region, rows: nanscope writes them since repeats carry counts).
+bool Analysis::repeat_site(std::uint32_t pi, const Event& e, std::int64_t line, std::uint32_t* si) {
   Proc& p = procs[pi];
-  auto it = p.site_first.find(e.of);
-  if (it == p.site_first.end()) {
+  if (auto it = p.site_first.find(e.of); it != p.site_first.end()) {
+    *si = it->second;
+    return true;
+  }
+  if (!e.has_field(h_kernel) || !e.has_field(h_buffer)) return false;
+  bool created = false;
+  *si = site_of(pi, kernel_of(e.kernel), e, line, &created);
+  if (created) sites[*si].first_id = e.of;
+  p.site_first.emplace(e.of, *si);
+  return true;
+}
+
+void Analysis::on_repeat(std::uint32_t file, std::int64_t line) {
+  const Event& e = ev_;
+  std::uint32_t pi = proc_of(file, e), si = 0;
+  if (!repeat_site(pi, e, line, &si)) {
     totals.orphan_repeats++;
     return;
   }
-  Site& s = sites[it->second];
+  Proc& p = procs[pi];
+  Site& s = sites[si];
+  // A repeat with `counts` says what it folded; an older one is read as copies of its first event.
+  const bool own_counts = e.has_field(h_counts);
+  const Counts c = own_counts ? e.counts : s.first_counts.times(e.count);
+  const RegionCounts split = own_counts ? split_of(e) : s.first_split.times(e.count);
+  if (!own_counts && e.count > 0) p.repeats_without_counts = true;
+  sat_inc(p.logged_findings, e.count);
+  p.logged_counts += c;
   sat_inc(s.folded_unfiltered, e.count);
   s.reported_total = std::max(s.reported_total, e.total);
   if (!in_window(e.ts_ns) || !kernels[s.kernel].selected) {
@@ -400,13 +425,12 @@ void Analysis::on_repeat(std::uint32_t file) {
   sat_inc(s.folded, e.count);
   sat_inc(kernels[s.kernel].folded, e.count);
   sat_inc(totals.folded, e.count);
-  const Counts c = s.first_counts.times(e.count);
   bool has_replay = e.has_field(h_first_replay) || e.has_field(h_last_replay);
   std::int64_t lo = e.has_field(h_first_replay) ? e.first_replay : e.last_replay;
   std::int64_t hi = e.has_field(h_last_replay) ? e.last_replay : e.first_replay;
-  count(s, it->second, p, e.ts_ns, e.count, c, s.first_split.times(e.count), -1, has_replay, lo, hi);
+  count(s, si, p, e.ts_ns, e.count, c, split, -1, has_replay, lo, hi);
   if (trace) {
-    TraceRec r = trace_rec(TraceRec::repeat, pi, s.stream, it->second, e);
+    TraceRec r = trace_rec(TraceRec::repeat, pi, s.stream, si, e);
     r.region = std::uint8_t(s.region);
     r.a = e.count;
     r.b = e.total;
@@ -467,6 +491,16 @@ void Analysis::on_start(Proc& p) {
   p.version = e.version;
   p.attach = e.attach;
   if (p.first_ts == kNoTime) p.first_ts = e.ts_ns;
+}
+
+const char* Proc::summary_mismatch_reason() const {
+  if (repeats_without_counts)
+    return "this log's repeats carry no counts (older nanscope): folded findings are counted as copies of the "
+           "event they repeat, so these totals are estimates";
+  if (logged_findings < findings_reported)
+    return "events are missing (a truncated log, or a process that died before its closing repeats): these totals "
+           "are a lower bound";
+  return "the events add up to more than the summary (a log appended to or edited?)";
 }
 
 bool Analysis::gate_triggered() const {

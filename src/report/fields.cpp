@@ -135,18 +135,30 @@ const F kRows[] = {
     boolean(schema::rows_key::truncated, &Event::rows_truncated),
 };
 
-// Keys ordered by (length, bytes): a lookup is a binary search that mostly compares lengths,
-// as cheap as the length switch it replaces.
-bool shorter(std::string_view a, std::string_view b) { return a.size() != b.size() ? a.size() < b.size() : a < b; }
+// The top-level keys in an open-addressing table: a lookup is one hash of a few bytes and,
+// mostly, one comparison (a binary search over the sorted keys cost a comparison per step, and
+// every event has some 40 keys).
+constexpr std::size_t kSlots = 256;  // a power of two, over 3x the keys: short probe runs
 
-const std::vector<const F*>& sorted_top() {
-  static const std::vector<const F*> sorted = [] {
-    std::vector<const F*> v;
-    for (const F& f : kTop) v.push_back(&f);
-    std::sort(v.begin(), v.end(), [](const F* a, const F* b) { return shorter(a->key, b->key); });
-    return v;
+constexpr std::size_t slot_of(std::string_view key) {
+  const std::size_t n = key.size();
+  if (n == 0) return 0;
+  const auto byte = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(key[i])); };
+  return (n * 131 + byte(0) * 31 + byte(n - 1) * 7 + byte(n / 2)) & (kSlots - 1);
+}
+
+const std::array<const F*, kSlots>& top_slots() {
+  static_assert(std::size(kTop) < kSlots / 2, "the key table must keep empty slots: lookups end at one");
+  static const std::array<const F*, kSlots> slots = [] {
+    std::array<const F*, kSlots> t{};
+    for (const F& f : kTop) {
+      std::size_t i = slot_of(f.key);
+      while (t[i]) i = (i + 1) & (kSlots - 1);
+      t[i] = &f;
+    }
+    return t;
   }();
-  return sorted;
+  return slots;
 }
 
 template <typename O>
@@ -159,9 +171,12 @@ std::vector<std::string_view> keys_of(std::span<const Field<O>> table) {
 }  // namespace
 
 const Field<Event>* top_field(std::string_view key) {
-  const std::vector<const F*>& v = sorted_top();
-  auto it = std::lower_bound(v.begin(), v.end(), key, [](const F* f, std::string_view x) { return shorter(f->key, x); });
-  return it != v.end() && (*it)->key == key ? *it : nullptr;
+  const std::array<const F*, kSlots>& slots = top_slots();
+  for (std::size_t i = slot_of(key);; i = (i + 1) & (kSlots - 1)) {
+    const F* f = slots[i];
+    if (!f) return nullptr;  // an unknown key
+    if (f->key.size() == key.size() && f->key == key) return f;
+  }
 }
 
 // Beside the tables: every field they fill starts empty again.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "event.hpp"
+#include "flat_index.hpp"
 #include "safe_regex.hpp"
 
 namespace nanscope::report {
@@ -60,6 +61,15 @@ struct Proc {
   std::int64_t launches = 0, scans = 0, findings_reported = 0, scans_dropped = 0, overflow = 0,
                kernels_inspected = 0, kernels_not_inspected = 0, duration_ns = 0;
   Counts summary_counts;
+  // What this process's events add up to, before any filter: checked against its summary.
+  std::int64_t logged_findings = 0;
+  Counts logged_counts;
+  bool repeats_without_counts = false;  // an older nanscope: repeats estimated from their first event
+  bool summary_matches() const {
+    return logged_findings == findings_reported && logged_counts.nan == summary_counts.nan &&
+           logged_counts.pos_inf == summary_counts.pos_inf && logged_counts.neg_inf == summary_counts.neg_inf;
+  }
+  const char* summary_mismatch_reason() const;  // why the events and the summary differ (analyze.cpp)
   // summary.coverage: launches by how they were inspected, decoded bytes written and scanned,
   // the kernels not inspected most often (src/coverage.cpp).
   struct Coverage {
@@ -216,7 +226,7 @@ class Analysis {
   Event ev_;
   // Keyed by a 64-bit hash of the name / site key; collisions are checked against the
   // stored name / key and resolved by probing the next hash value.
-  std::unordered_map<std::uint64_t, std::uint32_t> kernel_index_, site_index_;
+  FlatIndex kernel_index_, site_index_;
   std::vector<std::string> site_keys_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> graph_index_;
   std::map<std::pair<std::uint32_t, std::int64_t>, std::uint32_t> proc_index_;
@@ -239,7 +249,8 @@ class Analysis {
                         std::uint32_t stream);
   void apply_join();
   void link_parents(const Event& e, std::uint32_t pi, std::uint32_t si, std::uint32_t stream);
-  void on_repeat(std::uint32_t file);
+  bool repeat_site(std::uint32_t pi, const Event& e, std::int64_t line, std::uint32_t* si);
+  void on_repeat(std::uint32_t file, std::int64_t line);
   void on_summary(Proc& p);
   void on_start(Proc& p);
   void on_bad_line(std::uint32_t file, std::int64_t lineno, const ParseError& pe, bool at_eof_no_newline,

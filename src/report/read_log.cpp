@@ -77,7 +77,7 @@ void Analysis::consume_line(std::uint32_t file, std::int64_t lineno, std::string
       break;
     case Kind::repeat:
       totals.ev_repeat++;
-      on_repeat(file);
+      on_repeat(file, lineno);
       break;
     case Kind::start:
       totals.ev_start++;

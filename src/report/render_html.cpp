@@ -222,6 +222,18 @@ struct Html {
     o << "</table></section>\n";
   }
 
+  // A process whose events do not add up to its summary (docs/report.md, "Totals against the summary").
+  void summary_check() {
+    for (std::uint32_t i = 0; i < a.procs.size(); ++i) {
+      const Proc& p = a.procs[i];
+      if (!p.summarized || p.summary_matches()) continue;
+      o << "<p class=\"muted\">" << a.proc_label(i) << ": the summary says " << num(p.findings_reported)
+        << " finding(s) and " << num(p.summary_counts.total()) << " non-finite values, the events add up to "
+        << num(p.logged_findings) << " and " << num(p.logged_counts.total()) << ": "
+        << p.summary_mismatch_reason() << "</p>\n";
+    }
+  }
+
   std::string page() {
     const Totals& t = a.totals;
     o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -233,6 +245,7 @@ struct Html {
       << " process(es) · " << num(t.findings) << " finding(s) · " << num(t.counts.total()) << " non-finite values";
     if (t.bad_lines) o << " · " << num(t.bad_lines) << " bad line(s) skipped";
     o << " · <span class=\"" << (a.gate_triggered() ? "fail\">FAIL" : "pass\">PASS") << "</span></p>\n";
+    summary_check();
     first_cause();
     lineage();
     o << cross_rank_html(a);

@@ -200,6 +200,15 @@ json dumps_json(const Analysis& a) {
   return dumps;
 }
 
+// The process's events against its summary (null without one).
+json summary_check_json(const Proc& p) {
+  if (!p.summarized) return nullptr;
+  return {{"matches", p.summary_matches()},
+          {"summary", {{"findings", p.findings_reported}, {"counts", counts_json(p.summary_counts)}}},
+          {"events", {{"findings", p.logged_findings}, {"counts", counts_json(p.logged_counts)}}},
+          {"repeats_without_counts", p.repeats_without_counts}};
+}
+
 json processes_json(const Analysis& a) {
   json procs = json::array();
   for (const Proc& p : a.procs)
@@ -210,6 +219,7 @@ json processes_json(const Analysis& a) {
                      {"argv0", p.argv0},
                      {"findings", p.findings},
                      {"summary", p.summarized},
+                     {"summary_check", summary_check_json(p)},
                      {"scans_dropped", p.scans_dropped},
                      {"overflow", p.overflow}});
   return procs;

@@ -284,6 +284,30 @@ void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
         << shorten_kernel(c.top[i].name, 80) << " (" << c.top[i].reason << ")\n";
 }
 
+std::string findings_text(std::int64_t findings, const Counts& c) {
+  return num(findings) + " finding(s) (" + num(c.nan) + " NaN, " + num(c.pos_inf) + " +Inf, " + num(c.neg_inf) +
+         " -Inf)";
+}
+
+// Each process's events against its own summary: the totals above are only as true as this.
+void summary_check(const Analysis& a, std::ostream& out, const Style& st) {
+  std::int64_t checked = 0, differ = 0;
+  for (std::uint32_t i = 0; i < a.procs.size(); ++i) {
+    const Proc& p = a.procs[i];
+    if (!p.summarized) continue;
+    ++checked;
+    if (p.summary_matches()) continue;
+    ++differ;
+    const char* why = p.summary_mismatch_reason();
+    out << "  " << st("33", "check") << "      " << a.proc_label(i) << ": " << why << "; the summary says "
+        << findings_text(p.findings_reported, p.summary_counts) << ", the events add up to "
+        << findings_text(p.logged_findings, p.logged_counts) << '\n';
+  }
+  if (checked && !differ)
+    out << "  check      the events add up to the summary of " << (checked == 1 ? "the process" : "each process")
+        << '\n';
+}
+
 void totals(const Analysis& a, std::ostream& out, const Style& st) {
   const Totals& t = a.totals;
   out << st("1", "TOTALS") << '\n';
@@ -303,13 +327,14 @@ void totals(const Analysis& a, std::ostream& out, const Style& st) {
   if (t.bad_lines) out << ", " << st("33", num(t.bad_lines) + " bad line(s) skipped");
   out << '\n';
   if (a.t0 != kNoTime) out << "  span       " << iso8601(a.t0) << " .. " << rel_time(a.t1 - a.t0) << '\n';
-  out << "  findings   " << num(t.findings) << " (" << num(t.ev_nonfinite - t.filtered_out) << " events + "
+  out << "  findings   " << num(t.findings) << " (" << num(sat_sub(t.findings, t.folded)) << " events + "
       << num(t.folded) << " folded in repeats)";
   if (t.filtered_out) out << ", " << num(t.filtered_out) << " events outside the filters";
   out << '\n';
   out << "  values     " << num(t.counts.nan) << " NaN, " << num(t.counts.pos_inf) << " +Inf, "
       << num(t.counts.neg_inf) << " -Inf · real " << num(t.split.real) << ", padding " << num(t.split.padding)
       << ", unknown " << num(t.split.unknown) << '\n';
+  summary_check(a, out, st);
   out << "  leaks      " << num(t.leaks) << '\n';
   out << "  scans      " << num(launches) << " launches, " << num(scans) << " scans, "
       << (dropped ? st("33", num(dropped) + " dropped") : "0 dropped") << ", "

@@ -57,6 +57,19 @@ ParseError check_rows(const std::vector<RowRange>& rows, std::string_view name) 
   return {};
 }
 
+// A repeat's counts are what its `count` findings held: none without findings, at most every
+// element of the buffer each, and its padding and real rows a part of them.
+ParseError check_repeat_counts(const Event& e) {
+  if (e.kind != Kind::repeat || !e.has_field(h_counts)) return {};
+  const std::int64_t values = e.counts.total();
+  if (e.count == 0 && values != 0) return out_of_range("counts", "no values in a repeat of 0 findings");
+  if (e.buffer.elements > 0 && values > sat_mul(e.count, e.buffer.elements))
+    return out_of_range("counts", "at most count x buffer.elements values");
+  if (sat_add(e.counts_padding, e.counts_real) > values)
+    return out_of_range("counts_padding", "counts_padding + counts_real within the counts");
+  return {};
+}
+
 }  // namespace
 
 ParseError check_ranges(const Event& e) {
@@ -65,6 +78,7 @@ ParseError check_ranges(const Event& e) {
     if (v < 0) return out_of_range(rule.name, "a non-negative integer");
   }
   if (e.buffer.elements < 0) return out_of_range("buffer.elements", "a non-negative integer");
+  if (ParseError pe = check_repeat_counts(e)) return pe;
   if (ParseError pe = check_rows(e.rows_real, schema::rows_key::real)) return pe;
   return check_rows(e.rows_padding, schema::rows_key::padding);
 }

@@ -263,6 +263,28 @@ def test_graph_manual():
           f"merged scan's kernel, and child graph, all at replay 3")
 
 
+def check_totals(events, label):
+    """The nonfinite events plus every repeat's count and counts equal the summary's totals
+    (issue 19 item 10), and `nanscope report` says so."""
+    summary = [e for e in events if e["event"] == "summary"]
+    if len(summary) != 1:
+        fail(f"{label}: want one summary, got {len(summary)}")
+    folded = [e for e in events if e["event"] in ("nonfinite", "repeat")]
+    found = sum(1 if e["event"] == "nonfinite" else e["count"] for e in folded)
+    counts = {k: sum(e["counts"][k] for e in folded) for k in ("nan", "pos_inf", "neg_inf")}
+    want = (summary[0]["findings"], summary[0]["counts"])
+    if (found, counts) != want:
+        fail(f"{label}: the events add up to {found} findings {counts}, the summary says {want}")
+    log = tempfile.mktemp(suffix=".jsonl")
+    with open(log, "w") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in events))
+    r = run([BIN, "report", log, "--color", "never", "--fail-on", "never"], check=False)
+    os.unlink(log)
+    if "check      the events add up to the summary" not in r.stdout:
+        fail(f"{label}: the report does not find its totals equal to the summary:\n{r.stdout}")
+    return found
+
+
 def test_torch_graph_replays():
     if not torch_available():
         print("skip: no torch with CUDA")
@@ -285,7 +307,9 @@ def test_torch_graph_replays():
     total = sum(e["total"] for e in finals)
     if total < 1000:
         fail(f"closing totals should count every replay: {finals}")
-    print(f"ok: 1000 replays -> {len(lines)} event lines + {len(finals)} closing totals (total {total}); same result")
+    found = check_totals(events, "torch_graph_replays")
+    print(f"ok: 1000 replays -> {len(lines)} event lines + {len(finals)} closing totals (total {total}); same result; "
+          f"events add up to the summary ({found} findings)")
 
 
 def test_torch_compile():
@@ -382,6 +406,7 @@ def test_nan_sources_report():
         fail(f"bad summary: {summary}")
     if "non-finite output: masked_softmax" not in p.stderr:
         fail(f"no console line for masked_softmax:\n{p.stderr}")
+    check_totals(events, "nan_sources")
     print(f"ok: {len(got)} findings as expected; summary {summary[0]}")
 
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -59,8 +60,12 @@ class Log {
     j["first_index"] = 0;
     j["last_index"] = 4095;
     for (auto& [k, v] : extra.items()) j[k] = v;
+    tally(1, j["counts"]);
+    counts_of_[j["id"].get<std::int64_t>()] = j["counts"];
     return add(j);
   }
+  // A repeat without counts (an older writer) unless `extra` gives them; the summary counts its
+  // findings as copies of the event it repeats, as such a writer would have.
   std::int64_t repeat(std::int64_t t_us, std::int64_t of, std::int64_t count, std::int64_t total, json extra = json::object()) {
     json j = base("repeat", t_us);
     j["of"] = of;
@@ -68,18 +73,21 @@ class Log {
     j["total"] = total;
     j["final"] = false;
     for (auto& [k, v] : extra.items()) j[k] = v;
+    if (j.contains("counts")) tally(count, j["counts"]);
+    else if (auto it = counts_of_.find(of); it != counts_of_.end() && count > 0 && count < (1 << 20))
+      tally(count, it->second, /*copies=*/true);
     return add(j);
   }
   std::int64_t summary(std::int64_t t_us, std::int64_t dropped = 0, std::int64_t overflow = 0) {
     json j = base("summary", t_us);
     j["launches"] = 100;
     j["scans"] = 100 - dropped;
-    j["findings"] = 0;
+    j["findings"] = findings_;
     j["kernels_inspected"] = 3;
     j["kernels_not_inspected"] = 1;
     j["scans_dropped"] = dropped;
     j["overflow"] = overflow;
-    j["counts"] = {{"nan", 0}, {"pos_inf", 0}, {"neg_inf", 0}};
+    j["counts"] = {{"nan", nan_}, {"pos_inf", pos_inf_}, {"neg_inf", neg_inf_}};
     j["duration_ns"] = t_us * 1000;
     return add(j);
   }
@@ -102,7 +110,22 @@ class Log {
   const std::vector<std::string>& lines() const { return lines_; }
 
  private:
+  // The summary's totals: every finding written so far, folded ones included. Hostile values
+  // (negative, absurd) are left out, as no writer would count them.
+  void tally(std::int64_t findings, const json& counts, bool copies = false) {
+    auto get = [&](const char* k) -> std::int64_t {
+      const auto it = counts.find(k);
+      if (it == counts.end() || !it->is_number_integer()) return 0;
+      const auto v = it->get<std::int64_t>();
+      return v >= 0 && v < (std::int64_t{1} << 32) ? v * (copies ? findings : 1) : 0;
+    };
+    if (findings < 0 || findings >= (1 << 20)) return;
+    findings_ += findings, nan_ += get("nan"), pos_inf_ += get("pos_inf"), neg_inf_ += get("neg_inf");
+  }
+
   std::int64_t pid_, rank_, next_id_ = 1, launch_ = 0;
+  std::int64_t findings_ = 0, nan_ = 0, pos_inf_ = 0, neg_inf_ = 0;
+  std::map<std::int64_t, json> counts_of_;  // nonfinite event id -> its counts
   std::vector<std::string> lines_;
 };
 

@@ -89,3 +89,35 @@ TEST(Parse, FutureMinorSchemaAndUnknownEventKind) {
 }
 
 }  // namespace
+
+namespace {
+
+// The string scanner takes 8 bytes a step: a byte that ends the plain run (quote, escape,
+// control character, DEL, UTF-8) is found at every offset of a step, and so is a line that
+// ends inside a string.
+TEST(Parse, StringScannerAtEveryOffset) {
+  const std::string head = R"j({"schema":"nanscope/1","event":"nonfinite","id":1,"ts_ns":1,"pid":1,"counts":{"nan":1},"kernel":")j";
+  struct Case {
+    std::string written, decoded;
+    bool ok;
+  };
+  const Case cases[] = {{"\\\"", "\"", true},    {"\\\\", "\\", true},  {"\\u0041", "A", true},
+                        {"\x7f", "\\x7f", true},  {"\xc3\xa9", "\xc3\xa9", true},
+                        {"\x01", "", false},     {"\xff", "", false}};
+  for (std::size_t at = 0; at < 19; ++at) {
+    for (const Case& c : cases) {
+      const std::string before(at, 'a'), after(17 - at % 8, 'b');
+      Event e;
+      const ParseError pe = parse_line(head + before + c.written + after + "\"}", e);
+      EXPECT_EQ(!pe, c.ok) << at << " " << c.written << ": " << pe.message;
+      if (c.ok && !pe) EXPECT_EQ(e.kernel, before + c.decoded + after) << at;
+    }
+    Event e;
+    const std::string plain(at, 'a');
+    EXPECT_FALSE(parse_line(head + plain + "\"}", e)) << at;
+    EXPECT_EQ(e.kernel, plain);
+    EXPECT_EQ(parse_line(head + plain, e).kind, ErrorKind::syntax) << at;  // the line ends inside the string
+  }
+}
+
+}  // namespace

@@ -183,32 +183,106 @@ TEST(FindingEvent, SiteKeys) {
   EXPECT_EQ(site_key(replay, ""), site_key(captured(), ""));  // replays fold
 }
 
-TEST(FindingEvent, RepeatsAtPowersOfFour) {
-  Sites sites;
-  const SiteKey key = site_key(captured(), "");
-  std::vector<std::string> repeats;
-  for (uint32_t replay = 1; replay <= 20; ++replay) {
-    Site& s = sites.record(key, replay);
-    if (s.total == 1) {
-      s.first_event = 42;
+TEST(FindingEvent, SiteKeysHoldTheCounts) {
+  const SiteKey a = site_key(typed_output(), "");
+  EXPECT_EQ(std::get<8>(a), (CountsKey{3, 1, 0, 0, 0}));
+  Finding more = typed_output();
+  more.nan = 4;  // one more NaN: not the same finding
+  EXPECT_NE(site_key(more, ""), a);
+  Finding neg = typed_output();
+  neg.pos_inf = 0, neg.neg_inf = 1;  // as many values, of another kind
+  EXPECT_NE(site_key(neg, ""), a);
+  Finding moved = watch_rows();  // the same values, split differently between padding and real rows
+  moved.verdict.counts_real = 3, moved.verdict.counts_padding = 4;
+  EXPECT_NE(site_key(moved, "propagated"), site_key(watch_rows(), "propagated"));
+  Finding later = typed_output();
+  later.launch_id = 99, later.first_index = 18;  // another launch, same counts and rows: folds
+  EXPECT_EQ(site_key(later, ""), a);
+}
+
+// Folds `n` copies of `f` into `sites` the way the finding reporter does; returns the repeats.
+std::vector<Json> fold_copies(Sites& sites, const Finding& f, uint32_t n, uint64_t first_event) {
+  std::vector<Json> repeats;
+  for (uint32_t replay = 1; replay <= n; ++replay) {
+    Site* s = sites.record(site_key(f, ""), replay);
+    if (s->total == 1) {
+      s->first_event = first_event;
+      s->identity = site_identity(f, "k");
+      s->row_aware = f.row_aware;
       continue;
     }
-    if (auto r = sites.fold(s, /*captured=*/true)) repeats.push_back(r->dump());
+    if (auto r = sites.fold(*s, f, f.captured)) repeats.push_back(*r);
   }
+  return repeats;
+}
+
+TEST(FindingEvent, RepeatsAtPowersOfFour) {
+  Sites sites;
+  const std::vector<Json> repeats = fold_copies(sites, captured(), 20, 42);
   ASSERT_EQ(repeats.size(), 2u);
-  EXPECT_EQ(repeats[0], R"j({"of":42,"count":3,"total":4,"final":false,"first_replay":1,"last_replay":4})j");
-  EXPECT_EQ(repeats[1], R"j({"of":42,"count":12,"total":16,"final":false,"first_replay":1,"last_replay":16})j");
+  constexpr const char* kWhere = R"j("kernel":"k","buffer":{"arg":1,"ptr":"0x7f0000001000","elements":1024},"region":"unknown")j";
+  EXPECT_EQ(repeats[0].dump(), std::string(R"j({"of":42,"count":3,"total":4,"final":false,"first_replay":1,"last_replay":4,"counts":{"nan":9,"pos_inf":3,"neg_inf":0},)j") + kWhere + "}");
+  EXPECT_EQ(repeats[1].dump(), std::string(R"j({"of":42,"count":12,"total":16,"final":false,"first_replay":1,"last_replay":16,"counts":{"nan":36,"pos_inf":12,"neg_inf":0},)j") + kWhere + "}");
   const std::vector<Json> closing = sites.closing();
   ASSERT_EQ(closing.size(), 1u);
-  EXPECT_EQ(closing[0].dump(), R"j({"of":42,"count":4,"total":20,"final":true,"first_replay":1,"last_replay":20})j");
+  EXPECT_EQ(closing[0].dump(), std::string(R"j({"of":42,"count":4,"total":20,"final":true,"first_replay":1,"last_replay":20,"counts":{"nan":12,"pos_inf":4,"neg_inf":0},)j") + kWhere + "}");
+  EXPECT_EQ(sites.closing()[0]["count"], 0);  // the remainder was taken: a second closing adds nothing
   Sites once;
   once.record(site_key(typed_output(), ""), 0);
   EXPECT_TRUE(once.closing().empty());  // seen once: nothing to close
   Sites plain;
-  Site& p = plain.record(site_key(typed_output(), ""), 0);
+  Site* p = plain.record(site_key(typed_output(), ""), 0);
   plain.record(site_key(typed_output(), ""), 0);
-  EXPECT_FALSE(plain.fold(p, false));
-  EXPECT_EQ(plain.closing()[0].dump(), R"j({"of":0,"count":1,"total":2,"final":true})j");  // no graph: no replays
+  EXPECT_FALSE(plain.fold(*p, typed_output(), false));
+  EXPECT_EQ(plain.closing()[0].dump(), R"j({"of":0,"count":1,"total":2,"final":true,"counts":{"nan":3,"pos_inf":1,"neg_inf":0}})j");  // no graph: no replays
+}
+
+// The issue's case: many identical findings folded. The first event plus every repeat add up
+// to the summary's totals exactly, findings and values alike.
+TEST(FindingEvent, FirstEventPlusRepeatsEqualTheTotals) {
+  for (uint32_t n : {1u, 2u, 3u, 4u, 5u, 16u, 17u, 20u, 1000u}) {
+    Sites sites;
+    const Finding f = watch_rows();
+    std::vector<Json> repeats = fold_copies(sites, f, n, 7);
+    for (Json& r : sites.closing()) repeats.push_back(r);
+    uint64_t findings = 1, nan = f.nan, pos_inf = f.pos_inf, padding = f.verdict.counts_padding,
+             real = f.verdict.counts_real;
+    for (const Json& r : repeats) {
+      findings += r["count"].get<uint64_t>();
+      nan += r["counts"]["nan"].get<uint64_t>();
+      pos_inf += r["counts"]["pos_inf"].get<uint64_t>();
+      padding += r["counts_padding"].get<uint64_t>();
+      real += r["counts_real"].get<uint64_t>();
+      EXPECT_EQ(r["rows"], Json::parse(R"j({"padding":[[6,7]],"real":[[0,1]],"truncated":false})j"));
+    }
+    EXPECT_EQ(findings, n) << n;
+    EXPECT_EQ(nan, f.nan * n) << n;
+    EXPECT_EQ(pos_inf, f.pos_inf * n) << n;
+    EXPECT_EQ(padding, f.verdict.counts_padding * n) << n;
+    EXPECT_EQ(real, f.verdict.counts_real * n) << n;
+  }
+}
+
+TEST(FindingEvent, DifferingCountsAreTheirOwnSites) {
+  Sites sites;
+  Finding a = typed_output(), b = typed_output();
+  b.nan = 5;
+  EXPECT_EQ(sites.record(site_key(a, ""), 0)->total, 1u);
+  EXPECT_EQ(sites.record(site_key(b, ""), 0)->total, 1u);  // not folded into a: its own event
+  EXPECT_EQ(sites.record(site_key(a, ""), 0)->total, 2u);  // a again: folds into a
+}
+
+TEST(FindingEvent, SitesBeyondTheCapAreNotRemembered) {
+  Sites sites;
+  Finding f = typed_output();
+  for (std::size_t i = 0; i < Sites::kMaxSites; ++i) {
+    f.nan = i + 1;
+    ASSERT_NE(sites.record(site_key(f, ""), 0), nullptr);
+  }
+  f.nan = 0;
+  EXPECT_EQ(sites.record(site_key(f, ""), 0), nullptr);  // a new site: the caller logs it as its own event
+  f.nan = 1;
+  EXPECT_EQ(sites.record(site_key(f, ""), 0)->total, 2u);  // a known site still folds
 }
 
 TEST(FindingEvent, DumpSidecar) {
