@@ -32,7 +32,10 @@ void EagerBatcher::hold(ContextState& cs, CUstream stream, const nanscope_scan_t
     h->model.legacy = legacy(stream);
   }
   const eager::Flush f = eager::must_flush_before_join(h->model, task.buffer_count, now_ns, limits_);
-  if (f != eager::Flush::none) launch(*h);
+  // A group shares one head (the stream its records name, the state words): a task that would
+  // see another goes in a group of its own.
+  const bool same_head = h->model.empty() || (h->group.stream == task.stream && h->group.buffer_state == task.buffer_state);
+  if (f != eager::Flush::none || !same_head) launch(*h);
   if (!append_launch(h->group, task)) {  // cannot happen after the flush above; never lose the scan
     launch(*h);
     append_launch(h->group, task);
