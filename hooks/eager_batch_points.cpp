@@ -17,10 +17,19 @@ uint64_t now_ns() {
 
 // A kernel whose writes nanscope can bound by its parameter words: a known layout that the
 // decoders or the signature read (not a library kernel, not one whose pointers may hide in structs
-// no decoder reads, not one the filters exclude).
+// no decoder reads, not a Triton kernel with a store its TTIR does not tie to an argument, not one
+// the filters exclude).
 bool writes_bounded(const KernelInfo& k) {
   return k.params_known && !k.excluded && !k.library && !k.layout_mismatch &&
-         (k.decoder != Decoder::none || !k.hidden_reads);
+         (k.decoder != Decoder::none || !k.hidden_reads) && !(k.triton && !k.triton->unresolved.empty());
+}
+
+// What a launch may write, as ranges of its parameter words: a Triton kernel's stored pointers
+// (its TTIR names them: the same stores its scan covers), else every word that may be a pointer
+// written through. False when a parameter's bytes cannot be read.
+bool launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
+  if (!k.params_known) return false;
+  return written_words(k, a, out, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{});
 }
 
 }  // namespace
@@ -55,7 +64,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   eager::Event e;
-  const bool words = k.params_known && written_words(k, a, e.ranges);
+  const bool words = launch_writes(k, a, e.ranges);
   e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
   batch_event(e, a.stream);
 }
