@@ -57,6 +57,22 @@ for i in 1 2 3; do
   echo "beside, merged:"; compare "$plain" "$gmerged"
 done
 echo
+echo "== eager mode, held scans: NANSCOPE_EAGER_BATCH off (one scan launch per kernel) vs on (a stream's"
+echo "   scans held and launched as one grouped scan), side by side with the plain run, twice:"
+echo "   launch_bench (host us per launch; distinct_outputs_us batches) and graph_bench's eager_typed_chain_us"
+for i in 1 2; do
+  for b in nanscope_launch_bench nanscope_graph_bench; do
+    plain=$("$bin/$b")
+    boff=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_EAGER_BATCH=off "$bin/$b")
+    bon=$(CUDA_INJECTION64_PATH=$lib NANSCOPE_CONSOLE=0 NANSCOPE_EAGER_BATCH=on "$bin/$b")
+    echo "$plain"
+    echo "$boff"
+    echo "$bon"
+    echo "batch off:"; compare "$plain" "$boff"
+    echo "batch on:"; compare "$plain" "$bon"
+  done
+done
+echo
 [ $quick = 1 ] && echo "== (--quick: origin on/off, torch references, torch_decode and the padding fix skipped)"
 [ $quick = 0 ] && echo "== NaN origin: the same under nanscope with origin tracking off (scans alone) vs on, twice"
 for i in $([ $quick = 0 ] && echo 1 2); do

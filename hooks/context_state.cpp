@@ -237,4 +237,20 @@ CUresult ContextState::launch_scan(nanscope_scan_task& task, CUstream stream, bo
   return cuLaunchKernel(p.func, p.gridDimX, 1, 1, p.blockDimX, 1, 1, 0, stream, p.kernelParams, nullptr);
 }
 
+CUresult ContextState::launch_group(nanscope_scan_group& g, CUstream stream) {
+  if (g.launch_count == 1) {
+    nanscope_scan_task task = launch_task(g, 0);
+    return launch_scan(task, stream, false, group_max_bytes(g));
+  }
+  nanscope_scan_task head{};  // the group's accumulator and channel, as a plain task gets them
+  std::memcpy(static_cast<void*>(&head), &g, sizeof(nanscope_scan_task_head));
+  prepare_task(head, false);
+  std::memcpy(static_cast<void*>(&g), &head, sizeof(nanscope_scan_task_head));
+  ScanPolicy policy;
+  policy.blocks_per_sm = blocks_per_sm_[static_cast<unsigned>(ScanEntry::plain)];
+  void* slot[1] = {&g};
+  return cuLaunchKernel(scan_merged_fn_, scan_grid(policy, group_max_bytes(g), sm_count_), 1, 1, policy.threads, 1, 1,
+                        0, stream, slot, nullptr);
+}
+
 }  // namespace nanscope

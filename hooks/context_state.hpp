@@ -44,6 +44,9 @@ class ContextState {
   // `captured` selects a dedicated accumulator that lives as long as the context (its
   // address is frozen into the graph). Returns the driver's result.
   CUresult launch_scan(nanscope_scan_task& task, CUstream stream, bool captured, uint64_t max_bytes);
+  // Launches the eager scans held in `g` (hooks/eager_batcher.cpp) on `stream`: one launch as the
+  // plain scan it was, several as one merged scan with the grid of a scan in line.
+  CUresult launch_group(nanscope_scan_group& g, CUstream stream);
 
   // For graph nodes: fills the task's channel pointers and accumulator (`accum` 0 takes a new
   // dedicated one). Returns false when the captured-scan pool is exhausted.

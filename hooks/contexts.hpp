@@ -72,6 +72,8 @@ class Allocations {
   bool holds(uint64_t ptr, uint64_t bytes);
   // Inside a live driver allocation (decoders that check candidate pointers).
   bool is_device(uint64_t ptr) const { return map_.find(ptr).has_value(); }
+  // The live driver allocation holding ptr (a free's whole range: held eager scans inside it go first).
+  std::optional<AddressRange> allocation(uint64_t ptr) const { return map_.find(ptr); }
   // [lowest, highest) address of every live driver allocation: the first filter for words of
   // opaque kernels' parameters.
   AddressRange span() const { return map_.span(); }

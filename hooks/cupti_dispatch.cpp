@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "engine.hpp"
+#include "stream_points.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -10,6 +11,21 @@ namespace {
 
 bool succeeded(const CUpti_CallbackData& cb) {
   return !cb.functionReturnValue || *static_cast<const CUresult*>(cb.functionReturnValue) == CUDA_SUCCESS;
+}
+
+// Enter site of a copy, set or stream-point call (hooks/stream_points.hpp): the held eager scans
+// that must run before it go now (NANSCOPE_EAGER_BATCH).
+void on_stream_call_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+  if (!e.launches().batching()) return;
+  CopyArgs copy;
+  if (decode_copy(cbid, cb.functionParams, copy)) {
+    e.launches().on_copy_enter(copy);
+    return;
+  }
+  StreamCall call;
+  if (!decode_stream_call(cbid, cb.functionParams, call)) return;
+  if (call.point == eager::Point::context_point) e.launches().flush_held(cb.context, false);
+  else e.launches().on_stream_call(call.stream, call.point, call.source);
 }
 
 // Enter site: graphs must be instrumented before the driver copies them into an exec.
@@ -31,6 +47,20 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
       return;
     case DriverHook::module_unload:
       e.modules().on_unload(static_cast<const cuModuleUnload_params*>(cb.functionParams)->hmod);
+      return;
+    case DriverHook::launch:
+      e.launches().on_launch_enter(cb, cbid);  // held eager scans it may overwrite go first
+      return;
+    case DriverHook::graph_launch:
+      e.launches().on_stream_call(
+          hooked_stream(cbid, static_cast<const cuGraphLaunch_params*>(cb.functionParams)->hStream),
+          eager::Point::stream_point);
+      return;
+    case DriverHook::free:
+      e.launches().on_free_enter(cbid, cb.functionParams);
+      return;
+    case DriverHook::none:
+      on_stream_call_enter(e, cbid, cb);
       return;
     default:
       return;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "nanscope/version.h"
+#include "stream_points.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -101,6 +102,7 @@ void Engine::log_start(nanscope_attach_t attach, const std::vector<std::string>&
                      {"typed", cfg_.typed},
                      {"origin", cfg_.origin},
                      {"aggregate", cfg_.aggregate},
+                     {"eager_batch", cfg_.eager_batch},
                      {"rules", cfg_.rules_path}};
   if (cupti_.ok()) {
     log_->info(fmt::format("CUPTI {}: {}, from {}", cupti_.path, cupti_.origin, cupti_.source));
@@ -137,6 +139,9 @@ bool Engine::subscribe() {
   for (CUpti_CallbackId id : driver_hook_cbids()) cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   // Copies and sets change tracked buffers' states (origin) and watched buffers' contents.
   for (CUpti_CallbackId id : copy_cbids()) cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  // Held eager scans must run before synchronisation, event records, copies to the host, ...
+  if (cfg_.eager_batch)
+    for (CUpti_CallbackId id : stream_point_cbids()) cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
                               CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     cupti.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
@@ -148,6 +153,10 @@ void Engine::on_callback_error(const std::string& message) {
 }
 
 void Engine::on_context_destroy(CUcontext ctx) {
+  {
+    ToolScope scope;
+    launches_.flush_held(ctx, /*wait=*/true);  // the last drain below must see them
+  }
   std::unique_ptr<ContextState> dying = reporter_.retire(ctx);
   if (!dying) return;
   ToolScope scope;
@@ -155,8 +164,20 @@ void Engine::on_context_destroy(CUcontext ctx) {
 }
 
 void Engine::flush() {
+  {
+    ToolScope scope;
+    launches_.flush_held(nullptr, false);
+  }
   reporter_.drain_all();
   log_->flush();
+}
+
+void Engine::shutdown() {
+  {
+    ToolScope scope;
+    launches_.flush_held(nullptr, /*wait=*/true);  // scans still held at exit run before the last drain
+  }
+  reporter_.shutdown();
 }
 
 void Engine::fill_stats(nanscope_stats_t& s) const {

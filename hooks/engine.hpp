@@ -53,7 +53,7 @@ class Engine {
   void set_global_padding(std::optional<PaddingSpec> spec) { watches_.set_global_padding(std::move(spec)); }
 
   void flush();
-  void shutdown() { reporter_.shutdown(); }                 // at exit: last drain, closing repeats, summary
+  void shutdown();                                          // at exit: held scans, last drain, closing repeats, summary
   void emergency_flush() { reporter_.emergency_flush(); }   // from a fatal signal: best effort, no joins
   void fill_stats(nanscope_stats_t& s) const;
   bool subscribed() const { return subscriber_ != nullptr; }

@@ -137,19 +137,7 @@ overlap::Node GraphInstrumenter::kernel_node_model(const CUDA_KERNEL_NODE_PARAMS
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
   if (!k.params_known) return m;  // nothing known about what it writes
   m.kind = overlap::NodeKind::app;
-  const LaunchArgs a = node_launch_args(handle, p);
-  for (uint32_t i = 0; i < k.params.size(); ++i) {
-    const char* bytes = param_bytes(a, k.params, i);
-    if (!bytes) {
-      m.kind = overlap::NodeKind::opaque;
-      return m;
-    }
-    for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
-      uint64_t v = 0;
-      std::memcpy(&v, bytes + off, sizeof(v));
-      if (v && k.may_write_through(i, off)) m.writes.push_back({v, v + 1});  // any word that may be a pointer
-    }
-  }
+  if (!written_words(k, node_launch_args(handle, p), m.writes)) m.kind = overlap::NodeKind::opaque;
   return m;
 }
 

@@ -62,6 +62,10 @@ class GraphInstrumenter {
   void on_graph_destroy(CUgraph graph);
   void on_graph_exec_destroy(CUgraphExec exec);
 
+  // What a scan reads: from the allocation base of each buffer (a later kernel may write the whole
+  // allocation through its base) to the buffer's end. Also what a held eager scan reads.
+  std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
+
  private:
   uint64_t graph_id_for(CUgraph graph);
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth);
@@ -79,7 +83,6 @@ class GraphInstrumenter {
   overlap::Node node_model(CUgraphNode node, ContextState& cs);
   overlap::Node scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p, ContextState& cs);
   overlap::Node kernel_node_model(const CUDA_KERNEL_NODE_PARAMS& p);
-  std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
   void use_beside_grid(CUgraphNode scan, ContextState& cs);
   void warn_if_beside_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
   struct MergePass;

@@ -15,7 +15,9 @@
 
 #include "decode/aten.hpp"
 #include "decode/triton.hpp"
+#include "launch_params.hpp"
 #include "rules.hpp"
+#include "scan_overlap.hpp"
 #include "scan_abi.h"
 #include "signature.hpp"
 
@@ -61,6 +63,13 @@ struct KernelInfo {
     return !(i < read_only.size() && read_only[i]);
   }
 };
+
+// What a launch of `k` may write, as graphs and held eager scans model it: {v, v + 1} for every
+// non-zero 8-byte parameter word that may be a pointer it writes through (not a pointer to const).
+// `writable`, when given (one flag per parameter), names the only parameters it may write through.
+// False, with `out` partly filled, when a parameter's bytes cannot be read.
+bool written_words(const KernelInfo& k, const LaunchArgs& a, std::vector<overlap::Range>& out,
+                   const std::vector<bool>& writable = {});
 
 class TritonModules;
 

@@ -139,6 +139,7 @@ void LaunchInstrumenter::submit_scan(ContextState& cs, nanscope_scan_task& task,
     task.graph_id = capture_id;
     task.graph_node = graphs_.number_scan(capture_id);
   }
+  if (!captured && hold_eager(cs, task, stream)) return;  // counted when its group is launched
   const CUresult r = cs.launch_scan(task, stream, captured, max_bytes);
   if (r != CUDA_SUCCESS) {
     failures_.report(r, captured);

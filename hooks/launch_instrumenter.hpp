@@ -10,6 +10,7 @@
 #include "gemm_extent.hpp"
 #include "contexts.hpp"
 #include "counters.hpp"
+#include "eager_batcher.hpp"
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
@@ -55,12 +56,24 @@ class LaunchInstrumenter {
                      Allocations& allocs, KernelTable& kernels, Counters& counters, ScanFailures& failures,
                      const Watches& watches, EventLog& log, PythonFrames& python)
       : cfg_(cfg), tasks_(tasks), graphs_(graphs), contexts_(contexts), allocs_(allocs), kernels_(kernels),
-        counters_(counters), failures_(failures), watches_(watches), log_(log), python_(python) {}
+        counters_(counters), failures_(failures), watches_(watches), log_(log), python_(python),
+        batch_(eager::Limits{cfg.eager_batch, 8, uint64_t{cfg.eager_batch_us} * 1000}, counters, failures) {}
 
   // API-exit site of a kernel launch.
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
   // A copy or memset into a buffer whose state is tracked (NaN origin).
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
+
+  // Held eager scans (NANSCOPE_EAGER_BATCH, hooks/eager_batch_points.cpp): the enter sites of the calls
+  // they must run before. A launch that may write what they read; a decoded copy or set; a free or
+  // unmap (driver_hook free); a graph launch or a call of the stream-point table.
+  void on_launch_enter(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
+  void on_copy_enter(const CopyArgs& c);
+  void on_free_enter(CUpti_CallbackId cbid, const void* params);
+  void on_stream_call(CUstream stream, eager::Point point, eager::Range source = {});
+  // Everything held in `ctx` (null: every context) goes now; `wait`: and is waited for.
+  void flush_held(CUcontext ctx, bool wait) { batch_.flush_context(ctx, wait); }
+  bool batching() const { return cfg_.eager_batch != 0; }
   // Library calls (library_scans.cpp): patch the GEMM, cuDNN and NCCL imports and take their
   // reports; again when a module was loaded (a library may have arrived); a successful GEMM
   // call's D; a successful cudnnBackendExecute's graph outputs (cudnn_scans.cpp).
@@ -84,6 +97,10 @@ class LaunchInstrumenter {
   void library_origin(const LibraryScan& s, ContextState& cs, CUstream stream, nanscope_scan_task& task,
                       LaunchPlan& plan);
   void submit_scan(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
+  // An eager scan: true when held (NANSCOPE_EAGER_BATCH); else what its stream held goes first,
+  // and the caller launches it.
+  bool hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream);
+  void batch_event(eager::Event& e, CUstream stream);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   // The scan's candidates and the launch's Python line, kept for the findings that need them.
@@ -112,6 +129,7 @@ class LaunchInstrumenter {
   std::atomic<bool> warned_comm_{false};
   std::atomic<bool> warned_cudnn_{false};
   std::atomic<bool> warned_cudnn_store_{false};
+  EagerBatcher batch_;
 };
 
 }  // namespace nanscope

@@ -84,6 +84,29 @@ struct Parser {
     out = parsed;
   }
 
+  // NANSCOPE_EAGER_BATCH: on/off like a boolean, or the buffers one grouped launch may hold.
+  void eager_batch(uint32_t& out) {
+    auto v = raw("NANSCOPE_EAGER_BATCH");
+    if (!v) return;
+    uint32_t n = 0;
+    const char* e = v->data() + v->size();
+    auto [p, ec] = std::from_chars(v->data(), e, n);
+    if (ec == std::errc() && p == e && n >= 2 && n <= 8) {
+      out = n;
+      return;
+    }
+    bool on = out != 0;
+    std::vector<std::string> before = errors;
+    boolean("NANSCOPE_EAGER_BATCH", on);
+    if (errors.size() != before.size()) {
+      errors = before;
+      reject("NANSCOPE_EAGER_BATCH", *v, "on/off (1/0, true/false, yes/no) or a buffer count from 2 to 8",
+             out ? std::to_string(out) : "off");
+      return;
+    }
+    out = on ? 8 : 0;
+  }
+
   void choice(const char* name, std::string& out, std::initializer_list<const char*> allowed) {
     auto v = raw(name);
     if (!v) return;
@@ -176,6 +199,10 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_PYTHON_LINE", c.python_line);
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
   p.boolean("NANSCOPE_GRAPH_MERGE", c.graph_merge);
+  p.eager_batch(c.eager_batch);
+  p.integer<uint32_t>("NANSCOPE_EAGER_BATCH_US", c.eager_batch_us, 0, 1000000);
+  // Abort mode stops the app at the first finding: a held scan would let it run on further.
+  if (c.mode == Mode::abort) c.eager_batch = 0;
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
   p.dump_dir(c.dump_dir);
   p.integer<uint32_t>("NANSCOPE_DUMP_MAX", c.dump_max, 0, 1u << 20);
@@ -195,12 +222,14 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} python_line={} rules={}",
+      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} eager_batch={} python_line={} "
+      "rules={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
-      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", python_line ? "on" : "off",
+      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", eager_batch ? std::to_string(eager_batch) : "off",
+      python_line ? "on" : "off",
       rules_path.empty() ? "(none)" : rules_path);
 }
 

@@ -89,6 +89,8 @@ constexpr const char* kernels_not_inspected = schema::key::kernels_not_inspected
 constexpr const char* scans_dropped = schema::key::scans_dropped;
 constexpr const char* graph_scans_overlapped = schema::key::graph_scans_overlapped;
 constexpr const char* graph_scans_merged = schema::key::graph_scans_merged;
+constexpr const char* eager_scans_batched = schema::key::eager_scans_batched;
+constexpr const char* eager_batch_launches = schema::key::eager_batch_launches;
 constexpr const char* overflow = schema::key::overflow;
 constexpr const char* corrupt_records = schema::key::corrupt_records;
 constexpr const char* rescans_unchanged = schema::key::rescans_unchanged;
@@ -481,6 +483,8 @@ Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) 
   s[key::scans_dropped] = f.scans_dropped;
   s[key::graph_scans_overlapped] = f.scans_beside;
   s[key::graph_scans_merged] = f.scans_merged;
+  s[key::eager_scans_batched] = f.eager_batched;
+  s[key::eager_batch_launches] = f.eager_batches;
   s[key::overflow] = f.overflow;
   s[key::corrupt_records] = f.corrupt;
   s[key::rescans_unchanged] = f.unchanged;

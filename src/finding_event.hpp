@@ -166,6 +166,8 @@ struct SummaryFigures {
   uint64_t kernels_inspected = 0, kernels_not_inspected = 0, scans_dropped = 0;
   uint64_t scans_beside = 0;   // scan nodes moved off a graph's critical path
   uint64_t scans_merged = 0;   // scan nodes folded into merged ones
+  uint64_t eager_batched = 0;  // eager scans launched with others in one grouped launch
+  uint64_t eager_batches = 0;  // those grouped launches
   uint64_t overflow = 0;       // findings the device dropped: channel full
   uint64_t corrupt = 0;        // records that failed validation on the host
   uint64_t unchanged = 0;      // watched buffers found as the last scan left them

@@ -276,6 +276,14 @@ ParsedTtir parse_ttir(std::string_view text) {
   return out;
 }
 
+std::vector<bool> triton_stored_params(const TritonSignature& sig, std::size_t driver_params) {
+  if (!sig.unresolved.empty() || driver_params != sig.args.size() + kTritonScratchParams) return {};
+  std::vector<bool> out(driver_params, true);  // the scratch pointers may be written
+  for (std::size_t i = 0; i < sig.args.size(); ++i)
+    out[i] = sig.args[i].kind == TritonArgKind::pointer && (sig.args[i].written || sig.args[i].atomic);
+  return out;
+}
+
 namespace {
 
 // Why the launch's layout is not the signature's; empty when it is.

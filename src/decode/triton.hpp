@@ -88,6 +88,12 @@ DType ttir_dtype(std::string_view elem);
 uint32_t ttir_scalar_size(std::string_view type);
 InductorRole inductor_role(std::string_view name);
 
+// Per driver parameter (the TTIR's arguments, then the 2 scratch pointers): whether the kernel may
+// write through it, as its TTIR says: a pointer argument it stores to (or updates atomically), and
+// the scratch pointers. Empty when the TTIR has a store it does not tie to an argument, or the
+// parameter count is not args + 2: then any parameter may point at what it writes.
+std::vector<bool> triton_stored_params(const TritonSignature& sig, std::size_t driver_params);
+
 // What one launch writes. Pointers come from the parameter bytes; the extent is exact when the
 // store was recognised (StoreExtent) and otherwise left to the engine's allocation-block map
 // (Write::extent_from_block). Gated on the layout: params == args + 2, each size as the TTIR says.

@@ -1404,6 +1404,124 @@ def test_nccl_tp_graph():
     print("ok: captured all_reduce scans found the NaN on both ranks (rank 1 contributed); bit-identical")
 
 
+# Keys of a finding that name what was found, not where it sat in memory or in the log.
+BATCH_KEYS = ("kernel", "launch_id", "counts", "first_index", "last_index", "graph_node", "replay", "region",
+              "counts_padding", "counts_real", "rows", "rows_total", "watch", "action", "origin", "origin_why",
+              "origin_incomplete", "leak", "rows_before", "rows_after", "count", "total", "final")
+
+
+def batch_findings(events):
+    """The findings and their origins, with event ids replaced by what they name (kernel, launch, arg,
+    replay): a run with the eager scans held and one without must give the same list."""
+    by_id = {e["id"]: e for e in origin_events(events) if "id" in e}
+
+    def name(i):
+        e = by_id.get(i)
+        if e is None:
+            return f"unlogged#{i}"
+        if e["event"] == "repeat":
+            return "repeat of " + name(e.get("of"))
+        return f"{e['kernel'].split('(')[0]}@{e.get('launch_id')}:{(e.get('buffer') or {}).get('arg')}/r{e.get('replay')}"
+
+    out = []
+    for e in origin_events(events):
+        c = {k: e[k] for k in BATCH_KEYS if k in e}
+        c["event"] = e["event"]
+        c["arg"] = (e.get("buffer") or {}).get("arg")
+        c["dtype"] = (e.get("buffer") or {}).get("dtype")
+        c["elements"] = (e.get("buffer") or {}).get("elements")
+        for k in ("parents", "root"):
+            if k in e:
+                c[k] = [name(i) for i in e[k]]
+        if "of" in e:
+            c["of"] = name(e["of"])
+        if "candidates" in e:
+            c["candidates"] = [(x.get("kernel"), x.get("launch_id")) for x in e["candidates"]]
+        out.append(json.dumps(c, sort_keys=True))
+    return sorted(out)
+
+
+def batch_diff(app_cmd, label, env=None, args=("--no-aggregate",)):
+    """Runs app_cmd with NANSCOPE_EAGER_BATCH off and on; fails unless the findings are the same.
+    Returns (findings, summary of the batched run, stdout of both)."""
+    runs = {}
+    for mode in ("off", "on"):
+        p, events = under_nanscope(app_cmd, list(args), env=dict(env or {}, NANSCOPE_EAGER_BATCH=mode))
+        start = [e for e in events if e["event"] == "start"][0]
+        want_batch = 8 if mode == "on" else 0
+        if start["config"].get("eager_batch") != want_batch:
+            fail(f"{label}: start config eager_batch {start['config'].get('eager_batch')}, want {want_batch}")
+        summary = [e for e in events if e["event"] == "summary"][0]
+        runs[mode] = (batch_findings(events), summary, p.stdout, events)
+    off, on = runs["off"], runs["on"]
+    if off[0] != on[0]:
+        only_off = [x for x in off[0] if x not in on[0]]
+        only_on = [x for x in on[0] if x not in off[0]]
+        fail(f"{label}: findings differ with the eager scans held\nonly without batching:\n  " +
+             "\n  ".join(only_off) + "\nonly with batching:\n  " + "\n  ".join(only_on))
+    if off[1]["scans"] != on[1]["scans"] or off[1]["scans_dropped"] != on[1]["scans_dropped"]:
+        fail(f"{label}: scans {off[1]['scans']} / dropped {off[1]['scans_dropped']} without batching, "
+             f"{on[1]['scans']} / {on[1]['scans_dropped']} with")
+    if off[1].get("eager_scans_batched") != 0:
+        fail(f"{label}: eager_scans_batched {off[1].get('eager_scans_batched')} with batching off")
+    return on[0], on[1], off[2], on[2], on[3]
+
+
+def test_eager_batch():
+    """Eager scans held per stream and launched together (NANSCOPE_EAGER_BATCH, issue 18): the same
+    findings, counts, regions, origins and parents as one scan per launch, on the origin chain, the
+    graph tests (their eager parts), a kernel that overwrites a buffer right after its writer, two
+    streams joined by an event and a synchronised stream whose buffer the host rewrites."""
+    app = os.path.join(BIN_DIR, "eager_batch_app")
+    batched = {}
+    # chain: 20 typed layers, 0/0 at layer 3: 17 findings, introduced then propagated, in groups of 8.
+    got, summary, _, _, events = batch_diff([app, "chain"], "chain")
+    f = findings(events)
+    kinds = sorted((e["kernel"].split("(")[0], e.get("origin")) for e in f)
+    if len(f) != 17 or kinds.count(("scale_div", "introduced")) != 1 or kinds.count(("step", "propagated")) != 16:
+        fail(f"chain: want scale_div introduced and 16 step layers propagated, got {kinds}:{compact(f)}")
+    for e in f:
+        if e["counts"]["nan"] != 64 or (e.get("origin") == "propagated" and len(e.get("parents", [])) != 1):
+            fail(f"chain: each layer has 64 NaN and one parent:{compact([e])}")
+    if summary["eager_scans_batched"] < 16 or summary["eager_batch_launches"] < 2:
+        fail(f"chain: the held scans should go 8 buffers a launch: eager_scans_batched "
+             f"{summary['eager_scans_batched']}, eager_batch_launches {summary['eager_batch_launches']}")
+    batched["chain"] = (summary["eager_scans_batched"], summary["eager_batch_launches"])
+    # overwrite: each NaN is reported although the next launch (typed, untyped, memset, host copy)
+    # overwrites it; the later writers' findings (none: they write finite values) are the same.
+    got, summary, _, _, events = batch_diff([app, "overwrite"], "overwrite")
+    f = [e for e in findings(events) if e["kernel"].startswith("scale_div")]
+    if len(f) != 4 or any(e["counts"]["nan"] != 16 for e in f):
+        fail(f"overwrite: want scale_div's 16 NaN reported 4 times (before each overwrite):{compact(findings(events))}")
+    # streams: B's reader names A's finding as its parent; B's overwrite of x comes after A's scan.
+    got, summary, _, _, events = batch_diff([app, "streams"], "streams")
+    f = {e["kernel"].split("(")[0]: e for e in findings(events)}
+    if set(f) != {"scale_div", "step"} or f["step"].get("parents") != [f["scale_div"]["id"]]:
+        fail(f"streams: want scale_div introduced on A and step propagated from it on B:{compact(findings(events))}")
+    if summary["eager_scans_batched"] < 2:
+        fail(f"streams: eager_scans_batched {summary['eager_scans_batched']}, want the held scans grouped")
+    batched["streams"] = (summary["eager_scans_batched"], summary["eager_batch_launches"])
+    # sync: the held scan ran at the synchronisation, before the host rewrote the managed buffer.
+    got, summary, _, _, events = batch_diff([app, "sync"], "sync")
+    f = [e for e in findings(events) if e["kernel"].startswith("scale_div")]
+    if len(f) != 1 or f[0]["counts"]["nan"] != 8:
+        fail(f"sync: want scale_div's 8 NaN reported:{compact(findings(events))}")
+    # The origin chain (watched, row-aware: its scans run in line after what was held) and its typed
+    # graph, the host copy, and the graph tests: eager warm-ups and graphs with batching on and off.
+    origin = os.path.join(BIN_DIR, "origin_chain_app")
+    for mode in ("eager", "graph", "graph_typed", "fix", "host"):
+        batch_diff([origin, mode], f"origin_chain {mode}", args=())
+    for name in ("graph_capture_app", "graph_overlap_app", "graph_fork_app", "graph_manual_app"):
+        _, _, plain_out, batch_out, _ = batch_diff([os.path.join(BIN_DIR, name)], name)
+        plain_out, batch_out = (re.sub(r"0x[0-9a-f]+", "0x?", o) for o in (plain_out, batch_out))  # addresses
+        if plain_out != batch_out:
+            fail(f"{name}: the app's output differs with the eager scans held:\n{plain_out}\n{batch_out}")
+    print(f"ok: findings, counts, regions, origins and parents identical with the eager scans held "
+          f"(chain: {batched['chain'][0]} scans in {batched['chain'][1]} grouped launches; streams: "
+          f"{batched['streams'][0]} in {batched['streams'][1]}); every overwritten NaN still reported; "
+          f"origin_chain (5 modes) and 4 graph apps identical")
+
+
 def gpu_tests():
     """Every test, in definition order: the one list CMake and tests/gpu/run_suite.sh read."""
     return [n[len("test_"):] for n, f in globals().items() if n.startswith("test_") and callable(f)]

@@ -143,3 +143,23 @@ TEST(Config, DisableSwitch) {
   EXPECT_FALSE(parse({{"NANSCOPE_ENABLE", "0"}}).config.enabled);
   EXPECT_FALSE(parse({{"NANSCOPE_ENABLE", "OFF"}}).config.enabled);
 }
+
+TEST(Config, EagerBatchIsOffByDefaultAndTakesOnOffOrACount) {
+  EXPECT_EQ(parse({}).config.eager_batch, 0u);
+  EXPECT_EQ(parse({}).config.eager_batch_us, 1000u);
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "on"}}).config.eager_batch, 8u);
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "1"}}).config.eager_batch, 8u);
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "off"}}).config.eager_batch, 0u);
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "4"}}).config.eager_batch, 4u);
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "8"}}).config.eager_batch, 8u);
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH_US", "50"}}).config.eager_batch_us, 50u);
+  // Abort mode wants the first finding as early as it can come.
+  EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "on"}, {"NANSCOPE_MODE", "abort"}}).config.eager_batch, 0u);
+  for (const char* bad : {"9", "maybe", "-2", "4x"}) {
+    const auto r = parse({{"NANSCOPE_EAGER_BATCH", bad}});
+    EXPECT_EQ(r.config.eager_batch, 0u) << bad;
+    ASSERT_EQ(r.errors.size(), 1u) << bad;
+    EXPECT_NE(r.errors[0].find("NANSCOPE_EAGER_BATCH"), std::string::npos);
+    EXPECT_NE(r.errors[0].find("2 to 8"), std::string::npos) << r.errors[0];
+  }
+}

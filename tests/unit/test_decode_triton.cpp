@@ -111,6 +111,16 @@ TEST(TritonTtir, InductorPointwiseMaskedByXnumel) {
   EXPECT_EQ(s.args[2].extent.bound_arg, 3u);
 }
 
+TEST(TritonTtir, StoredParamsAreTheWrittenPointersAndTheScratch) {
+  const TritonSignature s = parsed("poi_masked.ttir");  // in_ptr0, in_ptr1 loaded; out_ptr0 stored; xnumel
+  const std::vector<bool> stored = triton_stored_params(s, s.args.size() + 2);
+  EXPECT_EQ(stored, (std::vector<bool>{false, false, true, false, true, true}));
+  EXPECT_TRUE(triton_stored_params(s, s.args.size()).empty());  // not the driver's layout: no claim
+  TritonSignature untied = s;
+  untied.unresolved = "a store the TTIR does not tie";
+  EXPECT_TRUE(triton_stored_params(untied, s.args.size() + 2).empty());
+}
+
 TEST(TritonTtir, Triton33ArgumentsWithoutNames) {
   const TritonSignature s = parsed("poi_masked_triton33.ttir");
   ASSERT_EQ(s.args.size(), 4u);

@@ -1,0 +1,125 @@
+// Held eager scans (NANSCOPE_EAGER_BATCH): the launch instrumenter's side. Plain eager scans are
+// held per stream (hooks/eager_batcher.cpp), and the enter site of every call they must precede
+// turns into an eager::Event: src/eager_batch.cpp says which held scans go first.
+#include <chrono>
+
+#include "launch_instrumenter.hpp"
+#include "tool_scope.hpp"
+
+namespace nanscope {
+
+namespace {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// A kernel whose writes nanscope can bound by its parameter words: a known layout that the
+// decoders or the signature read (not a library kernel, not one whose pointers may hide in structs
+// no decoder reads, not a Triton kernel with a store its TTIR does not tie to an argument, not one
+// the filters exclude).
+bool writes_bounded(const KernelInfo& k) {
+  return k.params_known && !k.excluded && !k.library && !k.layout_mismatch &&
+         (k.decoder != Decoder::none || !k.hidden_reads) && !(k.triton && !k.triton->unresolved.empty());
+}
+
+// What a launch may write, as ranges of its parameter words: a Triton kernel's stored pointers
+// (its TTIR names them: the same stores its scan covers), else every word that may be a pointer
+// written through. False when a parameter's bytes cannot be read.
+bool launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
+  if (!k.params_known) return false;
+  return written_words(k, a, out, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{});
+}
+
+}  // namespace
+
+bool LaunchInstrumenter::hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream) {
+  if (!batching()) return false;
+  if (EagerBatcher::holdable(task, stream)) {
+    batch_.hold(cs, stream, task, graphs_.scan_reads(task), now_ns());
+    return true;
+  }
+  if (batch_.holding()) {  // a scan that cannot wait runs after what its stream held
+    eager::Event e;
+    e.point = eager::Point::in_line_scan;
+    batch_event(e, stream);
+  }
+  return false;
+}
+
+void LaunchInstrumenter::batch_event(eager::Event& e, CUstream stream) {
+  e.stream = EagerBatcher::stream_key(stream);
+  e.legacy = EagerBatcher::legacy(stream) || stream == CU_STREAM_PER_THREAD;
+  e.now_ns = now_ns();
+  batch_.on_event(e);
+}
+
+// Before a kernel goes onto its stream: the held scans it may overwrite go first, and every scan
+// its stream held when nanscope cannot bound what it writes.
+void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
+  if (!batch_.holding()) return;
+  LaunchArgs a;
+  if (!decode_launch(cbid, cb.functionParams, a)) return;
+  ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
+  const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
+  eager::Event e;
+  const bool words = launch_writes(k, a, e.ranges);
+  e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
+  batch_event(e, a.stream);
+}
+
+void LaunchInstrumenter::on_copy_enter(const CopyArgs& c) {
+  if (!batch_.holding() || c.bytes == 0) return;
+  eager::Event e;
+  // A synchronous copy or set returns when it is done: the host may act on the stream's progress.
+  const bool synchronous = std::string_view(c.api).find("Async") == std::string_view::npos;
+  e.point = synchronous ? eager::Point::stream_point
+            : c.kind == CopyArgs::Kind::unified ? eager::Point::host_read  // its destination may be the host
+                                                : eager::Point::device_write;
+  e.ranges.push_back({c.dst, c.dst + c.bytes});
+  batch_event(e, c.stream);
+}
+
+// A free or unmap: the held scans inside the freed memory go first (they would read freed memory).
+void LaunchInstrumenter::on_free_enter(CUpti_CallbackId cbid, const void* params) {
+  if (!batch_.holding()) return;
+  eager::Event e;
+  e.point = eager::Point::device_write;
+  CUstream stream = nullptr;  // cuMemFree and cuMemUnmap wait for the device: the legacy stream's order
+  uint64_t ptr = 0;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: ptr = static_cast<const cuMemFree_v2_params*>(params)->dptr; break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      auto* p = static_cast<const cuMemFreeAsync_params*>(params);
+      ptr = p->dptr;
+      stream = hooked_stream(cbid, p->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      auto* p = static_cast<const cuMemUnmap_params*>(params);
+      e.ranges.push_back({p->ptr, p->ptr + p->size});
+      break;
+    }
+    default: return;
+  }
+  if (ptr) {
+    const auto range = allocs_.allocation(ptr);
+    if (range) e.ranges.push_back({range->base, range->base + range->size});
+    else e.point = eager::Point::stream_point;  // an allocation nanscope did not see: anything
+  }
+  ToolScope scope;
+  batch_event(e, stream);
+}
+
+void LaunchInstrumenter::on_stream_call(CUstream stream, eager::Point point, eager::Range source) {
+  if (!batch_.holding()) return;
+  eager::Event e;
+  e.point = point;
+  if (source.hi > source.lo) e.ranges.push_back(source);
+  ToolScope scope;
+  batch_event(e, stream);
+}
+
+}  // namespace nanscope

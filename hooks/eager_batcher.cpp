@@ -1,0 +1,112 @@
+#include "eager_batcher.hpp"
+
+#include <algorithm>
+
+#include "tool_scope.hpp"
+
+namespace nanscope {
+
+uint64_t EagerBatcher::stream_key(CUstream s) {
+  return s == CU_STREAM_LEGACY ? 0 : reinterpret_cast<uint64_t>(s);
+}
+
+bool EagerBatcher::holdable(const nanscope_scan_task& task, CUstream stream) {
+  return task.row_aware_mask == 0 && task.buffer_count > 0 && task.buffer_count <= NANSCOPE_SCAN_MAX_BUFFERS &&
+         stream != CU_STREAM_PER_THREAD;
+}
+
+EagerBatcher::Held* EagerBatcher::find(ContextState& cs, uint64_t key) {
+  for (Held& h : held_)
+    if (h.cs == &cs && h.model.stream == key) return &h;
+  return nullptr;
+}
+
+void EagerBatcher::hold(ContextState& cs, CUstream stream, const nanscope_scan_task& task,
+                        const std::vector<eager::Range>& reads, uint64_t now_ns) {
+  std::lock_guard lock(mu_);
+  Held* h = find(cs, stream_key(stream));
+  if (!h) {
+    held_.push_back(Held{&cs, stream, {}, {}});
+    h = &held_.back();
+    h->model.stream = stream_key(stream);
+    h->model.legacy = legacy(stream);
+  }
+  const eager::Flush f = eager::must_flush_before_join(h->model, task.buffer_count, now_ns, limits_);
+  // A group shares one head (the stream its records name, the state words): a task that would
+  // see another goes in a group of its own.
+  const bool same_head = h->model.empty() || (h->group.stream == task.stream && h->group.buffer_state == task.buffer_state);
+  if (f != eager::Flush::none || !same_head) launch(*h);
+  if (!append_launch(h->group, task)) {  // cannot happen after the flush above; never lose the scan
+    launch(*h);
+    append_launch(h->group, task);
+  }
+  if (h->model.empty()) held_count_.fetch_add(1, std::memory_order_acq_rel);
+  eager::hold(h->model, reads, now_ns);
+}
+
+void EagerBatcher::on_event(const eager::Event& e) {
+  std::lock_guard lock(mu_);
+  for (Held& h : held_) {
+    const eager::Flush f = eager::must_flush(h.model, e, limits_);
+    if (f != eager::Flush::none) launch(h);
+  }
+  forget_empty();
+}
+
+// A stream that holds nothing is forgotten (apps create and destroy streams; the next scan held
+// there starts a new entry).
+void EagerBatcher::forget_empty() {
+  held_.erase(std::remove_if(held_.begin(), held_.end(), [](const Held& h) { return h.model.empty(); }), held_.end());
+}
+
+void EagerBatcher::flush_context(CUcontext ctx, bool wait) {
+  ToolScope scope;
+  std::lock_guard lock(mu_);
+  for (Held& h : held_) {
+    if (ctx && h.cs->context() != ctx) continue;
+    const bool had = !h.model.empty();
+    if (had) launch(h);
+    if (!had || !wait) continue;
+    cuCtxPushCurrent(h.cs->context());
+    cuStreamSynchronize(h.stream);  // at teardown or exit only: the last drain must see these scans
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+  forget_empty();
+}
+
+// One launch for the held scans: the plain scan when one is held (as without batching), else the
+// merged kernel, which publishes its launches in the order they were held.
+void EagerBatcher::launch(Held& h) {
+  if (h.model.empty()) return;
+  ToolScope scope;  // our launch must not come back into the callback (it holds mu_)
+  const uint32_t launches = h.group.launch_count;
+  // The flush may come from a call made while another context is current (a stream sync, exit).
+  CUcontext current = nullptr;
+  const bool push = cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != h.cs->context();
+  if (push) cuCtxPushCurrent(h.cs->context());
+  // A held stream never joins a capture (begin capture and event waits launch what it held), but
+  // should one, a held eager scan must not become a node of the app's graph.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = cuStreamIsCapturing(h.stream, &capture);
+  if (r == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (r == CUDA_SUCCESS) r = h.cs->launch_group(h.group, h.stream);
+  if (push) {
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+  if (r != CUDA_SUCCESS) {
+    for (uint32_t l = 0; l < launches; ++l) failures_.report(r, false);  // each counts as dropped
+  } else {
+    counters_.scans.fetch_add(launches, std::memory_order_relaxed);
+  }
+  if (r == CUDA_SUCCESS && launches > 1) {
+    counters_.eager_batched.fetch_add(launches, std::memory_order_relaxed);
+    counters_.eager_group_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  h.group = nanscope_scan_group{};
+  eager::clear(h.model);
+  held_count_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+}  // namespace nanscope
