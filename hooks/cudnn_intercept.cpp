@@ -224,17 +224,10 @@ got::Report patch_all(bool force) {
   return report;
 }
 
-bool set_original(const char* name, void* fn) {
-  const got::Hook* h = got::find_hook(kHooks, kHookCount, name);
-  if (h) h->original->store(fn);
-  return h != nullptr;
-}
+bool set_original(const char* name, void* fn) { return got::set_original(kHooks, kHookCount, name, fn); }
 
 void set_get_stream(void* fn) { g_get_stream.store(reinterpret_cast<GetStreamFn>(fn)); }
 
-void* wrapper(const char* name) {
-  const got::Hook* h = got::find_hook(kHooks, kHookCount, name);
-  return h ? h->wrapper : nullptr;
-}
+void* wrapper(const char* name) { return got::wrapper_of(kHooks, kHookCount, name); }
 
 }  // namespace nanscope::cudnn

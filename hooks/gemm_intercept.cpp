@@ -339,20 +339,13 @@ got::Report patch_all(bool force) {
   return report;
 }
 
-bool set_original(const char* name, void* fn) {
-  const got::Hook* h = got::find_hook(kHooks, kHookCount, name);
-  if (h) h->original->store(fn);
-  return h != nullptr;
-}
+bool set_original(const char* name, void* fn) { return got::set_original(kHooks, kHookCount, name, fn); }
 
 void set_helpers(void* cublas_get_stream, void* lt_layout_get_attribute) {
   g_get_stream.store(reinterpret_cast<GetStreamFn>(cublas_get_stream));
   g_layout_get.store(reinterpret_cast<LayoutGetFn>(lt_layout_get_attribute));
 }
 
-void* wrapper(const char* name) {
-  const got::Hook* h = got::find_hook(kHooks, kHookCount, name);
-  return h ? h->wrapper : nullptr;
-}
+void* wrapper(const char* name) { return got::wrapper_of(kHooks, kHookCount, name); }
 
 }  // namespace nanscope::gemm

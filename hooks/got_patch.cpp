@@ -322,4 +322,15 @@ const Hook* find_hook(const Hook* hooks, std::size_t count, const char* name) {
   return nullptr;
 }
 
+bool set_original(const Hook* hooks, std::size_t count, const char* name, void* fn) {
+  const Hook* h = find_hook(hooks, count, name);
+  if (h) h->original->store(fn);
+  return h != nullptr;
+}
+
+void* wrapper_of(const Hook* hooks, std::size_t count, const char* name) {
+  const Hook* h = find_hook(hooks, count, name);
+  return h ? h->wrapper : nullptr;
+}
+
 }  // namespace nanscope::got

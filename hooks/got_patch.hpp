@@ -48,6 +48,10 @@ Report patch_all(const Hook* hooks, std::size_t count, const Options& options = 
 
 // The hook of that name in a table, or nullptr (tests set originals and call wrappers by name).
 const Hook* find_hook(const Hook* hooks, std::size_t count, const char* name);
+// Through find_hook: set the original of the hook of that name (false for an unknown name), or
+// get its wrapper (nullptr), as each interceptor's set_original / wrapper do for its table.
+bool set_original(const Hook* hooks, std::size_t count, const char* name, void* fn);
+void* wrapper_of(const Hook* hooks, std::size_t count, const char* name);
 
 // `symbol` from the loaded library that defines `known` (a hook's original), never loading a
 // library: a helper the wrappers need from the same copy of the library (cublasGetStream_v2,

@@ -262,20 +262,13 @@ got::Report patch_all(bool force) {
 
 CommTable& comms() { return table(); }
 
-bool set_original(const char* name, void* fn) {
-  const got::Hook* hook = got::find_hook(kHooks, kHookCount, name);
-  if (hook) hook->original->store(fn);
-  return hook != nullptr;
-}
+bool set_original(const char* name, void* fn) { return got::set_original(kHooks, kHookCount, name, fn); }
 
 void set_helpers(void* comm_user_rank, void* comm_count) {
   g_user_rank.store(reinterpret_cast<QueryFn>(comm_user_rank));
   g_count.store(reinterpret_cast<QueryFn>(comm_count));
 }
 
-void* wrapper(const char* name) {
-  const got::Hook* hook = got::find_hook(kHooks, kHookCount, name);
-  return hook ? hook->wrapper : nullptr;
-}
+void* wrapper(const char* name) { return got::wrapper_of(kHooks, kHookCount, name); }
 
 }  // namespace nanscope::nccl
