@@ -325,6 +325,33 @@ TEST(Ranks, SendToRecvCrossesRanks) {
   EXPECT_EQ(j["first_cause"]["kernel"], "K1(float*)");
 }
 
+// Sends and receives are numbered per peer and direction: rank 1's non-finite send #5 to rank 2
+// is not the message rank 0 received as its recv #5 from rank 1.
+TEST(Ranks, SendToAnotherRankIsNotThisRecv) {
+  TempDir dir;
+  Log r0(4000, 0), r1(4001, 1);
+  r0.start(0), r1.start(0);
+  const std::int64_t k = r1.nonfinite(10, "K1(float*)", 1, {{"origin", "introduced"}});
+  json send = collective(1, "nonfinite", 5, 3, "send", "send");
+  send["peers"] = json::array({2});
+  r1.nonfinite(20, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1,
+               {{"origin", "propagated"}, {"parents", {k}}, {"root", {k}}, {"collective", send},
+                {"buffer", {{"arg", 1}, {"ptr", "0x9000"}}}});
+  json recv = collective(0, "unknown", 5, 3, "recv", "recv");
+  recv["peers"] = json::array({1});
+  r0.nonfinite(21, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1,
+               {{"origin", "introduced"}, {"collective", recv}});
+  r0.write(dir / "a.jsonl"), r1.write(dir / "b.jsonl");
+  const json j = report_json({dir / "a.jsonl", dir / "b.jsonl"});
+  json r0_recv;
+  for (const json& c : j["cross_rank"]["collectives"])
+    for (const json& f : c["findings"])
+      if (f["rank"] == 0) r0_recv = f;
+  ASSERT_FALSE(r0_recv.is_null());
+  EXPECT_NE(r0_recv["verdict"], "propagated") << r0_recv.dump();
+  EXPECT_TRUE(r0_recv["parents"].empty()) << r0_recv.dump();
+}
+
 TEST(Ranks, HostileCollectivesAreBadLinesNamedByFileAndLine) {
   TempDir dir;
   Log log(5, 0);
