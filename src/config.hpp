@@ -35,9 +35,9 @@ struct Config {
                                     // the app's next kernels instead of before them (docs/graphs.md)
   bool graph_merge = true;          // NANSCOPE_GRAPH_MERGE: scan nodes beside the app's kernels that may run
                                     // together become one node (docs/graphs.md)
-  uint32_t eager_batch = 0;         // NANSCOPE_EAGER_BATCH: eager plain scans held per stream and launched
-                                    // together, at most this many buffers a launch (2..8; 0: off, on: 8;
-                                    // always off in abort mode)
+  uint32_t eager_batch = 8;         // NANSCOPE_EAGER_BATCH: eager plain scans held per stream and launched
+                                    // together, at most this many buffers a launch (2..8; 0: off, on and
+                                    // the default: 8; always off in abort mode)
   uint32_t eager_batch_us = 1000;   // NANSCOPE_EAGER_BATCH_US: how long a held scan may wait for a driver call
   bool aggregate = true;            // NANSCOPE_AGGREGATE: fold identical findings into repeat events
   bool python_line = true;          // NANSCOPE_PYTHON_LINE: findings say which Python line launched the kernel

@@ -144,8 +144,8 @@ TEST(Config, DisableSwitch) {
   EXPECT_FALSE(parse({{"NANSCOPE_ENABLE", "OFF"}}).config.enabled);
 }
 
-TEST(Config, EagerBatchIsOffByDefaultAndTakesOnOffOrACount) {
-  EXPECT_EQ(parse({}).config.eager_batch, 0u);
+TEST(Config, EagerBatchIsOnByDefaultAndTakesOnOffOrACount) {
+  EXPECT_EQ(parse({}).config.eager_batch, 8u);  // on by default since the S9 device runs
   EXPECT_EQ(parse({}).config.eager_batch_us, 1000u);
   EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "on"}}).config.eager_batch, 8u);
   EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "1"}}).config.eager_batch, 8u);
@@ -157,7 +157,7 @@ TEST(Config, EagerBatchIsOffByDefaultAndTakesOnOffOrACount) {
   EXPECT_EQ(parse({{"NANSCOPE_EAGER_BATCH", "on"}, {"NANSCOPE_MODE", "abort"}}).config.eager_batch, 0u);
   for (const char* bad : {"9", "maybe", "-2", "4x"}) {
     const auto r = parse({{"NANSCOPE_EAGER_BATCH", bad}});
-    EXPECT_EQ(r.config.eager_batch, 0u) << bad;
+    EXPECT_EQ(r.config.eager_batch, 8u) << bad;  // a bad value keeps the default, and says so
     ASSERT_EQ(r.errors.size(), 1u) << bad;
     EXPECT_NE(r.errors[0].find("NANSCOPE_EAGER_BATCH"), std::string::npos);
     EXPECT_NE(r.errors[0].find("2 to 8"), std::string::npos) << r.errors[0];
