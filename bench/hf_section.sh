@@ -18,4 +18,9 @@ for case in eager graph-b8 graph-b64; do
   echo "$scoped"
   compare "$plain" "$scoped"
   python3 "$here/coverage.py" "$cov_log"
+  if [ "$case" = eager ]; then  # held eager scans (the default) against one scan per kernel, same run
+    unbatched=$(CUDA_INJECTION64_PATH="$lib" NANSCOPE_CONSOLE=0 NANSCOPE_EAGER_BATCH=off python3 "$here/hf_bench.py" "$case")
+    echo "$unbatched  (NANSCOPE_EAGER_BATCH=off)"
+    echo "batch off:"; compare "$plain" "$unbatched"
+  fi
 done
