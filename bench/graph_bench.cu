@@ -4,6 +4,9 @@
 //    two flavours: typed kernels (nanscope scans every output) and untyped kernels with one
 //    output watched through the C API (scanned after its writer and its reader);
 //  * the same typed chain launched eagerly (one step = 50 launches), the eager loop;
+//  * 1,000 replays of the typed chain clean, and 1,000 of a copy whose first kernel writes NaN into
+//    the 4 padding rows (of 16) that every later kernel carries on: 50 findings every replay, the
+//    case the host side must keep up with (issue 18 item 2: NaN within 5% of clean);
 //  * instantiate time of two graphs of 1,000 kernel nodes built by hand: one whose scans stay in
 //    line, and one whose scans move beside the chain and merge.
 // Prints `graph_bench MODE key=value ...`.
@@ -23,6 +26,13 @@ constexpr int kElems = 16 * 128 * 512;
 __global__ void typed_step(__nv_bfloat16* y, const __nv_bfloat16* x, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     y[i] = __float2bfloat16(__bfloat162float(x[i]) * 0.5f + 1.0f);
+}
+
+// The first layer of the NaN chain: the padding rows (the last 4 of 16 rows of 128 x 512) get
+// NaN, as a softmax's 0/0 gives them; the other rows as typed_step.
+__global__ void typed_step_padding_nan(__nv_bfloat16* y, const __nv_bfloat16* x, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] = i >= n / 16 * 12 ? __float2bfloat16(__int_as_float(0x7fc00000)) : __float2bfloat16(__bfloat162float(x[i]) * 0.5f + 1.0f);
 }
 
 // Same work, pointers untyped: nanscope cannot see its output without a watch.
@@ -76,14 +86,15 @@ float eager_us(__nv_bfloat16** bufs, cudaStream_t s) {
       1, 30, s);
 }
 
-cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16** bufs, cudaStream_t s) {
+cudaGraphExec_t capture_chain(bool typed, __nv_bfloat16** bufs, cudaStream_t s, bool padding_nan = false) {
   cudaGraph_t g;
   cudaGraphExec_t exec;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
   for (int k = 0; k < kLayers; ++k) {
     __nv_bfloat16* in = bufs[k];
     __nv_bfloat16* out = bufs[k + 1];
-    if (typed) typed_step<<<264, 256, 0, s>>>(out, in, kElems);
+    if (typed && padding_nan && k == 0) typed_step_padding_nan<<<264, 256, 0, s>>>(out, in, kElems);
+    else if (typed) typed_step<<<264, 256, 0, s>>>(out, in, kElems);
     else untyped_step<<<264, 256, 0, s>>>(out, in, kElems);
   }
   cudaStreamEndCapture(s, &g);
@@ -103,11 +114,14 @@ int main() {
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   __nv_bfloat16* bufs[kLayers + 1];
   __nv_bfloat16* ubufs[kLayers + 1];
+  __nv_bfloat16* nbufs[kLayers + 1];
   for (int i = 0; i <= kLayers; ++i) {
     cudaMalloc(&bufs[i], kElems * 2);
     cudaMalloc(&ubufs[i], kElems * 2);
+    cudaMalloc(&nbufs[i], kElems * 2);
     cudaMemset(bufs[i], 0, kElems * 2);
     cudaMemset(ubufs[i], 0, kElems * 2);
+    cudaMemset(nbufs[i], 0, kElems * 2);
   }
   nanscope_watch_t w = nullptr;
   if (scoped) {  // one watched output in the untyped chain (16 rows of 128 x 512)
@@ -122,6 +136,10 @@ int main() {
   cudaGraphExec_t untyped = capture_chain(false, ubufs, s);
   const float t_typed = replay_us(typed, s), t_untyped = replay_us(untyped, s);
   const float t_eager = eager_us(bufs, s);
+  // 1,000 replays each (5 + 100 x 10), clean and with NaN in the padding rows every replay.
+  cudaGraphExec_t with_nan = capture_chain(true, nbufs, s, true);
+  const float t_clean_1000 = median_us([&] { cudaGraphLaunch(typed, s); }, 5, 100, s);
+  const float t_nan_1000 = median_us([&] { cudaGraphLaunch(with_nan, s); }, 5, 100, s);
 
   // Instantiate hand-built graphs of 1,000 kernel nodes (chains). In the first every kernel writes
   // into one allocation, so each scan stays in line (the next kernel may write what it reads); in
@@ -165,8 +183,10 @@ int main() {
   const double inst_ms = instantiate_ms(false), inst_moved_ms = instantiate_ms(true);
   if (cudaDeviceSynchronize() != cudaSuccess) return 1;
   std::printf("graph_bench %s typed_chain_us=%.2f untyped_chain_one_watch_us=%.2f eager_typed_chain_us=%.2f "
-              "instantiate_1000_ms=%.2f instantiate_1000_merged_ms=%.2f\n",
-              scoped ? "nanscope" : "plain", t_typed, t_untyped, t_eager, inst_ms, inst_moved_ms);
+              "instantiate_1000_ms=%.2f instantiate_1000_merged_ms=%.2f typed_chain_1000_clean_us=%.2f "
+              "typed_chain_1000_padding_nan_us=%.2f nan_over_clean=%.3f\n",
+              scoped ? "nanscope" : "plain", t_typed, t_untyped, t_eager, inst_ms, inst_moved_ms, t_clean_1000,
+              t_nan_1000, t_nan_1000 / t_clean_1000);
   if (w) nanscope_unwatch(w);
   return 0;
 }
