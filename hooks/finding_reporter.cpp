@@ -195,6 +195,9 @@ SummaryFigures FindingReporter::figures(const Contexts::ChannelTotals& channels)
   s.overflow = channels.overflow;
   s.corrupt = channels.corrupt;
   s.unchanged = counters_.rescans_unchanged.load() + channels.unchanged;
+  const PythonFrames::Cost line = python_.cost();
+  s.python_captures = line.captures;
+  s.python_ns = line.ns;
   s.nan = counters_.nan.load();
   s.pos_inf = counters_.pos_inf.load();
   s.neg_inf = counters_.neg_inf.load();

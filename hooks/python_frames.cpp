@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -206,10 +207,15 @@ uint64_t PythonFrames::capture() {
   if (!tstate) return 0;                            // a thread that never ran Python
   const Layout& L = *layout_;
   Reader rd{checked_walks_.load(std::memory_order_relaxed) < kCheckedWalks};
+  const auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
   const uint64_t key = walk(rd, tstate);
-  if (!rd.check) return key;
   lock.unlock();
+  captures_.fetch_add(1, std::memory_order_relaxed);
+  capture_ns_.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()),
+      std::memory_order_relaxed);
+  if (!rd.check) return key;
   if (rd.failed || (rd.frames && !rd.codes))  // a read that would fault, or frames that hold no code
     give_up(fmt::format("Python 3.{}: its frames do not have the layout nanscope reads", L.minor));
   else if (rd.codes)

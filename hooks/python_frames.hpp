@@ -52,6 +52,14 @@ class PythonFrames {
   std::string problem() const;
   bool gave_up() const { return state_.load(std::memory_order_acquire) == State::off; }
 
+  // What the line cost: walks taken and their total wall time (the summary's python_line_*).
+  struct Cost {
+    uint64_t captures = 0, ns = 0;
+  };
+  Cost cost() const {
+    return {captures_.load(std::memory_order_relaxed), capture_ns_.load(std::memory_order_relaxed)};
+  }
+
   struct Layout;  // python_frames.cpp: CPython's struct offsets
   struct Reader;  // python_frames.cpp: reads that are checked first while the layout is new
 
@@ -69,6 +77,7 @@ class PythonFrames {
   struct Api;
   std::unique_ptr<Api> api_;
   std::atomic<uint32_t> checked_walks_{0};  // walks whose reads were all checked
+  std::atomic<uint64_t> captures_{0}, capture_ns_{0};
 
   mutable std::mutex mu_;
   struct CodeEntry {

@@ -91,6 +91,8 @@ constexpr const char* graph_scans_overlapped = schema::key::graph_scans_overlapp
 constexpr const char* graph_scans_merged = schema::key::graph_scans_merged;
 constexpr const char* eager_scans_batched = schema::key::eager_scans_batched;
 constexpr const char* eager_batch_launches = schema::key::eager_batch_launches;
+constexpr const char* python_line_captures = schema::key::python_line_captures;
+constexpr const char* python_line_ns = schema::key::python_line_ns;
 constexpr const char* overflow = schema::key::overflow;
 constexpr const char* corrupt_records = schema::key::corrupt_records;
 constexpr const char* rescans_unchanged = schema::key::rescans_unchanged;
@@ -488,6 +490,8 @@ Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) 
   s[key::overflow] = f.overflow;
   s[key::corrupt_records] = f.corrupt;
   s[key::rescans_unchanged] = f.unchanged;
+  s[key::python_line_captures] = f.python_captures;
+  s[key::python_line_ns] = f.python_ns;
   s[key::counts] = {{key::nan, f.nan}, {key::pos_inf, f.pos_inf}, {key::neg_inf, f.neg_inf}};
   s[key::duration_ns] = f.duration_ns;
   if (origins) s[key::origins] = *origins;

@@ -171,6 +171,7 @@ struct SummaryFigures {
   uint64_t overflow = 0;       // findings the device dropped: channel full
   uint64_t corrupt = 0;        // records that failed validation on the host
   uint64_t unchanged = 0;      // watched buffers found as the last scan left them
+  uint64_t python_captures = 0, python_ns = 0;  // Python line walks and their wall time
   uint64_t nan = 0, pos_inf = 0, neg_inf = 0;
   uint64_t duration_ns = 0;
 };

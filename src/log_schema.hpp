@@ -102,6 +102,8 @@ inline constexpr char graph_scans_overlapped[] = "graph_scans_overlapped";
 inline constexpr char graph_scans_merged[] = "graph_scans_merged";
 inline constexpr char eager_scans_batched[] = "eager_scans_batched";
 inline constexpr char eager_batch_launches[] = "eager_batch_launches";
+inline constexpr char python_line_captures[] = "python_line_captures";
+inline constexpr char python_line_ns[] = "python_line_ns";
 inline constexpr char overflow[] = "overflow";
 inline constexpr char corrupt_records[] = "corrupt_records";
 inline constexpr char rescans_unchanged[] = "rescans_unchanged";
@@ -306,7 +308,8 @@ inline constexpr std::string_view kSummaryKeys[] = {
     key::launches,          key::scans,   key::findings,    key::kernels_inspected, key::kernels_not_inspected,
     key::scans_dropped,     key::graph_scans_overlapped,    key::graph_scans_merged, key::eager_scans_batched,
     key::eager_batch_launches, key::overflow,
-    key::corrupt_records,   key::rescans_unchanged,         key::counts,            key::duration_ns,
+    key::corrupt_records,   key::rescans_unchanged,         key::python_line_captures, key::python_line_ns,
+    key::counts,            key::duration_ns,
     key::origins,           key::coverage,                  key::tensor_extents};
 
 struct EventSpec {

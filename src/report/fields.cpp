@@ -110,6 +110,8 @@ const F kTop[] = {
     integer(k::overflow, &Event::overflow, h_overflow),
     special(k::corrupt_records, K::ignored),
     special(k::rescans_unchanged, K::ignored),
+    special(k::python_line_captures, K::ignored),
+    special(k::python_line_ns, K::ignored),
     integer(k::duration_ns, &Event::duration_ns),
     special(k::origins, K::ignored),
     raw(k::coverage, &Event::coverage_json),
