@@ -70,27 +70,33 @@ void add_output(TaskDraft& draft, const Watches& watches, uint64_t ptr, uint64_t
 
 bool is_live(const void* allocs, uint64_t ptr) { return static_cast<const Allocations*>(allocs)->is_device(ptr); }
 
+constexpr uint32_t kMaxDecodedParams = 128;
+
 }  // namespace
+
+std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
+  if (k.decoder == Decoder::none || k.params.size() > kMaxDecodedParams) return std::nullopt;
+  const char* params[kMaxDecodedParams];
+  for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = param_bytes(a, k.params, i);
+  decode::LaunchView view;
+  view.params = params;
+  view.count = static_cast<uint32_t>(k.params.size());
+  std::copy(a.grid, a.grid + 3, view.grid);
+  std::copy(a.block, a.block + 3, view.block);
+  return k.decoder == Decoder::triton ? decode::decode_triton(*k.triton, k.params, view)
+                                      : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
+}
 
 void DecodedWritesCollector::collect(TaskDraft& draft) {
   const KernelInfo& k = draft.kernel;
   if (k.decoder == Decoder::none || !cfg_.typed) return;
-  constexpr uint32_t kMaxParams = 128;
-  if (k.params.size() > kMaxParams) {
+  const std::optional<decode::Decoded> decoded = decode_launch(k, draft.args, allocs_);
+  if (!decoded) {
     draft.inspection = Inspection::mismatch;
     draft.refused = "more parameters than a decoded launch reads";
     return;
   }
-  const char* params[kMaxParams];
-  for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = draft.param(i);
-  decode::LaunchView view;
-  view.params = params;
-  view.count = static_cast<uint32_t>(k.params.size());
-  std::copy(draft.args.grid, draft.args.grid + 3, view.grid);
-  std::copy(draft.args.block, draft.args.block + 3, view.block);
-  const decode::Decoded out = k.decoder == Decoder::triton
-                                  ? decode::decode_triton(*k.triton, k.params, view)
-                                  : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs_});
+  const decode::Decoded& out = *decoded;
   if (out.status == decode::Status::layout_mismatch) {
     draft.inspection = Inspection::mismatch;
     draft.refused = out.reason;

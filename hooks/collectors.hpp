@@ -31,6 +31,11 @@ class WatchesCollector : public TaskCollector {
 // element type each launch writes, from its parameters. A write nanscope cannot scan exactly
 // (an element size with no known type, a strided span with gaps, no extent) is left out and
 // counted, never widened to the allocation.
+// What a kernel-family decoder says one launch writes and reads; nullopt when the kernel has no
+// decoder or more parameters than a decoded launch reads. A refused layout comes back with
+// status layout_mismatch and its reason.
+std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs);
+
 class DecodedWritesCollector : public TaskCollector {
  public:
   DecodedWritesCollector(const Config& cfg, const Watches& watches, Allocations& allocs)

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "collectors.hpp"
 #include "graph_instrumenter.hpp"
 #include "scan_overlap.hpp"
 
@@ -79,6 +80,21 @@ overlap::Node non_kernel_model(CUgraphNode node, CUgraphNodeType type, Allocatio
   }
 }
 
+// The graph's longest chain as it stands, our nodes counted as scans (for the debug log).
+overlap::Chain graph_chain(CUgraph g, const ContextState& cs) {
+  GraphView v;
+  if (!read_graph(g, v)) return {};
+  std::vector<overlap::NodeKind> kinds(v.nodes.size(), overlap::NodeKind::app);
+  for (size_t i = 0; i < v.nodes.size(); ++i) {
+    CUgraphNodeType type;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (cuGraphNodeGetType(v.nodes[i], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_KERNEL &&
+        cuGraphKernelNodeGetParams(v.nodes[i], &p) == CUDA_SUCCESS && p.func && cs.owns(p.func))
+      kinds[i] = overlap::NodeKind::scan;
+  }
+  return overlap::longest_chain(kinds, v.edges);
+}
+
 uint64_t task_max_bytes(const nanscope_scan_task& task) {
   uint64_t max_bytes = 0;
   for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
@@ -88,8 +104,9 @@ uint64_t task_max_bytes(const nanscope_scan_task& task) {
 
 }  // namespace
 
-// What a scan node reads: from the alloc base of each buffer (a later kernel may write the
-// whole allocation through its base) to the buffer's end.
+// What a held eager scan reads: from the allocation base of each buffer (a later kernel may
+// write the whole allocation through its base: eager launches are modelled by their pointer
+// words alone) to the buffer's end.
 std::vector<overlap::Range> GraphInstrumenter::scan_reads(const nanscope_scan_task& task) {
   std::vector<overlap::Range> reads;
   for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
@@ -101,6 +118,22 @@ std::vector<overlap::Range> GraphInstrumenter::scan_reads(const nanscope_scan_ta
   return reads;
 }
 
+namespace {
+
+// What a scan node reads: exactly its buffers. A later kernel node that may write through a
+// pointer below one is modelled as writing to the end of that pointer's allocation
+// (kernel_node_model: overlap::launch_writes), so it still counts as writing what the scan reads.
+std::vector<overlap::Range> exact_reads(const nanscope_scan_task& task) {
+  std::vector<overlap::Range> reads;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_scan_buffer& buf = task.buffers[b];
+    reads.push_back({buf.ptr, buf.ptr + buf.elements * dtype_size(static_cast<DType>(buf.dtype))});
+  }
+  return reads;
+}
+
+}  // namespace
+
 overlap::Node GraphInstrumenter::node_model(CUgraphNode node, ContextState& cs) {
   overlap::Node opaque;
   opaque.kind = overlap::NodeKind::opaque;
@@ -110,7 +143,7 @@ overlap::Node GraphInstrumenter::node_model(CUgraphNode node, ContextState& cs) 
   CUDA_KERNEL_NODE_PARAMS p{};
   if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return opaque;
   if (p.func && cs.owns(p.func)) return scan_node_model(node, p, cs);
-  return kernel_node_model(p);
+  return kernel_node_model(node, p);
 }
 
 overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
@@ -119,7 +152,7 @@ overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KE
   m.kind = overlap::NodeKind::opaque;
   nanscope_scan_task task;
   if (!cs.read_task(p, task)) return m;
-  m.reads = scan_reads(task);
+  m.reads = exact_reads(task);
   bool fixes = false;
   for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
     fixes |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].fix;
@@ -129,15 +162,29 @@ overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KE
   return m;
 }
 
-overlap::Node GraphInstrumenter::kernel_node_model(const CUDA_KERNEL_NODE_PARAMS& p) {
+overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p) {
   overlap::Node m;
   m.kind = overlap::NodeKind::opaque;
   void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
   if (!handle) return m;
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
   if (!k.params_known) return m;  // nothing known about what it writes
+  const LaunchArgs args = node_launch_args(handle, p);
+  std::vector<uint64_t> words;
+  if (!pointer_words(k, args, words)) return m;
+  // A decoder's exact writes, and the inputs it names (read, never written through).
+  std::vector<overlap::KnownWrite> exact;
+  std::vector<uint64_t> inputs = library_inputs(node);  // a library call's kernel: what the call only read
+  if (const auto decoded = decode_launch(k, args, allocs_); decoded && decoded->status == decode::Status::decoded) {
+    for (uint32_t i = 0; i < decoded->write_count; ++i)
+      if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
+    inputs.insert(inputs.end(), decoded->reads, decoded->reads + decoded->read_count);
+  }
   m.kind = overlap::NodeKind::app;
-  if (!written_words(k, node_launch_args(handle, p), m.writes)) m.kind = overlap::NodeKind::opaque;
+  m.writes = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
+    const auto a = allocs_.allocation(v);
+    return a ? a->base + a->size : 0;
+  });
   return m;
 }
 
@@ -158,6 +205,12 @@ void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
   for (size_t e = 0; e < view.edges.size(); ++e) edge_data[{view.edges[e].from, view.edges[e].to}] = view.edge_data[e];
 
   uint32_t moved_scans = 0, failed = 0;
+  overlap::Chain before;
+  if (log_.debug_enabled()) {
+    std::vector<overlap::NodeKind> kinds;
+    for (const overlap::Node& n : model) kinds.push_back(n.kind);
+    before = overlap::longest_chain(kinds, view.edges);
+  }
   for (const overlap::ScanPlan& p : overlap::plan(model, view.edges)) {
     if (!move_beside(g, p, nodes, edge_data, failed)) continue;
     ++moved_scans;
@@ -165,9 +218,12 @@ void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
   }
   counters_.scans_beside.fetch_add(moved_scans, std::memory_order_relaxed);
   if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
-  if (log_.debug_enabled())
-    log_.debug(fmt::format("graph: {} of its scan nodes run beside the app's kernels ({} edge changes failed)",
-                           moved_scans, failed));
+  if (log_.debug_enabled()) {
+    const overlap::Chain after = graph_chain(g, cs);
+    log_.debug(fmt::format("graph: {} nodes, {} of its scan nodes run beside the app's kernels ({} edge changes "
+                           "failed); longest chain {} nodes ({} scans) before, {} nodes ({} scans) after",
+                           nodes.size(), moved_scans, failed, before.nodes, before.scans, after.nodes, after.scans));
+  }
   if (failed)
     warn_once(log_, warned_beside_, "graph_overlap",
               fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
@@ -221,8 +277,8 @@ void GraphInstrumenter::warn_if_beside_stale(CUgraphNode scan, const nanscope_sc
   CUDA_KERNEL_NODE_PARAMS p{};
   nanscope_scan_task before;
   if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, before)) return;
-  const auto old_reads = scan_reads(before);
-  for (const overlap::Range& r : scan_reads(next)) {
+  const auto old_reads = exact_reads(before);
+  for (const overlap::Range& r : exact_reads(next)) {
     bool covered = false;
     for (const overlap::Range& o : old_reads) covered |= r.lo >= o.lo && r.hi <= o.hi;
     if (covered) continue;

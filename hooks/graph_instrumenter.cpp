@@ -16,6 +16,31 @@ void GraphInstrumenter::remember_scan(CUgraphNode app_node, const ScanNode& scan
   scan_after_[app_node] = scan;
 }
 
+void GraphInstrumenter::remember_library_io(const std::vector<CUgraphNode>& nodes, const std::vector<uint64_t>& reads,
+                                            overlap::Range output) {
+  constexpr size_t kMaxNodes = size_t{1} << 16;  // beyond it, nodes keep the plain model (all words written)
+  std::lock_guard lock(mu_);
+  for (CUgraphNode n : nodes) {
+    if (library_io_.size() >= kMaxNodes && !library_io_.count(n)) return;
+    LibraryIo& io = library_io_[n];
+    io.reads.insert(io.reads.end(), reads.begin(), reads.end());
+    io.outputs.push_back(output);
+  }
+}
+
+std::vector<uint64_t> GraphInstrumenter::library_inputs(CUgraphNode node) {
+  std::vector<uint64_t> inputs;
+  std::lock_guard lock(mu_);
+  const auto it = library_io_.find(node);
+  if (it == library_io_.end()) return inputs;
+  for (uint64_t r : it->second.reads) {
+    bool written = false;  // an in-place call's input is its output too
+    for (const overlap::Range& o : it->second.outputs) written |= r >= o.lo && r < o.hi;
+    if (!written) inputs.push_back(r);
+  }
+  return inputs;
+}
+
 std::optional<uint64_t> GraphInstrumenter::stream_of(uint64_t graph_id) {
   std::lock_guard lock(mu_);
   if (auto it = graph_streams_.find(graph_id); it != graph_streams_.end()) return it->second;
@@ -193,6 +218,7 @@ void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) {
   scan_after_.erase(node);
   scan_nodes_.erase(node);
   beside_.erase(node);
+  library_io_.erase(node);
 }
 
 void GraphInstrumenter::on_graph_destroy(CUgraph graph) {

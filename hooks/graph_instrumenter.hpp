@@ -44,6 +44,10 @@ class GraphInstrumenter {
   // app node a scan follows (so later parameter updates reach it).
   uint32_t number_scan(uint64_t graph_id);
   void remember_scan(CUgraphNode app_node, const ScanNode& scan);
+  // The kernel nodes a captured library call launched, and the buffers it only read (its inputs)
+  // and wrote: in the planner's model those nodes do not write through their inputs' pointers.
+  void remember_library_io(const std::vector<CUgraphNode>& nodes, const std::vector<uint64_t>& reads,
+                           overlap::Range output);
   // The stream graph `graph_id` was last launched on, if it was.
   std::optional<uint64_t> stream_of(uint64_t graph_id);
 
@@ -62,8 +66,9 @@ class GraphInstrumenter {
   void on_graph_destroy(CUgraph graph);
   void on_graph_exec_destroy(CUgraphExec exec);
 
-  // What a scan reads: from the allocation base of each buffer (a later kernel may write the whole
-  // allocation through its base) to the buffer's end. Also what a held eager scan reads.
+  // What a held eager scan reads: from the allocation base of each buffer (a later kernel may
+  // write the whole allocation through its base) to the buffer's end. (Graph scan nodes are
+  // modelled with exact reads and forward-reaching writes: graph_beside.cpp.)
   std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
 
  private:
@@ -82,7 +87,8 @@ class GraphInstrumenter {
                    std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data, uint32_t& failed);
   overlap::Node node_model(CUgraphNode node, ContextState& cs);
   overlap::Node scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p, ContextState& cs);
-  overlap::Node kernel_node_model(const CUDA_KERNEL_NODE_PARAMS& p);
+  overlap::Node kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p);
+  std::vector<uint64_t> library_inputs(CUgraphNode node);  // remember_library_io's reads, minus outputs
   void use_beside_grid(CUgraphNode scan, ContextState& cs);
   void warn_if_beside_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
   struct MergePass;
@@ -108,6 +114,11 @@ class GraphInstrumenter {
   std::unordered_map<uint64_t, uint64_t> graph_streams_;     // graph id -> stream of its last launch
   uint64_t next_graph_id_ = uint64_t{1} << 40;               // above any capture id
   std::unordered_set<CUgraphNode> beside_;                   // scan nodes moved beside the critical path
+  struct LibraryIo {
+    std::vector<uint64_t> reads;
+    std::vector<overlap::Range> outputs;
+  };
+  std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
   // A merged node's task as last set on an exec (an exec's parameters cannot be read back).
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
   std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)

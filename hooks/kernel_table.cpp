@@ -199,7 +199,7 @@ const KernelInfo* KernelTable::by_id(uint32_t id) const {
   return id < infos_.size() ? &infos_[id] : nullptr;
 }
 
-bool written_words(const KernelInfo& k, const LaunchArgs& a, std::vector<overlap::Range>& out,
+bool pointer_words(const KernelInfo& k, const LaunchArgs& a, std::vector<uint64_t>& out,
                    const std::vector<bool>& writable) {
   for (uint32_t i = 0; i < k.params.size(); ++i) {
     const char* bytes = param_bytes(a, k.params, i);
@@ -208,10 +208,18 @@ bool written_words(const KernelInfo& k, const LaunchArgs& a, std::vector<overlap
     for (uint32_t off = 0; off + 8 <= k.params[i].second; off += 8) {
       uint64_t v = 0;
       std::memcpy(&v, bytes + off, sizeof(v));
-      if (v && k.may_write_through(i, off)) out.push_back({v, v + 1});  // any word that may be a pointer
+      if (v && k.may_write_through(i, off)) out.push_back(v);  // any word that may be a pointer
     }
   }
   return true;
+}
+
+bool written_words(const KernelInfo& k, const LaunchArgs& a, std::vector<overlap::Range>& out,
+                   const std::vector<bool>& writable) {
+  std::vector<uint64_t> words;
+  const bool ok = pointer_words(k, a, words, writable);
+  for (uint64_t v : words) out.push_back({v, v + 1});
+  return ok;
 }
 
 }  // namespace nanscope

@@ -70,6 +70,9 @@ struct KernelInfo {
 // False, with `out` partly filled, when a parameter's bytes cannot be read.
 bool written_words(const KernelInfo& k, const LaunchArgs& a, std::vector<overlap::Range>& out,
                    const std::vector<bool>& writable = {});
+// The same words as values (overlap::launch_writes takes them from there).
+bool pointer_words(const KernelInfo& k, const LaunchArgs& a, std::vector<uint64_t>& out,
+                   const std::vector<bool>& writable = {});
 
 class TritonModules;
 

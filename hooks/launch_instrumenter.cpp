@@ -17,7 +17,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
 
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   ToolScope scope;  // everything below is our own driver work
-  if (inside_library_call(k, launch_id, cb.correlationId)) return;
+  if (inside_library_call(k, launch_id, cb.correlationId, a.stream)) return;
   if (!tasks_.worth_a_look(k)) {
     counters_.coverage.on_launch(k.id, k.excluded          ? Inspection::excluded
                                        : k.layout_mismatch ? Inspection::mismatch

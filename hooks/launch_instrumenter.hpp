@@ -88,7 +88,7 @@ class LaunchInstrumenter {
 
  private:
   // A kernel launched inside a library call belongs to it (its output is the call's D).
-  bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation);
+  bool inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation, CUstream stream);
   struct LibraryScanned {
     uint64_t launch_id = 0;  // 0: not scanned
     bool captured = false;

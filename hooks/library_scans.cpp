@@ -28,6 +28,14 @@ struct CallKernel {
 };
 thread_local CallKernel t_last_kernel;
 
+// The kernel nodes the current thread's library call captured so far (a call under stream
+// capture): the planner learns what they only read (GraphInstrumenter::remember_library_io).
+struct CallNodes {
+  uint64_t call_id = 0;
+  std::vector<CUgraphNode> nodes;
+};
+thread_local CallNodes t_call_nodes;
+
 void gemm_sink(void* self, const GemmCall& call) { static_cast<LaunchInstrumenter*>(self)->on_library_call(call); }
 void cudnn_sink(void* self, const cudnn::CudnnCall& call) {
   static_cast<LaunchInstrumenter*>(self)->on_cudnn_call(call);
@@ -63,10 +71,19 @@ void LaunchInstrumenter::on_module_loaded() {
   log_patched(log_, nccl::patch_all(), "NCCL");
 }
 
-bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation) {
+bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation,
+                                             CUstream stream) {
   const uint64_t call = libcall::note_kernel_launch();
   if (!call) return false;
   t_last_kernel = {call, k.id, launch_id, correlation};
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUgraphNode* deps = nullptr;
+  size_t ndeps = 0;
+  if (cuStreamGetCaptureInfo(stream, &capture, nullptr, nullptr, &deps, nullptr, &ndeps) == CUDA_SUCCESS &&
+      capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && ndeps == 1) {
+    if (t_call_nodes.call_id != call) t_call_nodes.call_id = call, t_call_nodes.nodes.clear();
+    t_call_nodes.nodes.push_back(deps[0]);  // the kernel node this launch just became
+  }
   counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);
   return true;
 }
@@ -92,6 +109,12 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
 // id 0 when nothing was scanned.
 LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const LibraryScan& s) {
   const uint64_t bytes = s.refused ? 0 : s.elements * dtype_size(s.dtype);
+  if (t_call_nodes.call_id == s.call_id && !t_call_nodes.nodes.empty()) {
+    std::vector<uint64_t> reads;
+    for (uint32_t i = 0; i < s.input_count; ++i) reads.push_back(s.inputs[i].ptr);
+    // An output of unknown extent is taken as one element's word: its pointer stays a write.
+    graphs_.remember_library_io(t_call_nodes.nodes, reads, {s.ptr, s.ptr + std::max<uint64_t>(bytes, 1)});
+  }
   const char* refused = s.refused;
   if (!refused && !allocs_.holds(s.ptr, bytes)) refused = s.outside;
   CUcontext ctx = nullptr;

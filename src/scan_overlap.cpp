@@ -198,4 +198,52 @@ std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& ed
   return groups;
 }
 
+std::vector<Range> launch_writes(const std::vector<uint64_t>& words, const std::vector<KnownWrite>& exact,
+                                 const std::vector<uint64_t>& inputs,
+                                 const std::function<uint64_t(uint64_t)>& allocation_end) {
+  std::vector<Range> out;
+  auto listed = [](const auto& list, uint64_t v, auto key) {
+    for (const auto& e : list)
+      if (key(e) == v) return true;
+    return false;
+  };
+  for (const KnownWrite& w : exact)
+    if (w.ptr && w.bytes) out.push_back({w.ptr, w.ptr + w.bytes});
+  for (uint64_t v : words) {
+    if (!v || listed(exact, v, [](const KnownWrite& w) { return w.bytes ? w.ptr : 0; })) continue;
+    if (listed(inputs, v, [](uint64_t p) { return p; })) continue;
+    const uint64_t end = allocation_end ? allocation_end(v) : 0;
+    out.push_back({v, end > v ? end : v + 1});
+  }
+  return out;
+}
+
+Chain longest_chain(const std::vector<NodeKind>& kinds, const std::vector<Edge>& edges) {
+  const auto n = static_cast<uint32_t>(kinds.size());
+  std::vector<std::vector<uint32_t>> children(n);
+  std::vector<uint32_t> pending(n, 0);
+  for (const Edge& e : edges) {
+    if (e.from >= n || e.to >= n || e.from == e.to) continue;
+    children[e.from].push_back(e.to);
+    ++pending[e.to];
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t v = 0; v < n; ++v)
+    if (!pending[v]) order.push_back(v);
+  std::vector<Chain> best(n);  // the longest chain ending at v (v included)
+  Chain top;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const uint32_t v = order[i];
+    best[v].nodes += 1;
+    best[v].scans += is_scan(kinds[v]) ? 1 : 0;
+    if (best[v].nodes > top.nodes || (best[v].nodes == top.nodes && best[v].scans > top.scans)) top = best[v];
+    for (uint32_t c : children[v]) {
+      if (best[v].nodes > best[c].nodes || (best[v].nodes == best[c].nodes && best[v].scans > best[c].scans))
+        best[c] = {best[v].nodes, best[v].scans};
+      if (--pending[c] == 0) order.push_back(c);
+    }
+  }
+  return order.size() == n ? top : Chain{};  // not a DAG: nothing to say
+}
+
 }  // namespace nanscope::overlap

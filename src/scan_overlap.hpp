@@ -7,6 +7,7 @@
 // builds the model from the driver's graph and applies the edges.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace nanscope::overlap {
@@ -33,6 +34,28 @@ struct Edge {
   uint32_t from = 0, to = 0;
   bool operator==(const Edge&) const = default;
 };
+
+// What one kernel node may write, for the model. `words` are the non-zero parameter words it may
+// write through (kernel_table.hpp: pointer_words). A decoder's exact writes (`exact`: pointer and
+// byte span) are taken as they are; every other word, unless the decoder names it as an input the
+// kernel only reads (`inputs`), may write from itself to the end of the allocation holding it
+// (`allocation_end(word)`; 0 when it is in none: then the word alone). A decoder leaves out what
+// it cannot scan (integer outputs, for one), so its writes alone would not be enough: an output
+// it left out is still one of `words`. Scan reads are then exact (a scan reads its buffers only):
+// a write through a pointer below a buffer reaches it through the rest of its allocation.
+struct KnownWrite {
+  uint64_t ptr = 0, bytes = 0;
+};
+std::vector<Range> launch_writes(const std::vector<uint64_t>& words, const std::vector<KnownWrite>& exact,
+                                 const std::vector<uint64_t>& inputs,
+                                 const std::function<uint64_t(uint64_t)>& allocation_end);
+
+// The longest chain of the graph (by node count, the critical path of a graph of equal nodes),
+// and how many of its nodes are scans: what the planner left on the critical path.
+struct Chain {
+  uint32_t nodes = 0, scans = 0;
+};
+Chain longest_chain(const std::vector<NodeKind>& kinds, const std::vector<Edge>& edges);
 
 // The edge changes that detach one scan. `moved` are the scan's outgoing edges that now leave
 // its parent instead (so the engine can keep their edge data); `ordered` are new scan -> node

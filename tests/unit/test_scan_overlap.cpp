@@ -361,3 +361,83 @@ TEST(ScanGroups, RandomGraphsStayAcyclicAndKeepEveryOrder) {
 }
 
 }  // namespace
+
+// --- launch_writes: what a kernel node may write, for the model -------------------------------
+
+namespace {
+// Two allocations: [0x10000, 0x20000) and [0x40000, 0x48000).
+uint64_t alloc_end(uint64_t v) {
+  if (v >= 0x10000 && v < 0x20000) return 0x20000;
+  if (v >= 0x40000 && v < 0x48000) return 0x48000;
+  return 0;
+}
+bool writes_any(const std::vector<Range>& writes, Range r) {
+  return std::any_of(writes.begin(), writes.end(), [&](const Range& w) { return w.overlaps(r); });
+}
+}  // namespace
+
+TEST(LaunchWrites, ADecodersExactWriteIsTakenAsItIs) {
+  // data[0] = 0x18000 (the output, 0x100 bytes), data[1] = 0x10000 (an input it names).
+  const auto w = launch_writes({0x18000}, {{0x18000, 0x100}}, {0x10000}, alloc_end);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].lo, 0x18000u);
+  EXPECT_EQ(w[0].hi, 0x18100u);
+  EXPECT_FALSE(writes_any(w, {0x18100, 0x18200})) << "a buffer right after the output is not written";
+  EXPECT_FALSE(writes_any(w, {0x10000, 0x10100})) << "the input is only read";
+}
+
+TEST(LaunchWrites, AWordNoDecoderExplainsWritesToTheEndOfItsAllocation) {
+  // An integer output the decoder left out, at 0x12000: it may reach anything above it in its
+  // allocation, as a pointer below a buffer may (a block reused by a larger tensor).
+  const auto w = launch_writes({0x12000, 0x40010}, {}, {}, alloc_end);
+  EXPECT_TRUE(writes_any(w, {0x1f000, 0x1f100}));
+  EXPECT_TRUE(writes_any(w, {0x12000, 0x12001}));
+  EXPECT_FALSE(writes_any(w, {0x11000, 0x12000})) << "below the pointer: not written";
+  EXPECT_TRUE(writes_any(w, {0x47ff0, 0x48000}));
+  EXPECT_FALSE(writes_any(w, {0x20000, 0x30000})) << "another allocation is not reached";
+}
+
+TEST(LaunchWrites, AWordInNoAllocationIsTheWordAlone) {
+  const auto w = launch_writes({0x90000}, {}, {}, alloc_end);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].hi, 0x90001u);
+  EXPECT_TRUE(launch_writes({0x90000}, {}, {}, nullptr).size() == 1u);
+}
+
+TEST(LaunchWrites, AnExtentTheDecoderDoesNotKnowFallsBackToTheAllocation) {
+  // A Triton output (pointer and dtype, no extent): bytes 0.
+  const auto w = launch_writes({0x14000}, {{0x14000, 0}}, {}, alloc_end);
+  EXPECT_TRUE(writes_any(w, {0x1e000, 0x1e100}));
+}
+
+TEST(LaunchWrites, WithTheModelAScanBesideAReaderOfItsBufferIsNotHeldByIt) {
+  // K0 writes buffer A exactly; K1 reads A (an input its decoder names) and writes B exactly;
+  // K2 writes an integer output (left out by its decoder) below A in A's allocation. The scan of
+  // A runs beside K1 and before K2.
+  const Range a{0x18000, 0x18100}, b{0x19000, 0x19100};
+  std::vector<Node> nodes = {app(launch_writes({a.lo}, {{a.lo, 0x100}}, {}, alloc_end)), scan({a}),
+                             app(launch_writes({b.lo, a.lo}, {{b.lo, 0x100}}, {a.lo}, alloc_end)), scan({b}),
+                             app(launch_writes({0x11000}, {}, {}, alloc_end))};
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}};
+  const auto plans = plan(nodes, edges);
+  const EdgeSet g = with_plans(edge_set(edges), plans);
+  EXPECT_TRUE(g.count({0, 2})) << "K1 no longer waits for the scan of A";
+  EXPECT_TRUE(g.count({1, 4})) << "the scan of A runs before K2, which may write A";
+}
+
+// --- longest_chain -------------------------------------------------------------------------
+
+TEST(LongestChain, CountsNodesAndTheScansOnTheLongestChain) {
+  // 0 -> 1(scan) -> 2 -> 3(scan) -> 4, and 0 -> 2 (a shortcut that does not shorten it).
+  const std::vector<NodeKind> kinds = {NodeKind::app, NodeKind::scan, NodeKind::app, NodeKind::scan, NodeKind::app};
+  const Chain c = longest_chain(kinds, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 2}});
+  EXPECT_EQ(c.nodes, 5u);
+  EXPECT_EQ(c.scans, 2u);
+  // Scans beside: 0 -> 2 -> 4 with 0 -> 1 -> 4 and 2 -> 3: the chain is 3 nodes, with one scan
+  // among the chains of three (ties prefer more scans).
+  const Chain beside = longest_chain(kinds, {{0, 1}, {0, 2}, {2, 4}, {1, 4}, {2, 3}});
+  EXPECT_EQ(beside.nodes, 3u);
+  EXPECT_EQ(beside.scans, 1u);
+  EXPECT_EQ(longest_chain(kinds, {{0, 1}, {1, 0}}).nodes, 0u) << "a cycle: nothing to say";
+  EXPECT_EQ(longest_chain({}, {}).nodes, 0u);
+}
