@@ -11,37 +11,52 @@
 
 namespace {
 
-// Reserves a channel slot without consuming an index it could not fill, so the host never
-// waits on a hole (it reads records strictly in index order). The host's read_index lives in
-// host memory; it is read over PCIe only when the cached copy says the ring looks full.
+// Reserves up to `want` consecutive channel slots from `slot` on, without consuming an index it
+// could not fill, so the host never waits on a hole (it reads records strictly in index order);
+// returns how many it got. The host's read_index lives in host memory; it is read over PCIe only
+// when the cached copy says the ring has too little room.
 template <typename Task>
-__device__ bool reserve_slot(const Task& t, unsigned long long& slot) {
+__device__ uint32_t reserve_slots(const Task& t, uint32_t want, unsigned long long& slot) {
   const unsigned long long cap = t.channel_capacity;
   // Two independent L2 loads, in flight together; the CAS below validates the guess.
   unsigned long long limit = __ldcg(&t.channel_dev->read_index_seen) + cap;
   slot = __ldcg(&t.channel_dev->write_index);
   for (;;) {
-    if (slot >= limit) {
+    if (slot + want > limit) {
       const unsigned long long seen = t.channel_host->read_index;  // one PCIe round trip
       atomicMax(&t.channel_dev->read_index_seen, seen);
       limit = seen + cap;
-      if (slot >= limit) return false;
     }
-    const unsigned long long prev = atomicCAS(&t.channel_dev->write_index, slot, slot + 1);
-    if (prev == slot) return true;
+    const unsigned long long room = limit > slot ? limit - slot : 0;
+    const uint32_t take = room < want ? (uint32_t)room : want;
+    if (take == 0) return 0;
+    const unsigned long long prev = atomicCAS(&t.channel_dev->write_index, slot, slot + take);
+    if (prev == slot) return take;
     slot = prev;
   }
 }
 
 // Copies a record built in local memory to the mapped host ring with 16-byte stores (posted
-// PCIe writes, no reads back), then releases it by writing `seq` last.
-__device__ void post_record(nanscope_record* dst, const nanscope_record& rec, unsigned long long seq) {
+// PCIe writes, no reads back), all but its `seq`: release_records() writes that last.
+__device__ void post_record(nanscope_record* dst, const nanscope_record& rec) {
   const uint4* from = reinterpret_cast<const uint4*>(&rec);
   uint4* to = reinterpret_cast<uint4*>(dst);
   *reinterpret_cast<volatile uint64_t*>(&dst->launch_id) = rec.launch_id;  // shares seq's 16 bytes
 #pragma unroll
   for (int i = 1; i < (int)(sizeof(nanscope_record) / sizeof(uint4)); ++i) to[i] = from[i];
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(seq) : "memory");
+}
+
+// Releases the records a publish posted: one system-scope fence for all of them (each costs a
+// PCIe round trip: with one per record, a scan with findings in several buffers waited for each
+// in turn), then each record's seq. The host reads a record only once its seq is there.
+template <typename Task>
+__device__ void release_records(const Task& t, const unsigned long long* slots, uint32_t count) {
+  if (count == 0) return;
+  __threadfence_system();
+  for (uint32_t i = 0; i < count; ++i) {
+    nanscope_record* dst = &t.records[slots[i] % t.channel_capacity];
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(slots[i] + 1) : "memory");
+  }
 }
 
 // Origin: the non-finite state of the launch's tracked inputs before it ran. Read before any
@@ -153,12 +168,83 @@ __device__ __forceinline__ void set_row_ranges(const RowRanges& rr, nanscope_rec
   r.ranges_truncated = rr.truncated;
 }
 
+// Which buffers of a scan get a record, and which are unchanged since their previous scan (bit b
+// for buffers[b]): decided for all of them first, so their channel slots are reserved at once.
+struct PublishPlan {
+  uint32_t record = 0, unchanged = 0, quiet = 0;
+  uint32_t records = 0;  // bits set in `record`
+};
+
+template <bool kRows, typename Task>
+__device__ PublishPlan plan_publish(const Task& t, const nanscope_scan_counts* tot) {
+  PublishPlan p;
+  for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    const nanscope_scan_counts c = tot[b];
+    if (c.nan + c.pos_inf + c.neg_inf == 0) continue;
+    bool unchanged = false, quiet = false;
+    if constexpr (kRows) {
+      // zero_padding zeroes what it finds, so no later scan sees it again: it keeps no
+      // previous state to compare with (the zero-rows kernel has none).
+      if (((t.row_aware_mask >> b) & 1u) && !t.row_specs[b].zero_only) {
+        unchanged = same_as_last_scan(t.row_specs[b].last_state, c);
+        quiet = unchanged && t.row_specs[b].quiet_unchanged;
+      }
+    }
+    p.unchanged |= (uint32_t)unchanged << b;
+    p.quiet |= (uint32_t)quiet << b;
+    if (!quiet) p.record |= 1u << b, ++p.records;
+  }
+  return p;
+}
+
+// The record of buffers[b], with its totals `c`, the launch's inputs `in` and its row ranges.
+template <bool kRows, typename Task>
+__device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const nanscope_scan_counts& c,
+                             const InputStates& in, unsigned int replay, bool unchanged, const RowRanges* ranges,
+                             nanscope_record& r) {
+  set_launch_fields(t, launch, r);
+  r.stream = t.stream;
+  r.ptr = t.buffers[b].ptr;
+  r.elements = t.buffers[b].elements;
+  r.nan = c.nan;
+  r.pos_inf = c.pos_inf;
+  r.neg_inf = c.neg_inf;
+  r.first_index = ~c.first_inv;
+  r.last_index = c.last;
+  r.graph_id = t.graph_id;
+  r.replay = replay;
+  r.arg = (uint16_t)t.buffers[b].arg;
+  r.dtype = (uint8_t)t.buffers[b].dtype;
+  r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
+  r.counts_padding = c.padding;
+  if (t.buffer_state) {
+    for (uint32_t j = 0; j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) r.parents[j] = j < in.parent_count ? in.parents[j] : 0;
+    r.parent_count = in.parent_count;
+    r.origin_flags = launch_origin_flags(t, launch) | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
+  }
+  if constexpr (kRows) {
+    if ((t.row_aware_mask >> b) & 1u) {
+      const nanscope_row_spec spec = t.row_specs[b];
+      r.flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0) | (unchanged ? NS_RECORD_UNCHANGED : 0);
+      r.rows_total = spec.rows;
+      r.watch_id = spec.watch_id;
+      r.padding_source = (uint8_t)spec.source;
+      set_row_ranges(ranges[b], r);
+    }
+  }
+}
+
 // The last block to finish turns the totals into channel records. `tot` holds each buffer's
 // totals (read from the accumulator, or straight from shared memory for a one-block scan);
 // `ranges` the row ranges of the row-aware buffers with findings (their bitmaps are already clear).
+// Every record's slot is reserved in one step and all are released by one fence.
 template <bool kRows, typename Task>
 __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay, const RowRanges* ranges) {
-  uint32_t launch = 0;
+  const PublishPlan plan = plan_publish<kRows>(t, tot);
+  unsigned long long first_slot = 0;
+  const uint32_t granted = plan.records ? reserve_slots(t, plan.records, first_slot) : 0;
+  unsigned long long posted[NANSCOPE_SCAN_MAX_BUFFERS];
+  uint32_t posted_count = 0, launch = 0;
   InputStates in = read_inputs(t, 0);
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     if constexpr (kIsGroup<Task>) {
@@ -167,60 +253,28 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
     }
     const nanscope_scan_counts c = tot[b];
     const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
-    bool unchanged = false, quiet = false;
-    if constexpr (kRows) {
-      // zero_padding zeroes what it finds, so no later scan sees it again: it keeps no
-      // previous state to compare with (the zero-rows kernel has none).
-      if (row_aware && !t.row_specs[b].zero_only) {
-        unchanged = same_as_last_scan(t.row_specs[b].last_state, c);
-        quiet = unchanged && t.row_specs[b].quiet_unchanged;
-      }
-    }
-    if (c.nan + c.pos_inf + c.neg_inf != 0 && quiet) {
+    if ((plan.quiet >> b) & 1u) {
       // Nothing new to say, and the host would drop it: count it instead of a PCIe round trip.
       t.channel_host->unchanged = atomicAdd(&t.channel_dev->unchanged, 1ull) + 1;
-    } else if (c.nan + c.pos_inf + c.neg_inf != 0) {
-      unsigned long long slot = 0;
-      if (!reserve_slot(t, slot)) {
+    } else if ((plan.record >> b) & 1u) {
+      if (posted_count >= granted) {
         // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
         t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
         set_state(t, b, NS_STATE_NONFINITE, 0);  // non-finite, from a finding nobody will see
       } else {
+        const unsigned long long slot = first_slot + posted_count;
         alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
-        set_launch_fields(t, launch, r);
-        r.stream = t.stream;
-        r.ptr = t.buffers[b].ptr;
-        r.elements = t.buffers[b].elements;
-        r.nan = c.nan;
-        r.pos_inf = c.pos_inf;
-        r.neg_inf = c.neg_inf;
-        r.first_index = ~c.first_inv;
-        r.last_index = c.last;
-        r.graph_id = t.graph_id;
-        r.replay = replay;
-        r.arg = (uint16_t)t.buffers[b].arg;
-        r.dtype = (uint8_t)t.buffers[b].dtype;
-        r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
-        r.counts_padding = c.padding;
-        if (t.buffer_state) {
-          for (uint32_t j = 0; j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) r.parents[j] = j < in.parent_count ? in.parents[j] : 0;
-          r.parent_count = in.parent_count;
-          r.origin_flags = launch_origin_flags(t, launch) | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
-        }
-        bool fixed_clean = false;  // the fix zeroed every non-finite value: the lineage closes
+        build_record<kRows>(t, b, launch, c, in, replay, (plan.unchanged >> b) & 1u, ranges, r);
+        post_record(&t.records[slot % t.channel_capacity], r);
+        posted[posted_count++] = slot;
+        // The fix zeroed every non-finite value: the lineage closes.
+        bool fixed_clean = false;
         if constexpr (kRows) {
           if (row_aware) {
-            const nanscope_row_spec spec = t.row_specs[b];
-            r.flags |= NS_RECORD_ROWS | (spec.fix && spec.source ? NS_RECORD_FIXED : 0) |
-                       (unchanged ? NS_RECORD_UNCHANGED : 0);
-            r.rows_total = spec.rows;
-            r.watch_id = spec.watch_id;
-            r.padding_source = (uint8_t)spec.source;
-            set_row_ranges(ranges[b], r);
+            const nanscope_row_spec& spec = t.row_specs[b];
             fixed_clean = spec.fix && spec.source && c.padding == c.nan + c.pos_inf + c.neg_inf;
           }
         }
-        post_record(&t.records[slot % t.channel_capacity], r, slot + 1);
         set_state(t, b, fixed_clean ? NS_STATE_CLEAN : NS_STATE_NONFINITE, fixed_clean ? 0 : slot + 1);
       }
     }
@@ -229,6 +283,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
       if (row_aware && !t.row_specs[b].zero_only) remember_scan(t.row_specs[b].last_state, c);
     }
   }
+  release_records(t, posted, posted_count);
 }
 
 }  // namespace
