@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "launch_instrumenter.hpp"
+#include "library_call.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -33,6 +34,25 @@ bool launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::
 }
 
 }  // namespace
+
+// A kernel of a library call whose inputs the call named (libcall::set_reads: a GEMM without a
+// device array of pointers): it writes through its parameter words, each up to the end of the live
+// tensor block (else the allocation) holding it, but never through the call's inputs. So a GEMM
+// that reads a held buffer does not make it go first. False for any other launch.
+bool LaunchInstrumenter::library_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
+  const libcall::LibraryCall* call = libcall::current();
+  if (!call || !call->writes_bounded || !k.params_known) return false;
+  std::vector<uint64_t> words;
+  if (!pointer_words(k, a, words)) return false;
+  const std::vector<uint64_t> inputs(call->reads, call->reads + call->read_count);
+  out = overlap::launch_writes(words, {}, inputs, [this](uint64_t v) -> uint64_t {
+    const auto alloc = allocs_.allocation(v);  // no driver call for words that are not pointers
+    if (!alloc) return 0;
+    if (const auto block = allocs_.torch().block_of(v)) return block->base + block->size;
+    return alloc->base + alloc->size;
+  });
+  return true;
+}
 
 bool LaunchInstrumenter::hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream) {
   if (!batching()) return false;
@@ -64,8 +84,13 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   eager::Event e;
-  const bool words = launch_writes(k, a, e.ranges);
-  e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
+  if (library_launch_writes(k, a, e.ranges)) {
+    e.point = eager::Point::launch;
+  } else {
+    e.ranges.clear();
+    const bool words = launch_writes(k, a, e.ranges);
+    e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
+  }
   batch_event(e, a.stream);
 }
 

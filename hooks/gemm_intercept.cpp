@@ -63,8 +63,8 @@ uint64_t stream_of(cublasHandle_t handle) {
   return reinterpret_cast<uint64_t>(stream);
 }
 
-// The common path: mark the thread, call through, unmark, report on success. `describe`
-// only runs for a successful call with a sink, so a failing or unobserved call pays nothing.
+// The common path: mark the thread, describe the call, call through, unmark, report on success.
+// An unobserved call (no sink) pays nothing.
 // `stream` is a callable too: cublasGetStream_v2 is only asked when someone observes.
 template <class Stream, class Call, class Describe>
 cublasStatus_t intercept(Id id, Stream&& stream_of_call, Call&& call, Describe&& describe) {
@@ -72,11 +72,24 @@ cublasStatus_t intercept(Id id, Stream&& stream_of_call, Call&& call, Describe&&
   if (!sink || libcall::current()) return call();  // no observer, or nested: the outer call owns it
   const uint64_t stream = stream_of_call();
   libcall::enter(kNames[id], stream);
+  // Described before the call (its arguments and descriptors only), so the call's kernels know
+  // what it only reads.
+  GemmCall c;
+  bool described = false;
+  try {
+    c = describe();
+    described = true;
+    if (!c.pointer_array) {
+      const uint64_t reads[] = {c.a.ptr, c.b.ptr, c.c_is_d ? 0 : c.c_ptr};
+      libcall::set_reads(reads, 3);
+    }
+  } catch (...) {  // described after the call, then
+  }
   const cublasStatus_t status = call();
   const libcall::LibraryCall done = libcall::leave();
   if (status != CUBLAS_STATUS_SUCCESS) return status;
   try {
-    GemmCall c = describe();
+    if (!described) c = describe();
     c.api = kNames[id], c.call_id = done.call_id, c.stream = stream;
     c.kernels_launched = done.kernels;
     sink->fn(sink->ctx, c);

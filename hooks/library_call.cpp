@@ -22,9 +22,17 @@ uint64_t note_kernel_launch() {
 
 bool enter(const char* api, uint64_t stream) {
   if (t_inside) return false;
-  t_call = {g_next_call.fetch_add(1, std::memory_order_relaxed), api, stream, 0};
+  t_call = {g_next_call.fetch_add(1, std::memory_order_relaxed), api, stream, 0, {}, 0, false};
   t_inside = true;
   return true;
+}
+
+void set_reads(const uint64_t* reads, uint32_t count) {
+  if (!t_inside) return;
+  t_call.read_count = 0;
+  for (uint32_t i = 0; i < count && i < LibraryCall::kMaxReads; ++i)
+    if (reads[i]) t_call.reads[t_call.read_count++] = reads[i];
+  t_call.writes_bounded = true;
 }
 
 LibraryCall leave() {

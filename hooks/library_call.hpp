@@ -13,6 +13,13 @@ struct LibraryCall {
   const char* api;        // e.g. "cublasLtMatmul"
   uint64_t stream;        // the call's stream (0: legacy default stream)
   uint32_t kernels;       // incremented by note_kernel_launch()
+  // What the call only reads (a GEMM's A, B and C when C is not D), when its kernels write through
+  // their parameter words alone (no device array of pointers): held eager scans of those buffers
+  // need not go first (hooks/eager_batch_points.cpp).
+  static constexpr uint32_t kMaxReads = 4;
+  uint64_t reads[kMaxReads];
+  uint32_t read_count;
+  bool writes_bounded;
 };
 
 // The open call of this thread, or nullptr.
@@ -24,6 +31,9 @@ uint64_t note_kernel_launch();
 // outer call owns the kernels. Every successful enter() is followed by one leave(), which
 // closes it and returns what it saw.
 bool enter(const char* api, uint64_t stream);
+// The open call's inputs (see LibraryCall::reads); marks its kernels' writes bounded. No-op
+// outside a call.
+void set_reads(const uint64_t* reads, uint32_t count);
 LibraryCall leave();
 
 }  // namespace nanscope::libcall
