@@ -3,6 +3,7 @@
 // turns into an eager::Event: src/eager_batch.cpp says which held scans go first.
 #include <chrono>
 
+#include "collectors.hpp"
 #include "launch_instrumenter.hpp"
 #include "library_call.hpp"
 #include "tool_scope.hpp"
@@ -35,17 +36,31 @@ bool launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::
 
 }  // namespace
 
-// A kernel of a library call whose inputs the call named (libcall::set_reads: a GEMM without a
-// device array of pointers): it writes through its parameter words, each up to the end of the live
-// tensor block (else the allocation) holding it, but never through the call's inputs. So a GEMM
-// that reads a held buffer does not make it go first. False for any other launch.
-bool LaunchInstrumenter::library_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
-  const libcall::LibraryCall* call = libcall::current();
-  if (!call || !call->writes_bounded || !k.params_known) return false;
+// What a launch whose inputs are known writes: a decoded kernel's exact writes, and every other
+// parameter word it may write through, each up to the end of the live tensor block (else the
+// allocation) holding it, but never one of its inputs (the decoder's, or those its library call
+// named: libcall::set_reads, a GEMM without a device array of pointers). So a kernel that reads a
+// held buffer does not make it go first. False when the inputs are not known: the caller falls
+// back to the parameter words alone.
+bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
+  if (!k.params_known) return false;
+  std::vector<overlap::KnownWrite> exact;
+  std::vector<uint64_t> inputs;
+  if (const libcall::LibraryCall* call = libcall::current()) {
+    if (!call->writes_bounded) return false;
+    inputs.assign(call->reads, call->reads + call->read_count);
+  } else {
+    if (k.decoder == Decoder::none || !writes_bounded(k)) return false;
+    const auto decoded = decode_launch(k, a, allocs_);
+    if (!decoded || decoded->status != decode::Status::decoded) return false;
+    for (uint32_t i = 0; i < decoded->write_count; ++i)
+      if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
+    inputs.assign(decoded->reads, decoded->reads + decoded->read_count);
+  }
   std::vector<uint64_t> words;
-  if (!pointer_words(k, a, words)) return false;
-  const std::vector<uint64_t> inputs(call->reads, call->reads + call->read_count);
-  out = overlap::launch_writes(words, {}, inputs, [this](uint64_t v) -> uint64_t {
+  if (!pointer_words(k, a, words, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{}))
+    return false;
+  out = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
     const auto alloc = allocs_.allocation(v);  // no driver call for words that are not pointers
     if (!alloc) return 0;
     if (const auto block = allocs_.torch().block_of(v)) return block->base + block->size;
@@ -84,7 +99,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   eager::Event e;
-  if (library_launch_writes(k, a, e.ranges)) {
+  if (known_launch_writes(k, a, e.ranges)) {
     e.point = eager::Point::launch;
   } else {
     e.ranges.clear();

@@ -100,7 +100,7 @@ class LaunchInstrumenter {
   // An eager scan: true when held (NANSCOPE_EAGER_BATCH); else what its stream held goes first,
   // and the caller launches it.
   bool hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream);
-  bool library_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out);
+  bool known_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out);
   void batch_event(eager::Event& e, CUstream stream);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
