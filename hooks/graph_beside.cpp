@@ -174,7 +174,8 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
   if (!pointer_words(k, args, words)) return m;
   // A decoder's exact writes, and the inputs it names (read, never written through).
   std::vector<overlap::KnownWrite> exact;
-  std::vector<uint64_t> inputs = library_inputs(node);  // a library call's kernel: what the call only read
+  std::vector<uint64_t> inputs;
+  library_io(node, inputs, exact);  // a library call's kernel: what the call only read, and its output
   if (const auto decoded = decode_launch(k, args, allocs_); decoded && decoded->status == decode::Status::decoded) {
     for (uint32_t i = 0; i < decoded->write_count; ++i)
       if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
@@ -186,6 +187,40 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
     return a ? a->base + a->size : 0;
   });
   return m;
+}
+
+// Debug: which kernels' scans the planner leaves in line (the kernel before and the node after),
+// most frequent first.
+void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes, const std::vector<overlap::Edge>& edges,
+                                          const std::vector<overlap::Node>& model,
+                                          const std::vector<overlap::ScanPlan>& plans) {
+  std::vector<uint8_t> planned(nodes.size(), 0);
+  for (const overlap::ScanPlan& p : plans) planned[p.scan] = 1;
+  auto name = [&](uint32_t i) -> std::string {
+    CUgraphNodeType type;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
+        cuGraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
+      return fmt::format("node type {}", static_cast<int>(type));
+    void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
+    if (model[i].kind == overlap::NodeKind::scan || model[i].kind == overlap::NodeKind::pinned_scan) return "scan";
+    return tasks_.kernel_info(handle, nullptr).demangled.substr(0, 70);
+  };
+  std::map<std::string, uint32_t> pairs;
+  for (uint32_t s = 0; s < nodes.size(); ++s) {
+    if (model[s].kind != overlap::NodeKind::scan || planned[s]) continue;
+    std::string before = "?", after = "(none)";
+    for (const overlap::Edge& e : edges) {
+      if (e.to == s) before = name(e.from);
+      if (e.from == s) after = name(e.to);
+    }
+    ++pairs[before + "  ->  " + after];
+  }
+  std::vector<std::pair<uint32_t, std::string>> top;
+  for (auto& [k, n] : pairs) top.emplace_back(n, k);
+  std::sort(top.rbegin(), top.rend());
+  for (size_t i = 0; i < top.size() && i < 12; ++i)
+    log_.debug(fmt::format("graph: {} scan(s) left in line after {}", top[i].first, top[i].second));
 }
 
 void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
@@ -211,7 +246,9 @@ void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
     for (const overlap::Node& n : model) kinds.push_back(n.kind);
     before = overlap::longest_chain(kinds, view.edges);
   }
-  for (const overlap::ScanPlan& p : overlap::plan(model, view.edges)) {
+  const std::vector<overlap::ScanPlan> plans = overlap::plan(model, view.edges);
+  if (log_.debug_enabled()) log_scans_in_line(view.nodes, view.edges, model, plans);
+  for (const overlap::ScanPlan& p : plans) {
     if (!move_beside(g, p, nodes, edge_data, failed)) continue;
     ++moved_scans;
     use_beside_grid(nodes[p.scan], cs);

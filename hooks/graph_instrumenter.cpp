@@ -17,7 +17,7 @@ void GraphInstrumenter::remember_scan(CUgraphNode app_node, const ScanNode& scan
 }
 
 void GraphInstrumenter::remember_library_io(const std::vector<CUgraphNode>& nodes, const std::vector<uint64_t>& reads,
-                                            overlap::Range output) {
+                                            overlap::Range output, bool exact) {
   constexpr size_t kMaxNodes = size_t{1} << 16;  // beyond it, nodes keep the plain model (all words written)
   std::lock_guard lock(mu_);
   for (CUgraphNode n : nodes) {
@@ -25,20 +25,21 @@ void GraphInstrumenter::remember_library_io(const std::vector<CUgraphNode>& node
     LibraryIo& io = library_io_[n];
     io.reads.insert(io.reads.end(), reads.begin(), reads.end());
     io.outputs.push_back(output);
+    if (exact) io.exact.push_back({output.lo, output.hi - output.lo});
   }
 }
 
-std::vector<uint64_t> GraphInstrumenter::library_inputs(CUgraphNode node) {
-  std::vector<uint64_t> inputs;
+void GraphInstrumenter::library_io(CUgraphNode node, std::vector<uint64_t>& inputs,
+                                   std::vector<overlap::KnownWrite>& exact) {
   std::lock_guard lock(mu_);
   const auto it = library_io_.find(node);
-  if (it == library_io_.end()) return inputs;
+  if (it == library_io_.end()) return;
   for (uint64_t r : it->second.reads) {
     bool written = false;  // an in-place call's input is its output too
     for (const overlap::Range& o : it->second.outputs) written |= r >= o.lo && r < o.hi;
     if (!written) inputs.push_back(r);
   }
-  return inputs;
+  exact.insert(exact.end(), it->second.exact.begin(), it->second.exact.end());
 }
 
 std::optional<uint64_t> GraphInstrumenter::stream_of(uint64_t graph_id) {

@@ -45,9 +45,11 @@ class GraphInstrumenter {
   uint32_t number_scan(uint64_t graph_id);
   void remember_scan(CUgraphNode app_node, const ScanNode& scan);
   // The kernel nodes a captured library call launched, and the buffers it only read (its inputs)
-  // and wrote: in the planner's model those nodes do not write through their inputs' pointers.
+  // and wrote (`output`; `exact`: its extent is known, as the call's scan reads it): in the
+  // planner's model those nodes do not write through their inputs' pointers, and write exactly
+  // `output` through its pointer when `exact`.
   void remember_library_io(const std::vector<CUgraphNode>& nodes, const std::vector<uint64_t>& reads,
-                           overlap::Range output);
+                           overlap::Range output, bool exact);
   // The stream graph `graph_id` was last launched on, if it was.
   std::optional<uint64_t> stream_of(uint64_t graph_id);
 
@@ -83,12 +85,15 @@ class GraphInstrumenter {
 
   // hooks/graph_beside.cpp: scans beside the critical path, and merged.
   void move_scans_beside(CUgraph graph, ContextState& cs);
+  void log_scans_in_line(const std::vector<CUgraphNode>& nodes, const std::vector<overlap::Edge>& edges,
+                         const std::vector<overlap::Node>& model, const std::vector<overlap::ScanPlan>& plans);
   bool move_beside(CUgraph graph, const overlap::ScanPlan& plan, const std::vector<CUgraphNode>& nodes,
                    std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data, uint32_t& failed);
   overlap::Node node_model(CUgraphNode node, ContextState& cs);
   overlap::Node scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p, ContextState& cs);
   overlap::Node kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p);
-  std::vector<uint64_t> library_inputs(CUgraphNode node);  // remember_library_io's reads, minus outputs
+  // remember_library_io's reads (minus outputs) and exact outputs of `node`.
+  void library_io(CUgraphNode node, std::vector<uint64_t>& inputs, std::vector<overlap::KnownWrite>& exact);
   void use_beside_grid(CUgraphNode scan, ContextState& cs);
   void warn_if_beside_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
   struct MergePass;
@@ -117,6 +122,7 @@ class GraphInstrumenter {
   struct LibraryIo {
     std::vector<uint64_t> reads;
     std::vector<overlap::Range> outputs;
+    std::vector<overlap::KnownWrite> exact;
   };
   std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
   // A merged node's task as last set on an exec (an exec's parameters cannot be read back).

@@ -112,8 +112,10 @@ LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const
   if (t_call_nodes.call_id == s.call_id && !t_call_nodes.nodes.empty()) {
     std::vector<uint64_t> reads;
     for (uint32_t i = 0; i < s.input_count; ++i) reads.push_back(s.inputs[i].ptr);
-    // An output of unknown extent is taken as one element's word: its pointer stays a write.
-    graphs_.remember_library_io(t_call_nodes.nodes, reads, {s.ptr, s.ptr + std::max<uint64_t>(bytes, 1)});
+    // An output of unknown extent is taken as one byte, only to tell an in-place input from
+    // the rest: its pointer stays a write to the end of its allocation.
+    const bool exact = !s.refused && bytes && allocs_.holds(s.ptr, bytes);
+    graphs_.remember_library_io(t_call_nodes.nodes, reads, {s.ptr, s.ptr + std::max<uint64_t>(bytes, 1)}, exact);
   }
   const char* refused = s.refused;
   if (!refused && !allocs_.holds(s.ptr, bytes)) refused = s.outside;
