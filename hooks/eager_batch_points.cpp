@@ -96,6 +96,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   if (!batch_.holding()) return;
   LaunchArgs a;
   if (!decode_launch(cbid, cb.functionParams, a)) return;
+  const uint64_t t0 = profile_.on ? now_ns() : 0;
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   eager::Event e;
@@ -107,6 +108,10 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
     e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
   }
   batch_event(e, a.stream);
+  if (profile_.on) {
+    profile_.enters.fetch_add(1, std::memory_order_relaxed);
+    profile_.enter_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  }
 }
 
 void LaunchInstrumenter::on_copy_enter(const CopyArgs& c) {

@@ -177,6 +177,7 @@ void Engine::shutdown() {
     ToolScope scope;
     launches_.flush_held(nullptr, /*wait=*/true);  // scans still held at exit run before the last drain
   }
+  launches_.log_host_profile();
   reporter_.shutdown();
 }
 

@@ -1,11 +1,32 @@
 #include "launch_instrumenter.hpp"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "finding_event.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
+
+namespace {
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+}  // namespace
+
+void LaunchInstrumenter::log_host_profile() {
+  const uint64_t n = profile_.scanned.load(), e = profile_.enters.load();
+  if (!profile_.on || (!n && !e)) return;
+  auto per = [](uint64_t ns, uint64_t count) { return count ? static_cast<double>(ns) / count / 1000.0 : 0.0; };
+  log_.debug(fmt::format("host time per scanned launch ({}): build {:.2f} us, scan submit or hold {:.2f} us, "
+                         "findings' facts (Python line) {:.2f} us; per launch enter site while scans are held ({}): "
+                         "{:.2f} us",
+                         n, per(profile_.build_ns, n), per(profile_.submit_ns, n), per(profile_.findings_ns, n), e,
+                         per(profile_.enter_ns, e)));
+}
 
 void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
   LaunchArgs a;
@@ -31,6 +52,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   LaunchPlan plan;
+  const uint64_t t0 = profile_.on ? steady_ns() : 0;
   const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
   if (plan.refused_extent)
     warn_once(log_, warned_extent_, "decoded_extent",
@@ -46,8 +68,16 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   task.launch_id = launch_id;
   task.correlation_id = cb.correlationId;
 
+  const uint64_t t1 = profile_.on ? steady_ns() : 0;
   submit_scan(*cs, task, a.stream, max_bytes);
+  const uint64_t t2 = profile_.on ? steady_ns() : 0;
   remember_for_findings(task, plan);
+  if (profile_.on) {
+    profile_.scanned.fetch_add(1, std::memory_order_relaxed);
+    profile_.build_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
+    profile_.submit_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
+    profile_.findings_ns.fetch_add(steady_ns() - t2, std::memory_order_relaxed);
+  }
 }
 
 void LaunchInstrumenter::remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan) {

@@ -57,7 +57,9 @@ class LaunchInstrumenter {
                      const Watches& watches, EventLog& log, PythonFrames& python)
       : cfg_(cfg), tasks_(tasks), graphs_(graphs), contexts_(contexts), allocs_(allocs), kernels_(kernels),
         counters_(counters), failures_(failures), watches_(watches), log_(log), python_(python),
-        batch_(eager::Limits{cfg.eager_batch, 8, uint64_t{cfg.eager_batch_us} * 1000}, counters, failures) {}
+        batch_(eager::Limits{cfg.eager_batch, 8, uint64_t{cfg.eager_batch_us} * 1000}, counters, failures) {
+    profile_.on = log.debug_enabled();
+  }
 
   // API-exit site of a kernel launch.
   void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
@@ -73,6 +75,7 @@ class LaunchInstrumenter {
   void on_stream_call(CUstream stream, eager::Point point, eager::Range source = {});
   // Everything held in `ctx` (null: every context) goes now; `wait`: and is waited for.
   void flush_held(CUcontext ctx, bool wait) { batch_.flush_context(ctx, wait); }
+  void log_host_profile();  // NANSCOPE_LEVEL=debug: the host time of the launch path, once, at exit
   bool batching() const { return cfg_.eager_batch != 0; }
   // Library calls (library_scans.cpp): patch the GEMM, cuDNN and NCCL imports and take their
   // reports; again when a module was loaded (a library may have arrived); a successful GEMM
@@ -125,6 +128,11 @@ class LaunchInstrumenter {
   PythonFrames& python_;
   std::atomic<bool> warned_torch_{false};
   std::atomic<bool> warned_python_{false};
+  // NANSCOPE_LEVEL=debug: where a scanned launch's host time goes (said once, at exit).
+  struct HostProfile {
+    bool on = false;
+    std::atomic<uint64_t> scanned{0}, build_ns{0}, submit_ns{0}, findings_ns{0}, enters{0}, enter_ns{0};
+  } profile_;
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
   std::atomic<bool> warned_comm_{false};
