@@ -98,11 +98,13 @@ struct RowFlags {
 struct ThreadCounts {
   uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
   unsigned long long first = ~0ull, last = 0;  // of the elements counted one by one
-  // The first and the last vector counted whole (element 0 and the mask of its non-finite
-  // elements): a thread visits its vectors in index order, so the elements are found once, in
-  // settle(), rather than for every vector.
-  unsigned long long first_e0 = 0, last_e0 = 0;
-  uint32_t first_mask = 0, last_mask = 0;
+  // The last step of vectors counted whole that found something: its first element and the
+  // masks of its non-finite elements, vector u starting kThreads vectors after vector u - 1. A
+  // thread visits its elements in index order, so the last element is found once, in settle(),
+  // and the first when the first whole step finds something (`first` still empty), rather than
+  // for every vector.
+  unsigned long long last_e0 = 0;
+  uint32_t last_masks[kUnroll] = {};
   unsigned long long flagged_row = ~0ull;  // last row this thread marked in the row bitmap
   unsigned long long flagged_row_start = 0;  // its first element
   bool flagged_padding = false;            // and its padding status: one lookup per row
@@ -145,25 +147,56 @@ struct ThreadCounts {
     last = p.last > last ? p.last : last;
   }
   // A whole vector starting at element e0.
+  template <uint32_t dt>
   __device__ __forceinline__ void add_vec(const VecMasks& m, unsigned long long e0) {
-    nan += __popc(m.nan);
-    pos_inf += __popc(m.pinf);
-    neg_inf += __popc(m.ninf);
-    const uint32_t bad = m.bad();
-    if (bad && !first_mask) first_e0 = e0, first_mask = bad;
-    if (bad) last_e0 = e0, last_mask = bad;
+    VecMasks step[kUnroll];
+    step[0] = m;
+    add_step<dt>(step, e0);
   }
-  // Folds the vectors counted whole into first / last; once, at the end of a buffer.
+  // kUnroll whole vectors (vector u starts at e0 + u * kThreads vectors): counts them, and keeps
+  // their masks when they hold something. Returns how many non-finite elements they hold.
+  template <uint32_t dt>
+  __device__ __forceinline__ uint32_t add_step(const VecMasks (&m)[kUnroll], unsigned long long e0) {
+    uint32_t found = 0, any = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint32_t n = __popc(m[u].nan), p = __popc(m[u].pinf), q = __popc(m[u].ninf);
+      nan += n, pos_inf += p, neg_inf += q, found += n + p + q;
+      any |= m[u].bad();
+    }
+    if (any) {
+      last_e0 = e0;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) last_masks[u] = m[u].bad();
+      if (first == ~0ull) first = first_of_step<dt>(e0);  // once per thread
+    }
+    return found;
+  }
+  // The first non-finite element of the step last_masks holds (one of them is non-zero).
+  template <uint32_t dt>
+  __device__ __forceinline__ unsigned long long first_of_step(unsigned long long e0) const {
+    constexpr uint64_t lane_stride = uint64_t{kThreads} * (16 / kElementBytes<dt>);
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!last_masks[u]) continue;
+      mask_bounds<dt>(last_masks[u], lo, hi);
+      return e0 + u * lane_stride + lo;
+    }
+    return ~0ull;
+  }
+  // Folds the last step counted whole into `last`; once, at the end of a buffer.
   template <uint32_t dt>
   __device__ __forceinline__ void settle() {
-    uint32_t lo, hi;
-    if (first_mask) {
-      mask_bounds<dt>(first_mask, lo, hi);
-      first = first_e0 + lo < first ? first_e0 + lo : first;
-    }
-    if (last_mask) {
-      mask_bounds<dt>(last_mask, lo, hi);
-      last = last_e0 + hi > last ? last_e0 + hi : last;
+    constexpr uint64_t lane_stride = uint64_t{kThreads} * (16 / kElementBytes<dt>);
+#pragma unroll
+    for (int u = kUnroll - 1; u >= 0; --u) {
+      if (!last_masks[u]) continue;
+      uint32_t lo, hi;
+      mask_bounds<dt>(last_masks[u], lo, hi);
+      const unsigned long long e = last_e0 + u * lane_stride + hi;
+      last = e > last ? e : last;
+      break;
     }
   }
   __device__ __forceinline__ bool any() const { return (nan | pos_inf | neg_inf) != 0; }
@@ -250,7 +283,7 @@ __device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long l
       if (whole) c.note_row(r, s), to_flag = r;
     }
     if (whole) {
-      c.add_vec(m, e0);
+      c.add_vec<dt>(m, e0);
       c.padding += c.flagged_padding ? __popc(bad) : 0u;
     } else {
       c.add_split(count_vector_split<dt>(x, e0, &s, flags));
@@ -272,14 +305,11 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
   const bool in_row = c.flagged_row != ~0ull && e_first >= c.flagged_row_start &&
                       e_first + span <= c.flagged_row_start + s.row_elements;
   if (__all_sync(0xffffffffu, in_row)) {
-    uint32_t bad = 0;
+    VecMasks m[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const VecMasks m = classify_vec<dt>(x[u]);
-      c.add_vec(m, e_first + u * lane_stride);
-      bad += __popc(m.bad());
-    }
-    c.padding += c.flagged_padding ? bad : 0u;
+    for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
+    const uint32_t found = c.add_step<dt>(m, e_first);
+    c.padding += c.flagged_padding ? found : 0u;
     return;
   }
 #pragma unroll
@@ -348,6 +378,19 @@ __device__ __forceinline__ BlockShare block_share(uint64_t ptr, uint64_t n, uint
   return w;
 }
 
+// This thread's kUnroll vectors of a step, kThreads vectors apart from p: every one when the
+// step is whole (block-uniform: no bounds test and no zero fill per vector, the common case),
+// else those below `left` (vectors past the share read as zeros, which are finite).
+__device__ __forceinline__ void load_step(uint4 (&x)[kUnroll], const uint4* p, bool whole, uint64_t left) {
+  if (whole) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = __ldcs(p + u * kThreads);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = u * kThreads < left ? __ldcs(p + u * kThreads) : make_uint4(0, 0, 0, 0);
+  }
+}
+
 // Counts the non-finite elements of this block's share of one buffer. The dtype is a template
 // parameter so the hot loop carries no dtype switch. Loop trip counts are the same for every
 // thread of the block, so warps stay converged for the ballots.
@@ -369,22 +412,18 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
 
   const uint4* vbase = reinterpret_cast<const uint4*>(base + w.head * eb);
   (void)cursor;
-  for (uint64_t s = w.v_lo; s < w.v_hi; s += uint64_t{kThreads} * kUnroll) {
+  constexpr uint64_t step_vecs = uint64_t{kThreads} * kUnroll;
+  for (uint64_t s = w.v_lo; s < w.v_hi; s += step_vecs) {
     uint4 x[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t i = s + u * kThreads + threadIdx.x;
-      x[u] = i < w.v_hi ? __ldcs(vbase + i) : make_uint4(0, 0, 0, 0);
-    }
-    uint32_t suspect = 0;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect_bits<dt>(x[u]);
-    if (__any_sync(0xffffffffu, suspect)) {  // the whole warp classifies: its lanes' rows are marked together
+    load_step(x, vbase + s + threadIdx.x, s + step_vecs <= w.v_hi, w.v_hi - s - threadIdx.x);
+    if (__any_sync(0xffffffffu, step_suspect_bits<dt>(x))) {  // the whole warp classifies: its lanes' rows are marked together
       if constexpr (kRows) {
         count_row_step<dt>(x, w.head + (s + threadIdx.x) * per_vec, c, *rows, flags);
       } else {
+        VecMasks m[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) c.add_vec(classify_vec<dt>(x[u]), w.head + (s + u * kThreads + threadIdx.x) * per_vec);
+        for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
+        c.add_step<dt>(m, w.head + (s + threadIdx.x) * per_vec);
       }
     }
     if (kFix) {

@@ -112,17 +112,13 @@ __device__ __forceinline__ void scan_row_chunk(const nanscope_scan_buffer& b, Th
     x[u] = i < v1 ? __ldcs(vrow + i) : make_uint4(0, 0, 0, 0);
   }
   const bool pad = known_padding || (kFix && row_is_padding(*rows, r));
-  uint32_t suspect = 0, found = 0;
+  uint32_t found = 0;
+  if (__any_sync(0xffffffffu, step_suspect_bits<dt>(x))) {
+    VecMasks m[kUnroll];
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect_bits<dt>(x[u]);
-  if (__any_sync(0xffffffffu, suspect)) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const VecMasks m = classify_vec<dt>(x[u]);
-      c.add_vec(m, row_start + (v0 + threadIdx.x + u * kThreads) * per_vec);
-      c.padding += pad ? __popc(m.bad()) : 0u;
-      found |= m.bad();
-    }
+    for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
+    found = c.add_step<dt>(m, row_start + (v0 + threadIdx.x) * per_vec);
+    c.padding += pad ? found : 0u;
   }
   if (kFix && pad) {
 #pragma unroll
