@@ -195,6 +195,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
       if (row_aware) {
         stage_row_spec(t, b, s_rows);
         flags = row_flags_for(t.buffers[b], s_rows, chunked_walk(s_rows));
+        if (!chunked_walk(s_rows)) stage_row_padding(t.buffers[b], s_rows, flags);
       }
     }
     scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
@@ -233,8 +234,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 4) nanscope_scan_grouped(
   scan_main<false>(t);
 }
 
-// Three blocks per SM (at most 80 registers): the fused scan + fix streams at full bandwidth.
-extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(const nanscope_scan_task t) {
+// Two blocks per SM (at most 128 registers), like the detection-only kernel: at three (80
+// registers) its element walks spilled in their loops (the detection walk of a task that mixes
+// fix and detection ran at 0.74 of the read roofline with nothing to find, run S10-1; the fix
+// element walk spilled 600 bytes); at 128 none of its walks spills.
+extern "C" __global__ void __launch_bounds__(kThreads, 2) nanscope_scan_rows(const nanscope_scan_task t) {
   scan_main<true>(t);
 }
 

@@ -85,13 +85,22 @@ __device__ __forceinline__ uint64_t row_of(uint64_t i, const nanscope_row_spec& 
 // Where a row-aware scan marks the rows that hold non-finite values: a block's own window of the
 // row bitmap in shared memory when its share of the buffer spans few enough bitmap words (flushed
 // into the device bitmap once, at the end of the buffer), else the device bitmap itself.
+// It also carries the padding status of the rows the block's share spans, staged in shared
+// memory before the walk (scan_rows.cuh: stage_row_padding), so a walk that enters a row does not
+// wait on a dependent load of the row's status; rows outside it are looked up as before.
 struct RowFlags {
   unsigned* window = nullptr;
   uint64_t window_word = 0;  // bitmap word of window[0]
   uint64_t window_words = 0;
   unsigned* bitmap = nullptr;
+  const unsigned* pad_bits = nullptr;  // bit k: row pad_row0 + k is padding
+  uint64_t pad_row0 = 0, pad_rows = 0;
   __device__ __forceinline__ unsigned* word(uint64_t w) const {
     return w - window_word < window_words ? window + (w - window_word) : bitmap + w;
+  }
+  __device__ __forceinline__ bool padding(const nanscope_row_spec& s, uint64_t r) const {
+    const uint64_t k = r - pad_row0;
+    return k < pad_rows ? (pad_bits[k >> 5] >> (k & 31)) & 1u : row_is_padding(s, r);
   }
 };
 
@@ -109,8 +118,8 @@ struct ThreadCounts {
   unsigned long long flagged_row_start = 0;  // its first element
   bool flagged_padding = false;            // and its padding status: one lookup per row
 
-  __device__ __forceinline__ void note_row(uint64_t r, const nanscope_row_spec& s) {
-    flagged_padding = row_is_padding(s, r);
+  __device__ __forceinline__ void note_row(uint64_t r, const nanscope_row_spec& s, const RowFlags& flags) {
+    flagged_padding = flags.padding(s, r);
     flagged_row = r;
     flagged_row_start = r * s.row_stride;
   }
@@ -122,7 +131,7 @@ struct ThreadCounts {
       const uint64_t r = row_of(index, *rows);
       if (index - r * rows->row_stride >= rows->row_elements) return;  // gap between rows
       if (r != flagged_row) {
-        note_row(r, *rows);
+        note_row(r, *rows, flags);
         atomicOr(flags.word(r >> 5), 1u << (r & 31));
       }
       padding += flagged_padding;
@@ -146,23 +155,35 @@ struct ThreadCounts {
     first = p.first < first ? p.first : first;
     last = p.last > last ? p.last : last;
   }
-  // A whole vector starting at element e0.
+  // A whole vector x (masks m) starting at element e0.
   template <uint32_t dt>
-  __device__ __forceinline__ void add_vec(const VecMasks& m, unsigned long long e0) {
-    VecMasks step[kUnroll];
-    step[0] = m;
-    add_step<dt>(step, e0);
+  __device__ __forceinline__ void add_vec(const uint4& x, const VecMasks& m, unsigned long long e0) {
+    uint4 xs[kUnroll];
+    VecMasks ms[kUnroll];
+    xs[0] = x, ms[0] = m;
+#pragma unroll
+    for (int u = 1; u < kUnroll; ++u) xs[u] = make_uint4(0, 0, 0, 0);
+    add_step<dt>(xs, ms, e0);
   }
-  // kUnroll whole vectors (vector u starts at e0 + u * kThreads vectors): counts them, and keeps
-  // their masks when they hold something. Returns how many non-finite elements they hold.
+  // kUnroll whole vectors x (masks m; vector u starts at e0 + u * kThreads vectors): counts them,
+  // and keeps their masks when they hold something. Returns how many non-finite elements they hold.
   template <uint32_t dt>
-  __device__ __forceinline__ uint32_t add_step(const VecMasks (&m)[kUnroll], unsigned long long e0) {
-    uint32_t found = 0, any = 0;
+  __device__ __forceinline__ uint32_t add_step(const uint4 (&x)[kUnroll], const VecMasks (&m)[kUnroll],
+                                               unsigned long long e0) {
+    uint32_t found = 0, any = 0, inf = 0;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const uint32_t n = __popc(m[u].nan), p = __popc(m[u].pinf), q = __popc(m[u].ninf);
-      nan += n, pos_inf += p, neg_inf += q, found += n + p + q;
-      any |= m[u].bad();
+      found += __popc(m[u].nan);
+      any |= m[u].bad(), inf |= m[u].inf();
+    }
+    nan += found;
+    if (inf) {  // rarer than NaN: split by sign only here
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint32_t neg = sign_mask<dt>(x[u]);
+        const uint32_t p = __popc(m[u].inf() & ~neg), q = __popc(m[u].inf() & neg);
+        pos_inf += p, neg_inf += q, found += p + q;
+      }
     }
     if (any) {
       last_e0 = e0;
@@ -240,7 +261,7 @@ __device__ __noinline__ SplitCounts count_vector_split(const uint4 v, unsigned l
     const uint64_t r = row_of(index, *rows);
     if (index - r * rows->row_stride >= rows->row_elements) continue;  // gap between rows
     if (r != seen_row) {
-      seen_row = r, seen_padding = row_is_padding(*rows, r);
+      seen_row = r, seen_padding = flags.padding(*rows, r);
       atomicOr(flags.word(r >> 5), 1u << (r & 31));
     }
     out.padding += seen_padding;
@@ -280,10 +301,10 @@ __device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long l
     if (!whole) {
       const uint64_t r = row_of(e0, s);
       whole = e0 + per_vec <= r * s.row_stride + s.row_elements;
-      if (whole) c.note_row(r, s), to_flag = r;
+      if (whole) c.note_row(r, s, flags), to_flag = r;
     }
     if (whole) {
-      c.add_vec<dt>(m, e0);
+      c.add_vec<dt>(x, m, e0);
       c.padding += c.flagged_padding ? __popc(bad) : 0u;
     } else {
       c.add_split(count_vector_split<dt>(x, e0, &s, flags));
@@ -308,7 +329,7 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
     VecMasks m[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
-    const uint32_t found = c.add_step<dt>(m, e_first);
+    const uint32_t found = c.add_step<dt>(x, m, e_first);
     c.padding += c.flagged_padding ? found : 0u;
     return;
   }
@@ -317,13 +338,16 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
 }
 
 // Fix mode: zeroes the elements of a padding row, leaving real rows and gaps untouched.
-// A thread remembers the last row it looked up, so a vector costs one division.
+// A thread remembers the last row it found and that row's first element, so a vector in the same
+// row costs a subtraction and a compare, not a division and a status lookup.
 struct PaddingCursor {
-  uint64_t row = ~0ull;
+  uint64_t row = ~0ull, row_start = 0;
   bool padding = false;
-  __device__ __forceinline__ bool is_padding(const nanscope_row_spec& s, uint64_t r) {
-    if (r != row) row = r, padding = row_is_padding(s, r);
-    return padding;
+  // Moves to the row of element i; returns i's column in it.
+  __device__ __forceinline__ uint64_t locate(const nanscope_row_spec& s, const RowFlags& flags, uint64_t i) {
+    if (row != ~0ull && i - row_start < s.row_stride) return i - row_start;  // i >= row_start: same row
+    row = row_of(i, s), row_start = row * s.row_stride, padding = flags.padding(s, row);
+    return i - row_start;
   }
 };
 
@@ -337,22 +361,19 @@ __device__ __forceinline__ void store_zero(unsigned char* base, uint32_t eb, uin
 }
 
 __device__ void zero_if_padding(unsigned char* base, uint32_t eb, uint64_t i, const nanscope_row_spec& s,
-                                PaddingCursor& cur) {
-  const uint64_t r = row_of(i, s);
-  if (i - r * s.row_stride < s.row_elements && cur.is_padding(s, r)) store_zero(base, eb, i);
+                                const RowFlags& flags, PaddingCursor& cur) {
+  if (cur.locate(s, flags, i) < s.row_elements && cur.padding) store_zero(base, eb, i);
 }
 
 // A whole 16-byte vector starting at element e0: one store when it sits inside one row.
 __device__ __forceinline__ void zero_vector_if_padding(unsigned char* base, uint32_t eb, uint64_t e0,
                                                        uint32_t per_vec, const nanscope_row_spec& s,
-                                                       PaddingCursor& cur) {
-  const uint64_t r = row_of(e0, s);
-  const uint64_t col = e0 - r * s.row_stride;
-  if (col + per_vec <= s.row_elements) {
-    if (cur.is_padding(s, r)) *reinterpret_cast<uint4*>(base + e0 * eb) = make_uint4(0, 0, 0, 0);
+                                                       const RowFlags& flags, PaddingCursor& cur) {
+  if (cur.locate(s, flags, e0) + per_vec <= s.row_elements) {
+    if (cur.padding) *reinterpret_cast<uint4*>(base + e0 * eb) = make_uint4(0, 0, 0, 0);
     return;
   }
-  for (uint32_t j = 0; j < per_vec; ++j) zero_if_padding(base, eb, e0 + j, s, cur);
+  for (uint32_t j = 0; j < per_vec; ++j) zero_if_padding(base, eb, e0 + j, s, flags, cur);
 }
 
 // This block's share of a buffer: a scalar head up to 16-byte alignment (block 0), whole vectors
@@ -405,7 +426,7 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
   if (!kRows) rows = nullptr;  // lets the plain instantiation drop every row-aware branch
   auto scalar = [&](uint64_t i) {
     c.add(classify(dt, load_bits(base, dt, i)), i, rows, flags);
-    if (kFix) zero_if_padding(base, eb, i, *rows, cursor);
+    if (kFix) zero_if_padding(base, eb, i, *rows, flags, cursor);
   };
   if (blockIdx.x == 0)
     for (uint64_t i = threadIdx.x; i < w.head; i += kThreads) scalar(i);
@@ -423,14 +444,14 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
         VecMasks m[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
-        c.add_step<dt>(m, w.head + (s + threadIdx.x) * per_vec);
+        c.add_step<dt>(x, m, w.head + (s + threadIdx.x) * per_vec);
       }
     }
     if (kFix) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const uint64_t i = s + u * kThreads + threadIdx.x;
-        if (i < w.v_hi) zero_vector_if_padding(base, eb, w.head + i * per_vec, per_vec, *rows, cursor);
+        if (i < w.v_hi) zero_vector_if_padding(base, eb, w.head + i * per_vec, per_vec, *rows, flags, cursor);
       }
     }
   }

@@ -25,10 +25,13 @@ constexpr uint32_t kElementBytes = [] {
 }();
 
 // The non-finite elements of one vector. A bit stands for one element; which element is
-// elem_of_bit's business (the layout is whatever is cheapest to build for the dtype).
+// elem_of_bit's business (the layout is whatever is cheapest to build for the dtype). The
+// infinities are split by sign (sign_mask) only when a step holds one (ThreadCounts::add_step):
+// a vector of NaN costs two masks and one popcount.
 struct VecMasks {
-  uint32_t nan = 0, pinf = 0, ninf = 0;
-  __device__ __forceinline__ uint32_t bad() const { return nan | pinf | ninf; }
+  uint32_t nan = 0, all = 0;  // NaN; NaN or +-Inf
+  __device__ __forceinline__ uint32_t bad() const { return all; }
+  __device__ __forceinline__ uint32_t inf() const { return all & ~nan; }
 };
 
 // The cheap "any non-finite" test of a step of vectors, on the FMA pipe where the dtype allows it:
@@ -74,8 +77,8 @@ __device__ __forceinline__ uint32_t step_suspect_bits(const uint4 (&x)[N]) {
     }
     return (a | b) & 0x7fff7fffu;
   } else {
-    constexpr uint32_t exp = dt == NS_F8E4M3 ? 0x7f7f7f7fu : 0x7c7c7c7cu, lsb = dt == NS_F8E4M3 ? 0x01010101u : 0x04040404u;
-    auto lane = [](uint32_t w) { return (w & exp) + lsb; };
+    constexpr uint32_t lsb = dt == NS_F8E4M3 ? 0x01010101u : 0x04040404u;  // byte_vec's carries
+    auto lane = [](uint32_t w) { return (w & 0x7f7f7f7fu) + lsb; };
     uint32_t any = 0;
 #pragma unroll
     for (int u = 0; u < N; ++u) any |= lane(x[u].x) | lane(x[u].y) | lane(x[u].z) | lane(x[u].w);
@@ -86,13 +89,11 @@ __device__ __forceinline__ uint32_t step_suspect_bits(const uint4 (&x)[N]) {
 // Byte lanes: bit 7 of each byte set where the byte's low seven bits are non-zero.
 __device__ __forceinline__ uint32_t bytes_low7_nonzero(uint32_t x) { return (x & 0x7f7f7f7fu) + 0x7f7f7f7fu; }
 
-// Four elements as byte lanes (bit 7 of byte j stands for element j): NaN, +Inf, -Inf.
-__device__ __forceinline__ VecMasks quad_masks(uint32_t exp_all_ones, uint32_t mant_nonzero, uint32_t sign) {
+// Four elements as byte lanes (bit 7 of byte j stands for element j): NaN, non-finite.
+__device__ __forceinline__ VecMasks quad_masks(uint32_t exp_all_ones, uint32_t mant_nonzero) {
   VecMasks m;
   m.nan = exp_all_ones & mant_nonzero & 0x80808080u;
-  const uint32_t inf = exp_all_ones & ~mant_nonzero & 0x80808080u;
-  m.ninf = inf & sign;
-  m.pinf = inf & ~sign;
+  m.all = exp_all_ones & 0x80808080u;
   return m;
 }
 
@@ -103,24 +104,39 @@ __device__ __forceinline__ VecMasks half_quad(uint32_t w0, uint32_t w1) {
   const uint32_t H = __byte_perm(w0, w1, 0x7531), L = __byte_perm(w0, w1, 0x6420);
   if constexpr (dt == NS_BF16) {  // H = s.eeeeeee, L = e.mmmmmmm
     const uint32_t e = ((H & 0x7f7f7f7fu) + 0x01010101u) & L;
-    return quad_masks(e, bytes_low7_nonzero(L), H);
+    return quad_masks(e, bytes_low7_nonzero(L));
   } else {  // f16: H = s.eeeee.mm, L = mmmmmmmm
     const uint32_t e = (H & 0x7c7c7c7cu) + 0x04040404u;
     const uint32_t m = (H & 0x03030303u) | L;
-    return quad_masks(e, bytes_low7_nonzero(m) | m, H);
+    return quad_masks(e, bytes_low7_nonzero(m) | m);
   }
 }
 
-// A word of four 8-bit elements.
+// The four words of a vector of 8-bit elements merged into one word per mask: bit 7 of byte j
+// of word k lands on bit 8j+7-k. Each word's bit-7 lanes are masked first (the bits below are
+// not zero), then shifted into place.
+__device__ __forceinline__ uint32_t merge_byte_lanes(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  return (a & 0x80808080u) | ((b >> 1) & 0x40404040u) | ((c >> 2) & 0x20202020u) | ((d >> 3) & 0x10101010u);
+}
+
+// Sixteen 8-bit elements. The low seven bits of a byte plus a constant carry into bit 7 exactly
+// when they reach the constant's complement: e4m3 is NaN at S.1111.111 and has no infinities;
+// e5m2 (s.eeeee.mm) is non-finite from .11111.00 up and NaN from .11111.01 up.
 template <uint32_t dt>
-__device__ __forceinline__ VecMasks byte_quad(uint32_t w) {
-  if constexpr (dt == NS_F8E4M3) {  // no infinities; S.1111.111 is NaN
-    VecMasks m;
-    m.nan = ((w & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;
-    return m;
-  } else {  // e5m2: s.eeeee.mm
-    return quad_masks((w & 0x7c7c7c7cu) + 0x04040404u, (w & 0x03030303u) + 0x7f7f7f7fu, w);
+__device__ __forceinline__ VecMasks byte_vec(const uint4& v) {
+  auto carry = [](uint32_t w, uint32_t add) { return (w & 0x7f7f7f7fu) + add; };
+  VecMasks m;
+  if constexpr (dt == NS_F8E4M3) {
+    m.nan = merge_byte_lanes(carry(v.x, 0x01010101u), carry(v.y, 0x01010101u), carry(v.z, 0x01010101u),
+                             carry(v.w, 0x01010101u));
+    m.all = m.nan;
+  } else {
+    m.nan = merge_byte_lanes(carry(v.x, 0x03030303u), carry(v.y, 0x03030303u), carry(v.z, 0x03030303u),
+                             carry(v.w, 0x03030303u));
+    m.all = merge_byte_lanes(carry(v.x, 0x04040404u), carry(v.y, 0x04040404u), carry(v.z, 0x04040404u),
+                             carry(v.w, 0x04040404u));
   }
+  return m;
 }
 
 // Four f32 elements as byte lanes (element k in byte k). The high half of an f32 is a bf16 with
@@ -135,19 +151,18 @@ __device__ __forceinline__ VecMasks f32_quad(const uint4& v) {
   const uint32_t c = ((C & 0x7fff7fffu) + 0x7fff7fffu) | C, d = ((D & 0x7fff7fffu) + 0x7fff7fffu) | D;
   const uint32_t low_nonzero = __byte_perm(c, d, 0x7531);  // bit 7 of byte k: element k's low half
   const uint32_t e = ((H & 0x7f7f7f7fu) + 0x01010101u) & L;
-  return quad_masks(e, bytes_low7_nonzero(L) | low_nonzero, H);
+  return quad_masks(e, bytes_low7_nonzero(L) | low_nonzero);
 }
 
 __device__ __forceinline__ VecMasks merge_shifted(VecMasks a, const VecMasks& b, int shift) {
-  a.nan |= b.nan >> shift, a.pinf |= b.pinf >> shift, a.ninf |= b.ninf >> shift;
+  a.nan |= b.nan >> shift, a.all |= b.all >> shift;
   return a;
 }
 
-// One 32- or 64-bit element as bit `k` of the masks.
-__device__ __forceinline__ void wide_element(VecMasks& m, int k, bool exp_all_ones, bool mant_nonzero, bool neg) {
+// One 64-bit element as bit `k` of the masks.
+__device__ __forceinline__ void wide_element(VecMasks& m, int k, bool exp_all_ones, bool mant_nonzero) {
   m.nan |= (uint32_t)(exp_all_ones && mant_nonzero) << k;
-  m.pinf |= (uint32_t)(exp_all_ones && !mant_nonzero && !neg) << k;
-  m.ninf |= (uint32_t)(exp_all_ones && !mant_nonzero && neg) << k;
+  m.all |= (uint32_t)exp_all_ones << k;
 }
 
 // The masks of one vector. Layouts (see elem_of_bit): f64: element k is bit k. f32: element k is
@@ -160,16 +175,30 @@ __device__ __forceinline__ VecMasks classify_vec(const uint4& v) {
     const uint32_t hi[2] = {v.y, v.w}, lo[2] = {v.x, v.z};
 #pragma unroll
     for (int k = 0; k < 2; ++k)
-      wide_element(m, k, (hi[k] & 0x7ff00000u) == 0x7ff00000u, ((hi[k] & 0x000fffffu) | lo[k]) != 0, hi[k] >> 31);
+      wide_element(m, k, (hi[k] & 0x7ff00000u) == 0x7ff00000u, ((hi[k] & 0x000fffffu) | lo[k]) != 0);
   } else if constexpr (dt == NS_F32) {
     m = f32_quad(v);
   } else if constexpr (dt == NS_F16 || dt == NS_BF16) {
     m = merge_shifted(half_quad<dt>(v.x, v.y), half_quad<dt>(v.z, v.w), 1);
   } else {
-    m = merge_shifted(merge_shifted(merge_shifted(byte_quad<dt>(v.x), byte_quad<dt>(v.y), 1), byte_quad<dt>(v.z), 2),
-                      byte_quad<dt>(v.w), 3);
+    m = byte_vec<dt>(v);
   }
   return m;
+}
+
+// The sign bits of a vector's elements in classify_vec's layout (only where a mask bit is set
+// do they mean anything): what splits its infinities into +Inf and -Inf.
+template <uint32_t dt>
+__device__ __forceinline__ uint32_t sign_mask(const uint4& v) {
+  if constexpr (dt == NS_F64) {
+    return (v.y >> 31) | (v.w >> 31) << 1;
+  } else if constexpr (dt == NS_F32) {
+    return __byte_perm(__byte_perm(v.x, v.y, 0x7632), __byte_perm(v.z, v.w, 0x7632), 0x7531) & 0x80808080u;
+  } else if constexpr (dt == NS_F16 || dt == NS_BF16) {
+    return (__byte_perm(v.x, v.y, 0x7531) & 0x80808080u) | (__byte_perm(v.z, v.w, 0x7531) & 0x80808080u) >> 1;
+  } else {
+    return merge_byte_lanes(v.x, v.y, v.z, v.w);
+  }
 }
 
 // Element (within its vector) of bit p of a classify_vec mask.
