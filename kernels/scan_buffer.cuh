@@ -399,16 +399,16 @@ __device__ __forceinline__ BlockShare block_share(uint64_t ptr, uint64_t n, uint
   return w;
 }
 
-// This thread's kUnroll vectors of a step, kThreads vectors apart from p: every one when the
-// step is whole (block-uniform: no bounds test and no zero fill per vector, the common case),
-// else those below `left` (vectors past the share read as zeros, which are finite).
-__device__ __forceinline__ void load_step(uint4 (&x)[kUnroll], const uint4* p, bool whole, uint64_t left) {
+// This thread's kUnroll vectors of a step, vector u at index i + u * kThreads of vbase: every one
+// when the step is whole (block-uniform: no bounds test and no zero fill per vector, the common
+// case), else those below `end` (vectors past the share read as zeros, which are finite).
+__device__ __forceinline__ void load_step(uint4 (&x)[kUnroll], const uint4* vbase, uint64_t i, bool whole, uint64_t end) {
   if (whole) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) x[u] = __ldcs(p + u * kThreads);
+    for (int u = 0; u < kUnroll; ++u) x[u] = __ldcs(vbase + i + u * kThreads);
   } else {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) x[u] = u * kThreads < left ? __ldcs(p + u * kThreads) : make_uint4(0, 0, 0, 0);
+    for (int u = 0; u < kUnroll; ++u) x[u] = i + u * kThreads < end ? __ldcs(vbase + i + u * kThreads) : make_uint4(0, 0, 0, 0);
   }
 }
 
@@ -436,7 +436,7 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
   constexpr uint64_t step_vecs = uint64_t{kThreads} * kUnroll;
   for (uint64_t s = w.v_lo; s < w.v_hi; s += step_vecs) {
     uint4 x[kUnroll];
-    load_step(x, vbase + s + threadIdx.x, s + step_vecs <= w.v_hi, w.v_hi - s - threadIdx.x);
+    load_step(x, vbase, s + threadIdx.x, s + step_vecs <= w.v_hi, w.v_hi);
     if (__any_sync(0xffffffffu, step_suspect_bits<dt>(x))) {  // the whole warp classifies: its lanes' rows are marked together
       if constexpr (kRows) {
         count_row_step<dt>(x, w.head + (s + threadIdx.x) * per_vec, c, *rows, flags);
