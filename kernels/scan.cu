@@ -242,6 +242,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2) nanscope_scan_rows(con
   scan_main<true>(t);
 }
 
+// A/B for the device run (bench/scan_bench_density.cu only; the tool never launches it): the same
+// kernel at three blocks per SM (80 registers, its element walks spill), as it was until run
+// S10-1. The chunked fix was faster at three blocks than at two in run S2-9; whichever wins the
+// density sweep's fix / fix_unchunked / rows_general lines stays, the other goes.
+extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows_3bps(const nanscope_scan_task t) {
+  scan_main<true>(t);
+}
+
 // The row-aware scan of launches none of whose row specs asks for the fix (watches in detect
 // mode, the seed's case): the same detection walk without the fix walks' code, so it keeps its
 // registers: two blocks per SM of 128 registers, no spills (32 KiB of loads in flight per SM).
