@@ -346,7 +346,8 @@ struct PaddingCursor {
   // Moves to the row of element i; returns i's column in it.
   __device__ __forceinline__ uint64_t locate(const nanscope_row_spec& s, const RowFlags& flags, uint64_t i) {
     if (row != ~0ull && i - row_start < s.row_stride) return i - row_start;  // i >= row_start: same row
-    row = row_of(i, s), row_start = row * s.row_stride, padding = flags.padding(s, row);
+    row = row_of(i, s), row_start = row * s.row_stride;
+    padding = row < s.rows && flags.padding(s, row);  // (a gap's row is looked up too: never past the spec)
     return i - row_start;
   }
 };
