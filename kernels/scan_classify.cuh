@@ -41,10 +41,10 @@ struct VecMasks {
 //  - f32: one fma.f32 a word. f64: the same on the high words: the top 8 exponent bits of an f64
 //    are the f32 view's exponent, so every non-finite f64 (and finite ones of magnitude >= 2^1017) trips it.
 //  - f16 / bf16: one fma.f16x2 / fma.bf16x2 a word.
-//  - f8 stays on integer lanes, where byte_quad reuses the test's first operation: a byte's
-//    exponent field plus its lowest bit carries into bit 7 exactly when the field is all ones
-//    (e4m3: the low seven bits, S.1111.111 being NaN; its f16 view would trip on the common
-//    finite 256..448).
+//  - f8 stays on integer lanes: a byte's exponent field plus its lowest bit carries into bit 7
+//    exactly when the field is all ones (e4m3: the low seven bits, S.1111.111 being NaN; its f16
+//    view would trip on the common finite 256..448). e5m2 masks the exponent alone rather than
+//    reuse byte_vec's carries: keeping those live across the vote spilled in nanscope_scan.
 __device__ __forceinline__ uint32_t fma0_f16x2(uint32_t x, uint32_t acc) {
   uint32_t d;
   asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(0u), "r"(acc));
@@ -77,8 +77,8 @@ __device__ __forceinline__ uint32_t step_suspect_bits(const uint4 (&x)[N]) {
     }
     return (a | b) & 0x7fff7fffu;
   } else {
-    constexpr uint32_t lsb = dt == NS_F8E4M3 ? 0x01010101u : 0x04040404u;  // byte_vec's carries
-    auto lane = [](uint32_t w) { return (w & 0x7f7f7f7fu) + lsb; };
+    constexpr uint32_t exp = dt == NS_F8E4M3 ? 0x7f7f7f7fu : 0x7c7c7c7cu, lsb = dt == NS_F8E4M3 ? 0x01010101u : 0x04040404u;
+    auto lane = [](uint32_t w) { return (w & exp) + lsb; };
     uint32_t any = 0;
 #pragma unroll
     for (int u = 0; u < N; ++u) any |= lane(x[u].x) | lane(x[u].y) | lane(x[u].z) | lane(x[u].w);
