@@ -45,6 +45,7 @@ struct VecMasks {
 //    exactly when the field is all ones (e4m3: the low seven bits, S.1111.111 being NaN; its f16
 //    view would trip on the common finite 256..448). e5m2 masks the exponent alone rather than
 //    reuse byte_vec's carries: keeping those live across the vote spilled in nanscope_scan.
+#ifdef __CUDACC__  // the rest of the file is plain integer code, which tests/unit runs on the host
 __device__ __forceinline__ uint32_t fma0_f16x2(uint32_t x, uint32_t acc) {
   uint32_t d;
   asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(0u), "r"(acc));
@@ -85,6 +86,8 @@ __device__ __forceinline__ uint32_t step_suspect_bits(const uint4 (&x)[N]) {
     return any & 0x80808080u;
   }
 }
+
+#endif  // __CUDACC__
 
 // Byte lanes: bit 7 of each byte set where the byte's low seven bits are non-zero.
 __device__ __forceinline__ uint32_t bytes_low7_nonzero(uint32_t x) { return (x & 0x7f7f7f7fu) + 0x7f7f7f7fu; }
