@@ -314,10 +314,12 @@ __device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long l
 }
 
 // One step of a row-aware walk: this thread's kUnroll vectors, kThreads vectors apart, the first
-// starting at element e_first. When every lane's vectors lie in the row it marked last (the common
-// case once a row is marked: a row spans many steps), they are counted whole with that row's
-// padding status and nothing is marked, so a step full of NaN costs what the plain walk's does;
-// otherwise vector by vector. Every lane of the warp calls it.
+// starting at element e_first. When every lane's vectors lie in one row each (the common case:
+// a row spans many steps), they are counted whole with that row's padding status, so a step
+// full of NaN costs about what the plain walk's does: a lane in the row it marked last marks
+// nothing; a lane that entered another row finds it with one division for the step (not one
+// per vector) and marks it when the step holds something there. Otherwise (some lane's vectors
+// straddle a row boundary or a gap) vector by vector. Every lane of the warp calls it.
 template <uint32_t dt>
 __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsigned long long e_first, ThreadCounts& c,
                                                const nanscope_row_spec& s, const RowFlags& flags) {
@@ -325,12 +327,20 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
   constexpr uint64_t span = uint64_t{kUnroll - 1} * lane_stride + per_vec;
   const bool in_row = c.flagged_row != ~0ull && e_first >= c.flagged_row_start &&
                       e_first + span <= c.flagged_row_start + s.row_elements;
-  if (__all_sync(0xffffffffu, in_row)) {
+  uint64_t entered = ~0ull;  // the row this lane's whole step lies in, when not the marked one
+  if (!in_row) {
+    const uint64_t r = row_of(e_first, s);
+    if (e_first + span <= r * s.row_stride + s.row_elements) entered = r;
+  }
+  if (__all_sync(0xffffffffu, in_row || entered != ~0ull)) {
     VecMasks m[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
     const uint32_t found = c.add_step<dt>(x, m, e_first);
+    unsigned long long to_flag = ~0ull;
+    if (!in_row && found) c.note_row(entered, s, flags), to_flag = entered;
     c.padding += c.flagged_padding ? found : 0u;
+    flag_rows_warp(to_flag, flags);
     return;
   }
 #pragma unroll
