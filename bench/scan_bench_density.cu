@@ -9,7 +9,8 @@
 // ran at a third of the fix kernel's bandwidth (run S10-1), so it measured itself, not the memory.
 // One line per measurement, `density dtype=.. kernel=.. nan=.. us=.. GBps=.. roofline_GBps=..
 // ratio=..` (GBps: read + stored bytes per second; roofline_GBps: the read roofline's), then the
-// worst ratio.
+// worst ratio. rows_general_3bps / fix_3bps / fix_unchunked_3bps: the same walks in the general
+// row kernel built for three blocks per SM (an A/B against nanscope_scan_rows at two).
 #include <string>
 
 #include "scan_bench_common.hpp"

@@ -63,7 +63,7 @@ __device__ __forceinline__ void stage_row_padding(const nanscope_scan_buffer& b,
   if (w.e_lo >= w.e_hi) return;
   const uint64_t r0 = row_of(w.e_lo, s), r1 = row_of(w.e_hi - 1, s);
   if (r0 >= s.rows) return;
-  const uint64_t n = (r1 < s.rows ? r1 + 1 : s.rows) - r0;  // rows past the spec are never padding rows
+  const uint64_t n = (r1 < s.rows ? r1 + 1 : s.rows) - r0;  // rows past the spec keep their old lookup
   if (n > uint64_t{kStagedRowWords} * 32) return;
   unsigned* bits = staged_padding();
   for (uint64_t k0 = 0; k0 < n; k0 += kThreads) {
