@@ -87,6 +87,16 @@ std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchAr
                                       : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
 }
 
+bool decoded_io(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
+                std::vector<overlap::KnownWrite>& exact, std::vector<uint64_t>& inputs) {
+  const auto decoded = decode_launch(k, a, allocs);
+  if (!decoded || decoded->status != decode::Status::decoded) return false;
+  for (uint32_t i = 0; i < decoded->write_count; ++i)
+    if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
+  inputs.insert(inputs.end(), decoded->reads, decoded->reads + decoded->read_count);
+  return true;
+}
+
 void DecodedWritesCollector::collect(TaskDraft& draft) {
   const KernelInfo& k = draft.kernel;
   if (k.decoder == Decoder::none || !cfg_.typed) return;

@@ -35,6 +35,11 @@ class WatchesCollector : public TaskCollector {
 // decoder or more parameters than a decoded launch reads. A refused layout comes back with
 // status layout_mismatch and its reason.
 std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs);
+// The same launch as the write models see it (overlap::launch_writes): the decoder's writes whose
+// extent it knows, appended to `exact`, and the inputs it names, appended to `inputs`. False
+// (nothing appended) when the launch is not decoded.
+bool decoded_io(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
+                std::vector<overlap::KnownWrite>& exact, std::vector<uint64_t>& inputs);
 
 class DecodedWritesCollector : public TaskCollector {
  public:

@@ -1,8 +1,6 @@
 // Held eager scans (NANSCOPE_EAGER_BATCH): the launch instrumenter's side. Plain eager scans are
 // held per stream (hooks/eager_batcher.cpp), and the enter site of every call they must precede
 // turns into an eager::Event: src/eager_batch.cpp says which held scans go first.
-#include <chrono>
-
 #include "collectors.hpp"
 #include "launch_instrumenter.hpp"
 #include "library_call.hpp"
@@ -11,11 +9,6 @@
 namespace nanscope {
 
 namespace {
-
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 // A kernel whose writes nanscope can bound by its parameter words: a known layout that the
 // decoders or the signature read (not a library kernel, not one whose pointers may hide in structs
@@ -50,12 +43,7 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
     if (!call->writes_bounded) return false;
     inputs.assign(call->reads, call->reads + call->read_count);
   } else {
-    if (k.decoder == Decoder::none || !writes_bounded(k)) return false;
-    const auto decoded = decode_launch(k, a, allocs_);
-    if (!decoded || decoded->status != decode::Status::decoded) return false;
-    for (uint32_t i = 0; i < decoded->write_count; ++i)
-      if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
-    inputs.assign(decoded->reads, decoded->reads + decoded->read_count);
+    if (k.decoder == Decoder::none || !writes_bounded(k) || !decoded_io(k, a, allocs_, exact, inputs)) return false;
   }
   std::vector<uint64_t> words;
   if (!pointer_words(k, a, words, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{}))
@@ -72,7 +60,7 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
 bool LaunchInstrumenter::hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream) {
   if (!batching()) return false;
   if (EagerBatcher::holdable(task, stream)) {
-    batch_.hold(cs, stream, task, graphs_.scan_reads(task), now_ns());
+    batch_.hold(cs, stream, task, graphs_.scan_reads(task), steady_now_ns());
     return true;
   }
   if (batch_.holding()) {  // a scan that cannot wait runs after what its stream held
@@ -86,7 +74,7 @@ bool LaunchInstrumenter::hold_eager(ContextState& cs, const nanscope_scan_task& 
 void LaunchInstrumenter::batch_event(eager::Event& e, CUstream stream) {
   e.stream = EagerBatcher::stream_key(stream);
   e.legacy = EagerBatcher::legacy(stream) || stream == CU_STREAM_PER_THREAD;
-  e.now_ns = now_ns();
+  e.now_ns = steady_now_ns();
   batch_.on_event(e);
 }
 
@@ -96,7 +84,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   if (!batch_.holding()) return;
   LaunchArgs a;
   if (!decode_launch(cbid, cb.functionParams, a)) return;
-  const uint64_t t0 = profile_.on ? now_ns() : 0;
+  const uint64_t t0 = profile_.on ? steady_now_ns() : 0;
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
   eager::Event e;
@@ -110,7 +98,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   batch_event(e, a.stream);
   if (profile_.on) {
     profile_.enters.fetch_add(1, std::memory_order_relaxed);
-    profile_.enter_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    profile_.enter_ns.fetch_add(steady_now_ns() - t0, std::memory_order_relaxed);
   }
 }
 

@@ -176,11 +176,7 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
   std::vector<overlap::KnownWrite> exact;
   std::vector<uint64_t> inputs;
   library_io(node, inputs, exact);  // a library call's kernel: what the call only read, and its output
-  if (const auto decoded = decode_launch(k, args, allocs_); decoded && decoded->status == decode::Status::decoded) {
-    for (uint32_t i = 0; i < decoded->write_count; ++i)
-      if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
-    inputs.insert(inputs.end(), decoded->reads, decoded->reads + decoded->read_count);
-  }
+  decoded_io(k, args, allocs_, exact, inputs);
   m.kind = overlap::NodeKind::app;
   m.writes = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
     const auto a = allocs_.allocation(v);

@@ -1,21 +1,11 @@
 #include "launch_instrumenter.hpp"
 
-#include <chrono>
-
 #include <fmt/format.h>
 
 #include "finding_event.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
-
-namespace {
-uint64_t steady_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-}  // namespace
 
 void LaunchInstrumenter::log_host_profile() {
   const uint64_t n = profile_.scanned.load(), e = profile_.enters.load();
@@ -52,7 +42,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   LaunchPlan plan;
-  const uint64_t t0 = profile_.on ? steady_ns() : 0;
+  const uint64_t t0 = profile_.on ? steady_now_ns() : 0;
   const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
   if (plan.refused_extent)
     warn_once(log_, warned_extent_, "decoded_extent",
@@ -68,15 +58,15 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   task.launch_id = launch_id;
   task.correlation_id = cb.correlationId;
 
-  const uint64_t t1 = profile_.on ? steady_ns() : 0;
+  const uint64_t t1 = profile_.on ? steady_now_ns() : 0;
   submit_scan(*cs, task, a.stream, max_bytes);
-  const uint64_t t2 = profile_.on ? steady_ns() : 0;
+  const uint64_t t2 = profile_.on ? steady_now_ns() : 0;
   remember_for_findings(task, plan);
   if (profile_.on) {
     profile_.scanned.fetch_add(1, std::memory_order_relaxed);
     profile_.build_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
     profile_.submit_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
-    profile_.findings_ns.fetch_add(steady_ns() - t2, std::memory_order_relaxed);
+    profile_.findings_ns.fetch_add(steady_now_ns() - t2, std::memory_order_relaxed);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#include <chrono>
+
 #include "config.hpp"
 #include "cudnn_intercept.hpp"
 #include "gemm_extent.hpp"
@@ -21,6 +23,12 @@
 #include <atomic>
 
 namespace nanscope {
+
+// Monotonic nanoseconds: the held scans' age bound and the debug host profile.
+inline uint64_t steady_now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
 
 namespace nccl {
 struct CollectiveCall;

@@ -33,6 +33,31 @@ struct Marks {
 
 using Children = std::vector<std::vector<uint32_t>>;
 
+// The edges as child and parent lists (an edge with an end out of range, or to itself, is left out).
+void adjacency(uint32_t n, const std::vector<Edge>& edges, Children& children, Children& parents) {
+  children.assign(n, {});
+  parents.assign(n, {});
+  for (const Edge& e : edges) {
+    if (e.from >= n || e.to >= n || e.from == e.to) continue;
+    children[e.from].push_back(e.to);
+    parents[e.to].push_back(e.from);
+  }
+}
+
+// Kahn's order: every node after all its parents. Shorter than the node count when the graph
+// has a cycle.
+std::vector<uint32_t> topological_order(const Children& children, const Children& parents) {
+  const auto n = static_cast<uint32_t>(children.size());
+  std::vector<uint32_t> pending(n), order;
+  order.reserve(n);
+  for (uint32_t v = 0; v < n; ++v)
+    if ((pending[v] = static_cast<uint32_t>(parents[v].size())) == 0) order.push_back(v);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (uint32_t c : children[order[i]])
+      if (--pending[c] == 0) order.push_back(c);
+  return order;
+}
+
 // The search ran out of visits at the front of `queue`: the scan then runs before everything not
 // searched yet, at once. A scan on the frontier leaves the path itself, so what follows it is
 // ordered instead. True when the frontier grows past max_frontier (the scan is left as it is).
@@ -79,12 +104,8 @@ ScanPlan plan_for(uint32_t s, uint32_t p, const Children& children, const std::v
 
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits) {
   const auto n = static_cast<uint32_t>(nodes.size());
-  Children children(n), parents(n);
-  for (const Edge& e : edges) {
-    if (e.from >= n || e.to >= n || e.from == e.to) continue;
-    children[e.from].push_back(e.to);
-    parents[e.to].push_back(e.from);
-  }
+  Children children, parents;
+  adjacency(n, edges, children, parents);
   Marks m(n);
   std::vector<ScanPlan> plans;
 
@@ -130,22 +151,10 @@ std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edg
 
 std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& edges, const std::vector<uint32_t>& weight,
                                          const GroupLimits& limits) {
-  std::vector<std::vector<uint32_t>> children(n), parents(n);
-  std::vector<uint32_t> pending(n, 0);
-  for (const Edge& e : edges) {
-    if (e.from >= n || e.to >= n || e.from == e.to) continue;
-    children[e.from].push_back(e.to);
-    parents[e.to].push_back(e.from);
-    ++pending[e.to];
-  }
-  // Kahn's order: every member joins after the members it may depend on.
-  std::vector<uint32_t> order;
-  order.reserve(n);
-  for (uint32_t v = 0; v < n; ++v)
-    if (pending[v] == 0) order.push_back(v);
-  for (std::size_t i = 0; i < order.size(); ++i)
-    for (uint32_t c : children[order[i]])
-      if (--pending[c] == 0) order.push_back(c);
+  Children children, parents;
+  adjacency(n, edges, children, parents);
+  // Every member joins after the members it may depend on.
+  const std::vector<uint32_t> order = topological_order(children, parents);
   if (order.size() != n) return {};  // not a DAG: leave it alone
 
   std::vector<uint32_t> position(n);
@@ -220,30 +229,21 @@ std::vector<Range> launch_writes(const std::vector<uint64_t>& words, const std::
 
 Chain longest_chain(const std::vector<NodeKind>& kinds, const std::vector<Edge>& edges) {
   const auto n = static_cast<uint32_t>(kinds.size());
-  std::vector<std::vector<uint32_t>> children(n);
-  std::vector<uint32_t> pending(n, 0);
-  for (const Edge& e : edges) {
-    if (e.from >= n || e.to >= n || e.from == e.to) continue;
-    children[e.from].push_back(e.to);
-    ++pending[e.to];
-  }
-  std::vector<uint32_t> order;
-  for (uint32_t v = 0; v < n; ++v)
-    if (!pending[v]) order.push_back(v);
+  Children children, parents;
+  adjacency(n, edges, children, parents);
+  const std::vector<uint32_t> order = topological_order(children, parents);
+  if (order.size() != n) return {};  // not a DAG: nothing to say
   std::vector<Chain> best(n);  // the longest chain ending at v (v included)
   Chain top;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const uint32_t v = order[i];
+  auto longer = [](const Chain& a, const Chain& b) { return a.nodes > b.nodes || (a.nodes == b.nodes && a.scans > b.scans); };
+  for (uint32_t v : order) {
     best[v].nodes += 1;
     best[v].scans += is_scan(kinds[v]) ? 1 : 0;
-    if (best[v].nodes > top.nodes || (best[v].nodes == top.nodes && best[v].scans > top.scans)) top = best[v];
-    for (uint32_t c : children[v]) {
-      if (best[v].nodes > best[c].nodes || (best[v].nodes == best[c].nodes && best[v].scans > best[c].scans))
-        best[c] = {best[v].nodes, best[v].scans};
-      if (--pending[c] == 0) order.push_back(c);
-    }
+    if (longer(best[v], top)) top = best[v];
+    for (uint32_t c : children[v])
+      if (longer(best[v], best[c])) best[c] = best[v];
   }
-  return order.size() == n ? top : Chain{};  // not a DAG: nothing to say
+  return top;
 }
 
 }  // namespace nanscope::overlap
