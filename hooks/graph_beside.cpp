@@ -202,14 +202,15 @@ void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes,
     if (model[i].kind == overlap::NodeKind::scan || model[i].kind == overlap::NodeKind::pinned_scan) return "scan";
     return tasks_.kernel_info(handle, nullptr).demangled.substr(0, 70);
   };
+  constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> parent(nodes.size(), kNone), child(nodes.size(), kNone);  // one edge each way is enough to name it
+  for (const overlap::Edge& e : edges)
+    if (e.from < nodes.size() && e.to < nodes.size()) parent[e.to] = e.from, child[e.from] = e.to;
   std::map<std::string, uint32_t> pairs;
   for (uint32_t s = 0; s < nodes.size(); ++s) {
     if (model[s].kind != overlap::NodeKind::scan || planned[s]) continue;
-    std::string before = "?", after = "(none)";
-    for (const overlap::Edge& e : edges) {
-      if (e.to == s) before = name(e.from);
-      if (e.from == s) after = name(e.to);
-    }
+    const std::string before = parent[s] == kNone ? "?" : name(parent[s]);
+    const std::string after = child[s] == kNone ? "(none)" : name(child[s]);
     ++pairs[before + "  ->  " + after];
   }
   std::vector<std::pair<uint32_t, std::string>> top;
