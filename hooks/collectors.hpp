@@ -35,6 +35,18 @@ class WatchesCollector : public TaskCollector {
 // decoder or more parameters than a decoded launch reads. A refused layout comes back with
 // status layout_mismatch and its reason.
 std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs);
+
+// One launch call decoded once for both of its sites: while a scope of its correlation id is
+// open on this thread, decode_launch remembers its answer for that launch, and the exit site's
+// scope (the same id) finds it again. The enter site (held eager scans' flush check) and the exit
+// site (the scan's task) read the same parameters, so the second decode would say the same.
+class LaunchDecodeScope {
+ public:
+  explicit LaunchDecodeScope(uint32_t correlation_id);
+  ~LaunchDecodeScope();
+  LaunchDecodeScope(const LaunchDecodeScope&) = delete;
+  LaunchDecodeScope& operator=(const LaunchDecodeScope&) = delete;
+};
 // The same launch as the write models see it (overlap::launch_writes): the decoder's writes whose
 // extent it knows, appended to `exact`, and the inputs it names, appended to `inputs`. False
 // (nothing appended) when the launch is not decoded.

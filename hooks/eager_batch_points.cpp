@@ -1,6 +1,8 @@
 // Held eager scans (NANSCOPE_EAGER_BATCH): the launch instrumenter's side. Plain eager scans are
 // held per stream (hooks/eager_batcher.cpp), and the enter site of every call they must precede
 // turns into an eager::Event: src/eager_batch.cpp says which held scans go first.
+#include <algorithm>
+
 #include "collectors.hpp"
 #include "launch_instrumenter.hpp"
 #include "library_call.hpp"
@@ -48,6 +50,14 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
   std::vector<uint64_t> words;
   if (!pointer_words(k, a, words, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{}))
     return false;
+  // A word outside every live allocation known and outside the held scans' reads (a size, a
+  // stride, a scalar) writes no held buffer: dropped before the per-word lookups (an
+  // OffsetCalculator holds hundreds of such words).
+  const AddressRange span = allocs_.span();
+  const eager::Range hull = batch_.held_hull();
+  words.erase(std::remove_if(words.begin(), words.end(),
+                             [&](uint64_t v) { return !span.contains(v) && !(v >= hull.lo && v < hull.hi); }),
+              words.end());
   out = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
     const auto alloc = allocs_.allocation(v);  // no driver call for words that are not pointers
     if (!alloc) return 0;
@@ -84,9 +94,12 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   if (!batch_.holding()) return;
   LaunchArgs a;
   if (!decode_launch(cbid, cb.functionParams, a)) return;
-  const uint64_t t0 = profile_.on ? steady_now_ns() : 0;
+  HostProfile& p = profile_;
+  const uint64_t t0 = p.on ? steady_now_ns() : 0;
+  const LaunchDecodeScope decode_once(cb.correlationId);  // its exit site reuses this decode
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
+  const uint64_t t1 = p.on ? steady_now_ns() : 0;
   eager::Event e;
   if (known_launch_writes(k, a, e.ranges)) {
     e.point = eager::Point::launch;
@@ -95,11 +108,16 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
     const bool words = launch_writes(k, a, e.ranges);
     e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
   }
+  const uint64_t t2 = p.on ? steady_now_ns() : 0;
   batch_event(e, a.stream);
-  if (profile_.on) {
-    profile_.enters.fetch_add(1, std::memory_order_relaxed);
-    profile_.enter_ns.fetch_add(steady_now_ns() - t0, std::memory_order_relaxed);
-  }
+  if (!p.on) return;
+  const uint64_t t3 = steady_now_ns();
+  p.enter_resolve_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
+  p.enter_model_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
+  p.enter_event_ns.fetch_add(t3 - t2, std::memory_order_relaxed);
+  const bool slow = t3 - t0 > HostProfile::kSlowCallNs;
+  (slow ? p.enter_slow : p.enters).fetch_add(1, std::memory_order_relaxed);
+  (slow ? p.enter_slow_ns : p.enter_ns).fetch_add(t3 - t0, std::memory_order_relaxed);
 }
 
 void LaunchInstrumenter::on_copy_enter(const CopyArgs& c) {

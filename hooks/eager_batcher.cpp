@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -35,20 +37,28 @@ void EagerBatcher::hold(ContextState& cs, CUstream stream, const nanscope_scan_t
   // A group shares one head (the stream its records name, the state words): a task that would
   // see another goes in a group of its own.
   const bool same_head = h->model.empty() || (h->group.stream == task.stream && h->group.buffer_state == task.buffer_state);
-  if (f != eager::Flush::none || !same_head) launch(*h);
+  if (f != eager::Flush::none || !same_head) launch(*h, f != eager::Flush::none ? f : eager::Flush::full);
   if (!append_launch(h->group, task)) {  // cannot happen after the flush above; never lose the scan
-    launch(*h);
+    launch(*h, eager::Flush::full);
     append_launch(h->group, task);
   }
   if (h->model.empty()) held_count_.fetch_add(1, std::memory_order_acq_rel);
   eager::hold(h->model, reads, now_ns);
 }
 
+eager::Range EagerBatcher::held_hull() {
+  std::lock_guard lock(mu_);
+  eager::Range hull{~uint64_t{0}, 0};
+  for (const Held& h : held_)
+    for (const eager::Range& r : h.model.reads) hull.lo = std::min(hull.lo, r.lo), hull.hi = std::max(hull.hi, r.hi);
+  return hull.lo < hull.hi ? hull : eager::Range{};
+}
+
 void EagerBatcher::on_event(const eager::Event& e) {
   std::lock_guard lock(mu_);
   for (Held& h : held_) {
     const eager::Flush f = eager::must_flush(h.model, e, limits_);
-    if (f != eager::Flush::none) launch(h);
+    if (f != eager::Flush::none) launch(h, f);
   }
   forget_empty();
 }
@@ -65,7 +75,7 @@ void EagerBatcher::flush_context(CUcontext ctx, bool wait) {
   for (Held& h : held_) {
     if (ctx && h.cs->context() != ctx) continue;
     const bool had = !h.model.empty();
-    if (had) launch(h);
+    if (had) launch(h, eager::Flush::context_point);
     if (!had || !wait) continue;
     cuCtxPushCurrent(h.cs->context());
     cuStreamSynchronize(h.stream);  // at teardown or exit only: the last drain must see these scans
@@ -77,9 +87,10 @@ void EagerBatcher::flush_context(CUcontext ctx, bool wait) {
 
 // One launch for the held scans: the plain scan when one is held (as without batching), else the
 // merged kernel, which publishes its launches in the order they were held.
-void EagerBatcher::launch(Held& h) {
+void EagerBatcher::launch(Held& h, eager::Flush why) {
   if (h.model.empty()) return;
   ToolScope scope;  // our launch must not come back into the callback (it holds mu_)
+  const uint64_t t0 = profile_.on ? steady_now_ns() : 0;
   const uint32_t launches = h.group.launch_count;
   // The flush may come from a call made while another context is current (a stream sync, exit).
   CUcontext current = nullptr;
@@ -107,6 +118,22 @@ void EagerBatcher::launch(Held& h) {
   h.group = nanscope_scan_group{};
   eager::clear(h.model);
   held_count_.fetch_sub(1, std::memory_order_acq_rel);
+  if (profile_.on) {
+    profile_.by_reason[static_cast<unsigned>(why)].fetch_add(1, std::memory_order_relaxed);
+    profile_.launches.fetch_add(1, std::memory_order_relaxed);
+    profile_.launch_ns.fetch_add(steady_now_ns() - t0, std::memory_order_relaxed);
+  }
+}
+
+std::string EagerBatcher::profile_line() const {
+  const uint64_t n = profile_.launches.load();
+  if (!profile_.on || !n) return {};
+  std::string reasons;
+  for (unsigned r = 1; r <= static_cast<unsigned>(eager::Flush::age); ++r)
+    if (const uint64_t c = profile_.by_reason[r].load())
+      reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", eager::flush_name(static_cast<eager::Flush>(r)), c);
+  return fmt::format("held scans flushed by {}; group launch {:.2f} us each ({})", reasons,
+                     static_cast<double>(profile_.launch_ns.load()) / n / 1000.0, n);
 }
 
 }  // namespace nanscope

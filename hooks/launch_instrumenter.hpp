@@ -24,12 +24,6 @@
 
 namespace nanscope {
 
-// Monotonic nanoseconds: the held scans' age bound and the debug host profile.
-inline uint64_t steady_now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 namespace nccl {
 struct CollectiveCall;
 }
@@ -67,6 +61,7 @@ class LaunchInstrumenter {
         counters_(counters), failures_(failures), watches_(watches), log_(log), python_(python),
         batch_(eager::Limits{cfg.eager_batch, 8, uint64_t{cfg.eager_batch_us} * 1000}, counters, failures) {
     profile_.on = log.debug_enabled();
+    batch_.profile(profile_.on);
   }
 
   // API-exit site of a kernel launch.
@@ -138,8 +133,14 @@ class LaunchInstrumenter {
   std::atomic<bool> warned_python_{false};
   // NANSCOPE_LEVEL=debug: where a scanned launch's host time goes (said once, at exit).
   struct HostProfile {
+    static constexpr uint64_t kSlowCallNs = 100'000;  // a first sight or a driver stall, counted apart
     bool on = false;
     std::atomic<uint64_t> scanned{0}, build_ns{0}, submit_ns{0}, findings_ns{0}, enters{0}, enter_ns{0};
+    // The enter site in parts (kernel lookup, write model, flush decision with its launches), the
+    // slow ones apart (a kernel's first sight asks the driver for its layout), and the whole exit
+    // site of every launch.
+    std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0}, enter_slow{0}, enter_slow_ns{0};
+    std::atomic<uint64_t> exits{0}, exit_ns{0}, exit_slow{0}, exit_slow_ns{0};
   } profile_;
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};
