@@ -1,5 +1,6 @@
 #include "scan_overlap.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <utility>
@@ -157,8 +158,15 @@ std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& ed
   const std::vector<uint32_t> order = topological_order(children, parents);
   if (order.size() != n) return {};  // not a DAG: leave it alone
 
-  std::vector<uint32_t> position(n);
-  for (uint32_t i = 0; i < n; ++i) position[order[i]] = i;
+  std::vector<uint32_t> position(n), app_rank(n);
+  uint32_t apps = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    position[order[i]] = i;
+    const uint32_t v = order[i];
+    apps += v < weight.size() && weight[v] ? 0 : 1;
+    app_rank[v] = apps;  // app nodes up to and including v
+  }
+  const auto is_app = [&](uint32_t x) { return x >= weight.size() || weight[x] == 0; };
 
   std::vector<std::vector<uint32_t>> groups;
   std::vector<uint32_t> current;
@@ -189,19 +197,43 @@ std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& ed
     }
     return false;
   };
+  // The slack of the current group plus `v` (or of `v` alone): the app nodes from the latest app
+  // parent outside them to the earliest app child outside them; ~0 when no app node follows.
+  auto slack_with = [&](uint32_t v, bool with_group) {
+    auto inside = [&](uint32_t x) { return x == v || (with_group && member[x] == id); };
+    uint32_t latest = 0, earliest = ~0u;
+    auto take = [&](uint32_t m) {
+      for (uint32_t p : parents[m])
+        if (is_app(p) && !inside(p)) latest = std::max(latest, app_rank[p]);
+      for (uint32_t c : children[m])
+        if (is_app(c) && !inside(c)) earliest = std::min(earliest, app_rank[c]);
+    };
+    if (with_group)
+      for (uint32_t m : current) take(m);
+    take(v);
+    return earliest == ~0u ? ~0u : earliest > latest ? earliest - latest : 0u;
+  };
+  std::vector<uint32_t> own_slack(n, ~0u);
+  uint32_t tightest = ~0u;  // the least own slack among the current group's members
+  auto keeps_slack = [&](uint32_t v) {
+    const uint32_t merged = slack_with(v, true);
+    return merged >= limits.min_slack || merged >= std::min(tightest, own_slack[v]);
+  };
   for (uint32_t v : order) {
     const uint32_t w = v < weight.size() ? weight[v] : 0;
     if (w == 0 || w > limits.max_weight) continue;
-    if (!current.empty() && (total + w > limits.max_weight || reached_from_group(v))) {
+    own_slack[v] = slack_with(v, false);
+    if (!current.empty() && (total + w > limits.max_weight || reached_from_group(v) || !keeps_slack(v))) {
       if (current.size() >= 2) groups.push_back(current);
       current.clear();
       total = 0;
       ++id;
     }
-    if (current.empty()) first = position[v];
+    if (current.empty()) first = position[v], tightest = ~0u;
     member[v] = id;
     current.push_back(v);
     total += w;
+    tightest = std::min(tightest, own_slack[v]);
   }
   if (current.size() >= 2) groups.push_back(current);
   return groups;

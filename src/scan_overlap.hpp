@@ -88,9 +88,16 @@ std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edg
 // `max_weight`. Each candidate's check searches upwards from its parents, only through the stretch
 // of the order that the group spans; a search that visits more than `max_visits` nodes closes the
 // group.
+// A merged node also runs before the earliest app child of any member, after the latest app parent
+// of any member: its slack, counted in app nodes (weight 0) between the two in that order, is the
+// least of its members'. A scan joins only when the group keeps `min_slack`, or when the merge
+// tightens no member below the tightest one already there: on the H200, merged nodes squeezed
+// between a member's kernel and the next writer of another member's buffer sat on the replay's
+// critical path, and the Llama decode step replayed slower merged than unmerged (S11-2).
 struct GroupLimits {
   uint32_t max_weight = 8;  // NANSCOPE_SCAN_MAX_BUFFERS
   uint32_t max_visits = 4096;
+  uint32_t min_slack = 8;
 };
 std::vector<std::vector<uint32_t>> group(uint32_t node_count, const std::vector<Edge>& edges,
                                          const std::vector<uint32_t>& weight, const GroupLimits& limits = {});

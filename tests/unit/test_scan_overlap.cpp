@@ -281,8 +281,44 @@ TEST(ScanGroups, AScanOrderedBeforeALaterWriterEndsTheGroupBeforeThatWriter) {
   EdgeSet g = scans_beside_chain(4);
   g.emplace(1, 4);
   std::vector<uint32_t> weight{0, 1, 0, 1, 0, 1, 0, 1};
-  const auto groups = group(8, edge_list(g), weight);
-  EXPECT_EQ(groups, (std::vector<std::vector<uint32_t>>{{1, 3}, {5, 7}}));
+  GroupLimits any_slack;
+  any_slack.min_slack = 0;
+  EXPECT_EQ(group(8, edge_list(g), weight, any_slack), (std::vector<std::vector<uint32_t>>{{1, 3}, {5, 7}}));
+  // With the default slack S0 stays alone: merged with S1, it would wait for K1 and still run
+  // before K2, one app node of room where S0 alone has two. S1 then heads the group.
+  EXPECT_EQ(group(8, edge_list(g), weight), (std::vector<std::vector<uint32_t>>{{3, 5, 7}}));
+}
+
+// Scans beside a chain whose buffers are rewritten `reuse` kernels later (a graph pool handing
+// each block out again): S_i -> K_{i+reuse}.
+EdgeSet scans_before_reuse(uint32_t kernels, uint32_t reuse) {
+  EdgeSet g = scans_beside_chain(kernels);
+  for (uint32_t i = 0; i + reuse < kernels; ++i) g.emplace(2 * i + 1, 2 * (i + reuse));
+  return g;
+}
+
+TEST(ScanGroups, ScansWhoseBuffersAreSoonRewrittenStayApart) {
+  // Each scan has two kernels of room; any two merged would have one: no merge.
+  const uint32_t kernels = 40;
+  std::vector<uint32_t> weight(2 * kernels, 0);
+  for (uint32_t i = 0; i < kernels; ++i) weight[2 * i + 1] = 1;
+  const auto g = edge_list(scans_before_reuse(kernels, 2));
+  const auto groups = group(2 * kernels, g, weight);
+  ASSERT_EQ(groups.size(), 1u);  // only the last two, which no kernel rewrites
+  EXPECT_EQ(groups[0], (std::vector<uint32_t>{2 * (kernels - 2) + 1, 2 * (kernels - 1) + 1}));
+  GroupLimits tight;
+  tight.min_slack = 1;
+  EXPECT_EQ(group(2 * kernels, g, weight, tight).size(), kernels / 2);  // pairs, as room allows
+}
+
+TEST(ScanGroups, ScansWithRoomMergeEightAtATime) {
+  // Rewritten 20 kernels later: eight merged still have 13 kernels of room.
+  const uint32_t kernels = 64;
+  std::vector<uint32_t> weight(2 * kernels, 0);
+  for (uint32_t i = 0; i < kernels; ++i) weight[2 * i + 1] = 1;
+  const auto groups = group(2 * kernels, edge_list(scans_before_reuse(kernels, 20)), weight);
+  ASSERT_EQ(groups.size(), kernels / 8);
+  for (const auto& grp : groups) EXPECT_EQ(grp.size(), 8u);
 }
 
 TEST(ScanGroups, BuffersBeyondTheLimitStartANewGroupAndSingletonsStay) {
