@@ -69,10 +69,8 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
 
 bool LaunchInstrumenter::hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream) {
   if (!batching()) return false;
-  if (EagerBatcher::holdable(task, stream)) {
-    batch_.hold(cs, stream, task, graphs_.scan_reads(task), steady_now_ns());
+  if (EagerBatcher::holdable(task, stream) && batch_.hold(cs, stream, task, graphs_.scan_reads(task), steady_now_ns()))
     return true;
-  }
   if (batch_.holding()) {  // a scan that cannot wait runs after what its stream held
     eager::Event e;
     e.point = eager::Point::in_line_scan;

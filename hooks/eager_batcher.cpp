@@ -23,10 +23,24 @@ EagerBatcher::Held* EagerBatcher::find(ContextState& cs, uint64_t key) {
   return nullptr;
 }
 
-void EagerBatcher::hold(ContextState& cs, CUstream stream, const nanscope_scan_task& task,
+namespace {
+constexpr size_t kMaxGates = 64;  // streams whose holding is judged; apps rarely use more
+}  // namespace
+
+eager::HoldGate& EagerBatcher::gate(const ContextState& cs, uint64_t key) {
+  for (Gate& g : gates_)
+    if (g.cs == &cs && g.stream == key) return g.gate;
+  if (gates_.size() >= kMaxGates) gates_.erase(gates_.begin());
+  gates_.push_back(Gate{&cs, key, {}});
+  return gates_.back().gate;
+}
+
+bool EagerBatcher::hold(ContextState& cs, CUstream stream, const nanscope_scan_task& task,
                         const std::vector<eager::Range>& reads, uint64_t now_ns) {
   std::lock_guard lock(mu_);
   Held* h = find(cs, stream_key(stream));
+  // Bypassing only starts when a flush left the stream empty, and holds nothing while it lasts.
+  if (!h && !eager::may_hold(gate(cs, stream_key(stream)))) return false;
   if (!h) {
     held_.push_back(Held{&cs, stream, {}, {}});
     h = &held_.back();
@@ -44,6 +58,7 @@ void EagerBatcher::hold(ContextState& cs, CUstream stream, const nanscope_scan_t
   }
   if (h->model.empty()) held_count_.fetch_add(1, std::memory_order_acq_rel);
   eager::hold(h->model, reads, now_ns);
+  return true;
 }
 
 eager::Range EagerBatcher::held_hull() {
@@ -115,6 +130,7 @@ void EagerBatcher::launch(Held& h, eager::Flush why) {
     counters_.eager_batched.fetch_add(launches, std::memory_order_relaxed);
     counters_.eager_group_launches.fetch_add(1, std::memory_order_relaxed);
   }
+  eager::on_flushed(gate(*h.cs, h.model.stream), launches, why, limits_);
   h.group = nanscope_scan_group{};
   eager::clear(h.model);
   held_count_.fetch_sub(1, std::memory_order_acq_rel);

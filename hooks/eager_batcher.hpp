@@ -38,8 +38,10 @@ class EagerBatcher {
 
   bool holding() const { return held_count_.load(std::memory_order_acquire) != 0; }
   // Holds the plain scan `task` on `stream` (`reads`: what it reads, GraphInstrumenter::scan_reads);
-  // what the stream held goes first when the new one does not fit or waited too long.
-  void hold(ContextState& cs, CUstream stream, const nanscope_scan_task& task, const std::vector<eager::Range>& reads,
+  // what the stream held goes first when the new one does not fit or waited too long. False (and
+  // nothing held) when holding does not pay on that stream now (eager::HoldGate): the caller
+  // launches the scan itself.
+  bool hold(ContextState& cs, CUstream stream, const nanscope_scan_task& task, const std::vector<eager::Range>& reads,
             uint64_t now_ns);
   // [lowest, highest) of every held scan's reads (empty when none is held).
   eager::Range held_hull();
@@ -62,6 +64,12 @@ class EagerBatcher {
   };
   void launch(Held& h, eager::Flush why);  // mu_ held: the launch must precede what the caller does next
   Held* find(ContextState& cs, uint64_t key);
+  struct Gate {
+    const ContextState* cs = nullptr;
+    uint64_t stream = 0;
+    eager::HoldGate gate;
+  };
+  eager::HoldGate& gate(const ContextState& cs, uint64_t key);  // mu_ held
   void forget_empty();  // mu_ held
 
   const eager::Limits limits_;
@@ -69,6 +77,7 @@ class EagerBatcher {
   ScanFailures& failures_;
   std::mutex mu_;
   std::vector<Held> held_;  // one entry per stream that held scans (few)
+  std::vector<Gate> gates_;  // one per stream that held scans, the oldest dropped past kMaxGates
   std::atomic<uint32_t> held_count_{0};
   struct Profile {
     bool on = false;

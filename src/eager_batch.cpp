@@ -85,6 +85,20 @@ void hold(Pending& p, const std::vector<Range>& reads, uint64_t now_ns) {
   p.reads.insert(p.reads.end(), reads.begin(), reads.end());
 }
 
+bool may_hold(HoldGate& g) {
+  if (g.bypass_left == 0) return true;
+  --g.bypass_left;
+  return false;
+}
+
+void on_flushed(HoldGate& g, uint32_t launches, Flush why, const Limits& l) {
+  g.lone_overwrites = launches == 1 && why == Flush::overwrite ? g.lone_overwrites + 1 : 0;
+  if (l.bypass_after && g.lone_overwrites >= l.bypass_after) {
+    g.lone_overwrites = 0;
+    g.bypass_left = l.bypass_for;
+  }
+}
+
 void clear(Pending& p) {
   p.launches = p.buffers = 0;
   p.oldest_ns = 0;

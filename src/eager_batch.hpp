@@ -58,7 +58,14 @@ struct Limits {
   uint32_t max_buffers = 8;       // NANSCOPE_SCAN_MAX_BUFFERS: one grouped launch holds 8 buffers
   uint32_t max_launches = 8;      // and 8 launches
   uint64_t max_age_ns = 1000000;  // a held scan waits at most this long for the next driver call
+  // A stream whose last `bypass_after` holds each went alone, overwritten by the very next launch
+  // (a loop rewriting one tensor), gains nothing from holding and pays the flush check: its next
+  // `bypass_for` scans run in line, then holding is tried again.
+  uint32_t bypass_after = 4;
+  uint32_t bypass_for = 256;
 };
+
+
 
 // Why the held scans go now (none: they may wait).
 enum class Flush : uint8_t { none, overwrite, opaque, host_read, stream_point, context_point, scan_in_line, full, age };
@@ -72,5 +79,15 @@ Flush must_flush_before_join(const Pending& p, uint32_t buffers, uint64_t now_ns
 // Holds a scan in `p` (the caller has flushed it when must_flush_before_join said so).
 void hold(Pending& p, const std::vector<Range>& reads, uint64_t now_ns);
 void clear(Pending& p);
+
+// Whether holding pays on one stream (Limits::bypass_after).
+struct HoldGate {
+  uint32_t lone_overwrites = 0;  // flushes in a row that held one scan, for an overwrite
+  uint32_t bypass_left = 0;      // scans still to run in line
+};
+// Whether the stream's next scan may be held (a scan run in line counts down the bypass).
+bool may_hold(HoldGate& g);
+// The stream's held scans (`launches` of them) went, for `why`.
+void on_flushed(HoldGate& g, uint32_t launches, Flush why, const Limits& l);
 
 }  // namespace nanscope::eager

@@ -227,5 +227,45 @@ TEST(EagerBatch, ExhaustiveShortSequences) {
   EXPECT_GT(sequences, 100000u);
 }
 
+// ---- HoldGate: streams where holding does not pay.
+
+TEST(EagerHoldGate, LoneOverwritesInARowTurnHoldingOffForAWhile) {
+  Limits l;
+  l.bypass_after = 3;
+  l.bypass_for = 5;
+  HoldGate g;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(may_hold(g));
+    on_flushed(g, 1, Flush::overwrite, l);
+  }
+  ASSERT_TRUE(may_hold(g));
+  on_flushed(g, 1, Flush::overwrite, l);  // the third in a row
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(may_hold(g)) << "scan " << i << " of the bypass runs in line";
+  EXPECT_TRUE(may_hold(g)) << "then holding is tried again";
+}
+
+TEST(EagerHoldGate, AFlushThatHeldSeveralOrForAnotherReasonResetsTheCount) {
+  Limits l;
+  l.bypass_after = 2;
+  HoldGate g;
+  on_flushed(g, 1, Flush::overwrite, l);
+  on_flushed(g, 2, Flush::overwrite, l);  // batching paid: two scans in one launch
+  on_flushed(g, 1, Flush::overwrite, l);
+  EXPECT_TRUE(may_hold(g));
+  on_flushed(g, 1, Flush::stream_point, l);  // a sync, not the next launch
+  on_flushed(g, 1, Flush::overwrite, l);
+  EXPECT_TRUE(may_hold(g));
+  on_flushed(g, 1, Flush::overwrite, l);
+  EXPECT_FALSE(may_hold(g));
+}
+
+TEST(EagerHoldGate, ZeroBypassAfterNeverBypasses) {
+  Limits l;
+  l.bypass_after = 0;
+  HoldGate g;
+  for (int i = 0; i < 100; ++i) on_flushed(g, 1, Flush::overwrite, l);
+  EXPECT_TRUE(may_hold(g));
+}
+
 }  // namespace
 }  // namespace nanscope::eager
