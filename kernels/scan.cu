@@ -40,16 +40,18 @@ __device__ __forceinline__ WarpCounts warp_counts(const ThreadCounts& c) {
   return w;
 }
 
-// The last block's close of a scan: records for what it found, or every buffer marked clean
-// (and, for row-aware buffers, the empty state remembered for the next scan to compare with).
+// The last block's close of a scan, warp 0 (every lane calls it): records for what it found, or
+// every buffer marked clean (and, for row-aware buffers, the empty state remembered for the next
+// scan to compare with).
 template <bool kRows, typename Task>
 __device__ __forceinline__ void finish_scan(const Task& t, const nanscope_scan_counts* tot, bool wrote,
                                             unsigned int replay, const RowRanges* ranges) {
   if (wrote) {
-    publish<kRows>(t, tot, replay, ranges);
-  } else {
-    for (uint32_t b = 0; b < t.buffer_count; ++b) set_state(t, b, NS_STATE_CLEAN, 0);
+    publish<kRows>(t, tot, replay, ranges);  // the whole warp
+    return;
   }
+  if ((threadIdx.x & 31) != 0) return;
+  for (uint32_t b = 0; b < t.buffer_count; ++b) set_state(t, b, NS_STATE_CLEAN, 0);
   if constexpr (kRows) {
     for (uint32_t b = 0; b < t.buffer_count && !wrote; ++b) {
       if (!((t.row_aware_mask >> b) & 1u) || t.row_specs[b].zero_only) continue;
@@ -204,21 +206,19 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     add_block_counts(s_counts, b, c);
   }
   __syncthreads();
-  BlockClose close = kNotLast;
-  if (threadIdx.x == 0) {
-    close = close_block(t, s_counts, s_tot);
-    s_close = close;
-  }
+  if (threadIdx.x == 0) s_close = close_block(t, s_counts, s_tot);
+  __syncthreads();
+  const BlockClose close = static_cast<BlockClose>(s_close);
   if constexpr (kRows) {
-    __syncthreads();
-    close = static_cast<BlockClose>(s_close);
     if (close == kLastFound) build_all_ranges(t, s_tot, s_rows);
   }
-  if (threadIdx.x != 0 || close == kNotLast) return;
+  // Warp 0 of the last block publishes, a lane per buffer (scan_publish.cuh).
+  if (threadIdx.x >= 32 || close == kNotLast) return;
+  replay = __shfl_sync(0xffffffffu, replay, 0);  // loaded by thread 0
   const RowRanges* ranges = nullptr;
   if constexpr (kRows) ranges = row_ranges_store();
   finish_scan<kRows>(t, s_tot, close == kLastFound, replay, ranges);
-  t.accum->executions = replay + 1;
+  if (threadIdx.x == 0) t.accum->executions = replay + 1;
 }
 
 }  // namespace

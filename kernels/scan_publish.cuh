@@ -37,26 +37,13 @@ __device__ uint32_t reserve_slots(const Task& t, uint32_t want, unsigned long lo
 }
 
 // Copies a record built in local memory to the mapped host ring with 16-byte stores (posted
-// PCIe writes, no reads back), all but its `seq`: release_records() writes that last.
+// PCIe writes, no reads back), all but its `seq`: publish() writes that last, after a fence.
 __device__ void post_record(nanscope_record* dst, const nanscope_record& rec) {
   const uint4* from = reinterpret_cast<const uint4*>(&rec);
   uint4* to = reinterpret_cast<uint4*>(dst);
   *reinterpret_cast<volatile uint64_t*>(&dst->launch_id) = rec.launch_id;  // shares seq's 16 bytes
 #pragma unroll
   for (int i = 1; i < (int)(sizeof(nanscope_record) / sizeof(uint4)); ++i) to[i] = from[i];
-}
-
-// Releases the records a publish posted: one system-scope fence for all of them (each costs a
-// PCIe round trip: with one per record, a scan with findings in several buffers waited for each
-// in turn), then each record's seq. The host reads a record only once its seq is there.
-template <typename Task>
-__device__ void release_records(const Task& t, const unsigned long long* slots, uint32_t count) {
-  if (count == 0) return;
-  __threadfence_system();
-  for (uint32_t i = 0; i < count; ++i) {
-    nanscope_record* dst = &t.records[slots[i] % t.channel_capacity];
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(slots[i] + 1) : "memory");
-  }
 }
 
 // Origin: the non-finite state of the launch's tracked inputs before it ran. Read before any
@@ -83,8 +70,34 @@ __device__ __forceinline__ uint32_t input_ref(const Task& t, uint32_t launch, ui
   else return t.in_state[i];
 }
 
+// The state words a publish gives the buffers of one node (lane b of the publishing warp:
+// buffers[b]), for the inputs of its later launches: a group's launch sees its inputs as the
+// launches before it in this node left them.
+struct NodeStates {
+  uint32_t slot[NANSCOPE_SCAN_MAX_BUFFERS];  // NS_SLOT_OF of the buffer's ref; ~0: sets no word
+  unsigned long long word[NANSCOPE_SCAN_MAX_BUFFERS];
+};
+
 template <typename Task>
-__device__ InputStates read_inputs(const Task& t, uint32_t launch) {
+__device__ __forceinline__ uint32_t launch_of_buffer(const Task& t, uint32_t b) {
+  if constexpr (kIsGroup<Task>) return t.launch_of[b];
+  else return 0;
+}
+
+// The state word of input `ref` as launch `launch` sees it: the last buffer of an earlier launch
+// of this node that sets it (`node`), else the device word.
+template <typename Task>
+__device__ __forceinline__ unsigned long long input_word(const Task& t, uint32_t launch, uint32_t ref,
+                                                         const NodeStates* node) {
+  if constexpr (kIsGroup<Task>) {
+    for (int b = (int)t.buffer_count - 1; b >= 0; --b)
+      if (t.launch_of[b] < launch && node->slot[b] == NS_SLOT_OF(ref)) return node->word[b];
+  }
+  return __ldcg(&t.buffer_state[NS_SLOT_OF(ref)]);
+}
+
+template <typename Task>
+__device__ InputStates read_inputs(const Task& t, uint32_t launch, const NodeStates* node) {
   InputStates in{};
   if (!t.buffer_state) return in;
   const uint32_t count = input_count(t, launch);
@@ -92,7 +105,7 @@ __device__ InputStates read_inputs(const Task& t, uint32_t launch) {
   unsigned long long w[NANSCOPE_ORIGIN_MAX_INPUTS];
 #pragma unroll
   for (uint32_t i = 0; i < NANSCOPE_ORIGIN_MAX_INPUTS; ++i)  // all loads in flight at once
-    w[i] = i < n ? __ldcg(&t.buffer_state[NS_SLOT_OF(input_ref(t, launch, i))]) : 0;
+    w[i] = i < n ? input_word(t, launch, input_ref(t, launch, i), node) : 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t status = (uint32_t)(w[i] & 0xffu);
     if (((w[i] >> 8) & 0xffffu) != NS_GEN_OF(input_ref(t, launch, i)) || status == NS_STATE_UNKNOWN) {
@@ -140,6 +153,13 @@ __device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t st
   t.buffer_state[NS_SLOT_OF(ref)] = status | (unsigned long long)NS_GEN_OF(ref) << 8 | seq << 24;
 }
 
+// The word set_state would store for buffers[b].
+template <typename Task>
+__device__ __forceinline__ unsigned long long state_word(const Task& t, uint32_t b, uint32_t status,
+                                                         unsigned long long seq) {
+  return status | (unsigned long long)NS_GEN_OF(t.out_state[b]) << 8 | seq << 24;
+}
+
 // Whether a buffer's totals are what the previous scan of it saw (`last_state`, six words).
 __device__ __forceinline__ bool same_as_last_scan(const unsigned long long* st, const nanscope_scan_counts& c) {
   const unsigned long long s0 = __ldcg(st), s1 = __ldcg(st + 1), s2 = __ldcg(st + 2), s3 = __ldcg(st + 3),
@@ -168,36 +188,6 @@ __device__ __forceinline__ void set_row_ranges(const RowRanges& rr, nanscope_rec
   r.ranges_truncated = rr.truncated;
 }
 
-// Which buffers of a scan get a record, and which are unchanged since their previous scan (bit b
-// for buffers[b]): decided for all of them first, so their channel slots are reserved at once.
-struct PublishPlan {
-  uint32_t record = 0, unchanged = 0, quiet = 0;
-  uint32_t records = 0;  // bits set in `record`
-};
-
-template <bool kRows, typename Task>
-__device__ PublishPlan plan_publish(const Task& t, const nanscope_scan_counts* tot) {
-  PublishPlan p;
-  for (uint32_t b = 0; b < t.buffer_count; ++b) {
-    const nanscope_scan_counts c = tot[b];
-    if (c.nan + c.pos_inf + c.neg_inf == 0) continue;
-    bool unchanged = false, quiet = false;
-    if constexpr (kRows) {
-      // zero_padding zeroes what it finds, so no later scan sees it again: it keeps no
-      // previous state to compare with (the zero-rows kernel has none).
-      if (((t.row_aware_mask >> b) & 1u) && !t.row_specs[b].zero_only) {
-        unchanged = same_as_last_scan(t.row_specs[b].last_state, c);
-        quiet = unchanged && t.row_specs[b].quiet_unchanged;
-      }
-    }
-    p.unchanged |= (uint32_t)unchanged << b;
-    p.quiet |= (uint32_t)quiet << b;
-    if (!quiet) p.record |= 1u << b, ++p.records;
-  }
-  return p;
-}
-
-// The record of buffers[b], with its totals `c`, the launch's inputs `in` and its row ranges.
 template <bool kRows, typename Task>
 __device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const nanscope_scan_counts& c,
                              const InputStates& in, unsigned int replay, bool unchanged, const RowRanges* ranges,
@@ -234,56 +224,102 @@ __device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const n
   }
 }
 
-// The last block to finish turns the totals into channel records. `tot` holds each buffer's
-// totals (read from the accumulator, or straight from shared memory for a one-block scan);
-// `ranges` the row ranges of the row-aware buffers with findings (their bitmaps are already clear).
-// Every record's slot is reserved in one step and all are released by one fence.
+// What one lane of the publishing warp decided for its buffer (buffers[lane]).
+struct LaneVerdict {
+  bool mine = false, bad = false, unchanged = false, quiet = false;
+  nanscope_scan_counts c{};
+};
+
 template <bool kRows, typename Task>
-__device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay, const RowRanges* ranges) {
-  const PublishPlan plan = plan_publish<kRows>(t, tot);
-  unsigned long long first_slot = 0;
-  const uint32_t granted = plan.records ? reserve_slots(t, plan.records, first_slot) : 0;
-  unsigned long long posted[NANSCOPE_SCAN_MAX_BUFFERS];
-  uint32_t posted_count = 0, launch = 0;
-  InputStates in = read_inputs(t, 0);
-  for (uint32_t b = 0; b < t.buffer_count; ++b) {
-    if constexpr (kIsGroup<Task>) {
-      // A group's next launch: its inputs as the launches before it in this node left them.
-      if (t.launch_of[b] != launch) launch = t.launch_of[b], in = read_inputs(t, launch);
-    }
-    const nanscope_scan_counts c = tot[b];
-    const bool row_aware = kRows && ((t.row_aware_mask >> b) & 1u);
-    if ((plan.quiet >> b) & 1u) {
-      // Nothing new to say, and the host would drop it: count it instead of a PCIe round trip.
-      t.channel_host->unchanged = atomicAdd(&t.channel_dev->unchanged, 1ull) + 1;
-    } else if ((plan.record >> b) & 1u) {
-      if (posted_count >= granted) {
-        // Counted on the device, mirrored into host memory so the host never needs a CUDA call.
-        t.channel_host->overflow = atomicAdd(&t.channel_dev->overflow, 1ull) + 1;
-        set_state(t, b, NS_STATE_NONFINITE, 0);  // non-finite, from a finding nobody will see
-      } else {
-        const unsigned long long slot = first_slot + posted_count;
-        alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
-        build_record<kRows>(t, b, launch, c, in, replay, (plan.unchanged >> b) & 1u, ranges, r);
-        post_record(&t.records[slot % t.channel_capacity], r);
-        posted[posted_count++] = slot;
-        // The fix zeroed every non-finite value: the lineage closes.
-        bool fixed_clean = false;
-        if constexpr (kRows) {
-          if (row_aware) {
-            const nanscope_row_spec& spec = t.row_specs[b];
-            fixed_clean = spec.fix && spec.source && c.padding == c.nan + c.pos_inf + c.neg_inf;
-          }
-        }
-        set_state(t, b, fixed_clean ? NS_STATE_CLEAN : NS_STATE_NONFINITE, fixed_clean ? 0 : slot + 1);
-      }
-    }
-    if (c.nan + c.pos_inf + c.neg_inf == 0) set_state(t, b, NS_STATE_CLEAN, 0);
-    if constexpr (kRows) {
-      if (row_aware && !t.row_specs[b].zero_only) remember_scan(t.row_specs[b].last_state, c);
+__device__ __forceinline__ LaneVerdict lane_verdict(const Task& t, const nanscope_scan_counts* tot, uint32_t lane) {
+  LaneVerdict v;
+  v.mine = lane < t.buffer_count;
+  if (!v.mine) return v;
+  v.c = tot[lane];
+  v.bad = v.c.nan + v.c.pos_inf + v.c.neg_inf != 0;
+  if constexpr (kRows) {
+    // zero_padding zeroes what it finds, so no later scan sees it again: it keeps no previous
+    // state to compare with (the zero-rows kernel has none).
+    if (v.bad && ((t.row_aware_mask >> lane) & 1u) && !t.row_specs[lane].zero_only) {
+      v.unchanged = same_as_last_scan(t.row_specs[lane].last_state, v.c);
+      v.quiet = v.unchanged && t.row_specs[lane].quiet_unchanged;
     }
   }
-  release_records(t, posted, posted_count);
+  return v;
+}
+
+// Adds `n` to a device counter and mirrors it into host memory, so the host never needs a CUDA call.
+__device__ __forceinline__ void count_mirrored(unsigned long long* dev, volatile unsigned long long* host, uint32_t n) {
+  if (n) *host = atomicAdd(dev, (unsigned long long)n) + n;
+}
+
+// The last block to finish turns the totals into channel records: warp 0, lane b for buffers[b]
+// (every lane of the warp calls it). `tot` holds each buffer's totals (read from the accumulator,
+// or straight from shared memory for a one-block scan); `ranges` the row ranges of the row-aware
+// buffers with findings (their bitmaps are already clear). Lane 0 reserves every record's slot at
+// once; then each lane reads its launch's input states, posts its record, fences and releases it,
+// all lanes at the same time (one after the other, a node with eight records paid eight chains of
+// round trips). The state words come out as buffer by buffer in order: a group's later launch sees
+// its earlier launches' words (NodeStates), and of two buffers with one word the later one wins.
+template <bool kRows, typename Task>
+__device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay, const RowRanges* ranges) {
+  __shared__ NodeStates s_node;
+  const uint32_t lane = threadIdx.x & 31;
+  const LaneVerdict v = lane_verdict<kRows>(t, tot, lane);
+  const uint32_t record_mask = __ballot_sync(0xffffffffu, v.bad && !v.quiet);
+  const uint32_t quiet_mask = __ballot_sync(0xffffffffu, v.quiet);
+  unsigned long long first_slot = 0;
+  uint32_t granted = 0;
+  if (lane == 0 && record_mask) granted = reserve_slots(t, __popc(record_mask), first_slot);
+  granted = __shfl_sync(0xffffffffu, granted, 0);
+  first_slot = __shfl_sync(0xffffffffu, first_slot, 0);
+  const uint32_t index = __popc(record_mask & ((1u << lane) - 1u));
+  const bool recorded = (record_mask >> lane) & 1u;
+  const bool posts = recorded && index < granted;
+  const uint32_t overflow_mask = __ballot_sync(0xffffffffu, recorded && !posts);
+  if (lane == 0) {
+    // Nothing new to say for a quiet buffer, and the host would drop it: counted instead of a
+    // PCIe round trip. A record with no room is counted as overflow.
+    count_mirrored(&t.channel_dev->unchanged, &t.channel_host->unchanged, __popc(quiet_mask));
+    count_mirrored(&t.channel_dev->overflow, &t.channel_host->overflow, __popc(overflow_mask));
+  }
+  const unsigned long long slot = first_slot + index;
+  // The word this lane's buffer gets (none for a quiet one: its word stays as it was).
+  bool sets = v.mine && !v.quiet && t.buffer_state && t.out_state[lane] != NANSCOPE_ORIGIN_NONE;
+  bool fixed_clean = false;
+  if constexpr (kRows) {
+    if (v.bad && ((t.row_aware_mask >> lane) & 1u)) {  // the fix zeroed every non-finite value
+      const nanscope_row_spec& spec = t.row_specs[lane];
+      fixed_clean = spec.fix && spec.source && v.c.padding == v.c.nan + v.c.pos_inf + v.c.neg_inf;
+    }
+  }
+  const bool clean_after = !v.bad || (posts && fixed_clean);
+  const unsigned long long word =
+      state_word(t, v.mine ? lane : 0, clean_after ? NS_STATE_CLEAN : NS_STATE_NONFINITE, posts && !clean_after ? slot + 1 : 0);
+  if (lane < NANSCOPE_SCAN_MAX_BUFFERS) {
+    s_node.slot[lane] = sets ? NS_SLOT_OF(t.out_state[lane]) : ~0u;
+    s_node.word[lane] = word;
+  }
+  __syncwarp();
+  InputStates in{};
+  if (posts) in = read_inputs(t, launch_of_buffer(t, lane), &s_node);
+  // Every lane has read its inputs before any word changes; of two buffers with one word, the
+  // later one's stays.
+  for (uint32_t b = lane + 1; sets && b < t.buffer_count; ++b) sets = s_node.slot[b] != s_node.slot[lane];
+  __syncwarp();
+  if (sets) t.buffer_state[NS_SLOT_OF(t.out_state[lane])] = word;
+  if (posts) {
+    alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
+    build_record<kRows>(t, lane, launch_of_buffer(t, lane), v.c, in, replay, v.unchanged, ranges, r);
+    nanscope_record* dst = &t.records[slot % t.channel_capacity];
+    post_record(dst, r);
+    __threadfence_system();  // the record before its seq: the host reads it once the seq is there
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(&dst->seq), "l"(slot + 1) : "memory");
+  }
+  if constexpr (kRows) {
+    if (v.mine && ((t.row_aware_mask >> lane) & 1u) && !t.row_specs[lane].zero_only)
+      remember_scan(t.row_specs[lane].last_state, v.c);
+  }
 }
 
 }  // namespace
