@@ -195,6 +195,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
       if (row_aware) {
         stage_row_spec(t, b, s_rows);
         flags = row_flags_for(t.buffers[b], s_rows, chunked_walk(s_rows));
+        if (!chunked_walk(s_rows)) stage_row_padding(t.buffers[b], s_rows, flags);
       }
     }
     scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
@@ -233,8 +234,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 4) nanscope_scan_grouped(
   scan_main<false>(t);
 }
 
-// Three blocks per SM (at most 80 registers): the fused scan + fix streams at full bandwidth.
-extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(const nanscope_scan_task t) {
+// Two blocks per SM (at most 128 registers), like the detection-only kernel: at three (80
+// registers) its element walks spilled in their loops (the detection walk of a task that mixes
+// fix and detection ran at 0.74 of the read roofline with nothing to find, run S10-1; the fix
+// element walk spilled 600 bytes); at 128 none of its walks spills.
+extern "C" __global__ void __launch_bounds__(kThreads, 2) nanscope_scan_rows(const nanscope_scan_task t) {
+  scan_main<true>(t);
+}
+
+// A/B for the device run (bench/scan_bench_density.cu only; the tool never launches it): the same
+// kernel at three blocks per SM (80 registers, its element walks spill), as it was until run
+// S10-1. The chunked fix was faster at three blocks than at two in run S2-9; whichever wins the
+// density sweep's fix / fix_unchunked / rows_general lines stays, the other goes.
+extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows_3bps(const nanscope_scan_task t) {
   scan_main<true>(t);
 }
 
