@@ -9,8 +9,7 @@
 // ran at a third of the fix kernel's bandwidth (run S10-1), so it measured itself, not the memory.
 // One line per measurement, `density dtype=.. kernel=.. nan=.. us=.. GBps=.. roofline_GBps=..
 // ratio=..` (GBps: read + stored bytes per second; roofline_GBps: the read roofline's), then the
-// worst ratio. rows_general_3bps / fix_3bps / fix_unchunked_3bps: the same walks in the general
-// row kernel built for three blocks per SM (an A/B against nanscope_scan_rows at two).
+// worst ratio.
 #include <string>
 
 #include "scan_bench_common.hpp"
@@ -19,18 +18,8 @@ namespace {
 
 // rows: the detection-only row kernel the tool launches for watches without the fix;
 // rows_general: the same detection walk in the general row kernel (tasks mixing fix and detection).
-// *_3bps: the same walks in nanscope_scan_rows_3bps, the general row kernel at three blocks per SM
-// (80 registers) against nanscope_scan_rows at two (128): the A/B of run S11.
-enum SweepKernel {
-  kPlain, kGrouped, kRowsDetect, kRowsGeneral, kFixChunked, kFixElements, kZeroFoldIn,
-  kRowsGeneral3, kFixChunked3, kFixElements3, kSweepKernels
-};
-const char* kSweepKernelNames[] = {"plain", "grouped", "rows", "rows_general", "fix", "fix_unchunked", "zero_fold_in",
-                                   "rows_general_3bps", "fix_3bps", "fix_unchunked_3bps"};
-// The walk a kernel of the sweep runs (the _3bps ones run their twin's).
-SweepKernel walk_of(SweepKernel k) {
-  return k == kRowsGeneral3 ? kRowsGeneral : k == kFixChunked3 ? kFixChunked : k == kFixElements3 ? kFixElements : k;
-}
+enum SweepKernel { kPlain, kGrouped, kRowsDetect, kRowsGeneral, kFixChunked, kFixElements, kZeroFoldIn };
+const char* kSweepKernelNames[] = {"plain", "grouped", "rows", "rows_general", "fix", "fix_unchunked", "zero_fold_in"};
 const char* kDensityNames[] = {"none", "one_element", "one_row", "half_rows", "all"};
 
 struct SweepDType { const char* name; uint32_t dtype, finite_mask, bytes; };
@@ -43,8 +32,8 @@ constexpr uint64_t kRows = 2048, kRowBytes = 128 * 1024, kBytes = kRows * kRowBy
 
 struct Sweep {
   const cudaDeviceProp& prop;
-  CUfunction fn_plain, fn_grouped, fn_rows_detect, fn_rows, fn_zero, fn_rows3;
-  unsigned rows_detect_bps = 4, rows_bps = 4, zero_bps = 4, rows3_bps = 3;
+  CUfunction fn_plain, fn_grouped, fn_rows_detect, fn_rows, fn_zero;
+  unsigned rows_detect_bps = 4, rows_bps = 4, zero_bps = 4;
   cudaStream_t s;
   Channel ch;
   unsigned char *buf = nullptr, *pristine = nullptr;
@@ -78,16 +67,13 @@ nanscope_scan_task sweep_task(Sweep& w, const SweepDType& d, SweepKernel k) {
 }
 
 // Times one kernel and its roofline at the density `fill` left; prints the line.
-void measure(Sweep& w, const SweepDType& d, SweepKernel kernel, int density) {
-  const SweepKernel k = walk_of(kernel);
-  const bool three = kernel != k;
+void measure(Sweep& w, const SweepDType& d, SweepKernel k, int density) {
   nanscope_scan_task t = sweep_task(w, d, k);
   nanscope_scan_group g{};
   void* params[] = {&t};
-  CUfunction fn = three ? w.fn_rows3 : k == kPlain ? w.fn_plain : k == kZeroFoldIn ? w.fn_zero : k == kRowsDetect ? w.fn_rows_detect : w.fn_rows;
+  CUfunction fn = k == kPlain ? w.fn_plain : k == kZeroFoldIn ? w.fn_zero : k == kRowsDetect ? w.fn_rows_detect : w.fn_rows;
   nanscope::ScanPolicy pol;
-  pol.blocks_per_sm = std::min(pol.blocks_per_sm, three               ? w.rows3_bps
-                                                  : k == kZeroFoldIn  ? w.zero_bps
+  pol.blocks_per_sm = std::min(pol.blocks_per_sm, k == kZeroFoldIn    ? w.zero_bps
                                                   : k == kRowsDetect  ? w.rows_detect_bps
                                                   : k >= kRowsGeneral ? w.rows_bps
                                                                       : 4u);
@@ -119,8 +105,8 @@ void measure(Sweep& w, const SweepDType& d, SweepKernel kernel, int density) {
   const double roof_ms = bytes / read_gbps / 1e6;
   const double ratio = roof_ms / ms;
   std::printf("density dtype=%s kernel=%s nan=%s us=%.1f GBps=%.0f roofline_GBps=%.0f ratio=%.3f\n", d.name,
-              kSweepKernelNames[kernel], kDensityNames[density], ms * 1000, bytes / ms / 1e6, read_gbps, ratio);
-  if (ratio < w.worst) w.worst = ratio, w.worst_at = std::string(d.name) + " " + kSweepKernelNames[kernel] + " " + kDensityNames[density];
+              kSweepKernelNames[k], kDensityNames[density], ms * 1000, bytes / ms / 1e6, read_gbps, ratio);
+  if (ratio < w.worst) w.worst = ratio, w.worst_at = std::string(d.name) + " " + kSweepKernelNames[k] + " " + kDensityNames[density];
 }
 
 void setup(Sweep& w, CUmodule mod) {
@@ -129,7 +115,6 @@ void setup(Sweep& w, CUmodule mod) {
   CU(cuModuleGetFunction(&w.fn_rows_detect, mod, "nanscope_scan_rows_detect"));
   CU(cuModuleGetFunction(&w.fn_rows, mod, "nanscope_scan_rows"));
   CU(cuModuleGetFunction(&w.fn_zero, mod, "nanscope_scan_rows_zero"));
-  CU(cuModuleGetFunction(&w.fn_rows3, mod, "nanscope_scan_rows_3bps"));
   int fit = 0;  // the tool caps blocks per SM at what fits (ContextState)
   CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, w.fn_rows_detect, NANSCOPE_SCAN_THREADS, 0));
   w.rows_detect_bps = (unsigned)fit;
@@ -137,8 +122,6 @@ void setup(Sweep& w, CUmodule mod) {
   w.rows_bps = (unsigned)fit;
   CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, w.fn_zero, NANSCOPE_SCAN_THREADS, 0));
   w.zero_bps = (unsigned)fit;
-  CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, w.fn_rows3, NANSCOPE_SCAN_THREADS, 0));
-  w.rows3_bps = (unsigned)fit;
   CK(cudaStreamCreateWithFlags(&w.s, cudaStreamNonBlocking));
   w.ch = make_channel(1);
   w.ch.host->read_index = 1ull << 60;  // nobody drains here: let records wrap around the ring
@@ -167,7 +150,7 @@ int density_sweep(const cudaDeviceProp& prop, CUmodule mod) {
   for (const SweepDType& d : kSweepTypes) {
     for (int density = 0; density < 5; ++density) {
       fill(w, d, density);
-      for (int k = kPlain; k < kSweepKernels; ++k)
+      for (int k = kPlain; k <= kZeroFoldIn; ++k)
         if (d.dtype == NS_BF16 || k == kPlain) measure(w, d, (SweepKernel)k, density);
     }
   }
