@@ -1,7 +1,7 @@
-// Non-finite scan kernels: nine thin extern "C" __global__ entry points (at the end of the file)
+// Non-finite scan kernels: ten thin extern "C" __global__ entry points (at the end of the file)
 // over shared per-dtype classification and row code. nanscope_scan (plain), nanscope_scan_grouped
-// (merged graph scan nodes), nanscope_scan_rows and nanscope_scan_rows_zero (row-aware: watches
-// and rules) scan and report; the five nanscope_zero_rows* (one per padding source, and one for
+// (merged graph scan nodes), nanscope_scan_rows, nanscope_scan_rows_detect and
+// nanscope_scan_rows_zero (row-aware: watches and rules) scan and report; the five nanscope_zero_rows* (one per padding source, and one for
 // several buffers) only zero padding rows. Separate entry points keep each variant's registers
 // and occupancy its own. Built into a fatbin and embedded in libnanscope.so; the host
 // (hooks/context_state.cpp) loads it with cuModuleLoadData and launches with cuLaunchKernel
@@ -197,6 +197,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
       if (row_aware) {
         stage_row_spec(t, b, s_rows);
         flags = row_flags_for(t.buffers[b], s_rows, chunked_walk(s_rows));
+        if (!chunked_walk(s_rows)) stage_row_padding(t.buffers[b], s_rows, flags);
       }
     }
     scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
@@ -233,8 +234,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 4) nanscope_scan_grouped(
   scan_main<false>(t);
 }
 
-// Three blocks per SM (at most 80 registers): the fused scan + fix streams at full bandwidth.
-extern "C" __global__ void __launch_bounds__(kThreads, 3) nanscope_scan_rows(const nanscope_scan_task t) {
+// Two blocks per SM (at most 128 registers), like the detection-only kernel: at three (80
+// registers) its element walks spilled in their loops (the detection walk of a task that mixes
+// fix and detection ran at 0.74 of the read roofline with nothing to find, run S10-1; the fix
+// element walk spilled 600 bytes); at 128 none of its walks spills. The A/B of run S10-6 (the
+// same kernel at three blocks per SM, bf16 density sweep): two won the detection walk (0.93 against
+// 0.68 with nothing to find, 0.70 against 0.50 with every element NaN) and the element fix (0.82
+// against 0.69; 0.57 against 0.42), and the chunked fix at every density but all-NaN (0.74 against
+// 0.76).
+extern "C" __global__ void __launch_bounds__(kThreads, 2) nanscope_scan_rows(const nanscope_scan_task t) {
   scan_main<true>(t);
 }
 

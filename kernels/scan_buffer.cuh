@@ -85,30 +85,41 @@ __device__ __forceinline__ uint64_t row_of(uint64_t i, const nanscope_row_spec& 
 // Where a row-aware scan marks the rows that hold non-finite values: a block's own window of the
 // row bitmap in shared memory when its share of the buffer spans few enough bitmap words (flushed
 // into the device bitmap once, at the end of the buffer), else the device bitmap itself.
+// It also carries the padding status of the rows the block's share spans, staged in shared
+// memory before the walk (scan_rows.cuh: stage_row_padding), so a walk that enters a row does not
+// wait on a dependent load of the row's status; rows outside it are looked up as before.
 struct RowFlags {
   unsigned* window = nullptr;
   uint64_t window_word = 0;  // bitmap word of window[0]
   uint64_t window_words = 0;
   unsigned* bitmap = nullptr;
+  const unsigned* pad_bits = nullptr;  // bit k: row pad_row0 + k is padding
+  uint64_t pad_row0 = 0, pad_rows = 0;
   __device__ __forceinline__ unsigned* word(uint64_t w) const {
     return w - window_word < window_words ? window + (w - window_word) : bitmap + w;
+  }
+  __device__ __forceinline__ bool padding(const nanscope_row_spec& s, uint64_t r) const {
+    const uint64_t k = r - pad_row0;
+    return k < pad_rows ? (pad_bits[k >> 5] >> (k & 31)) & 1u : row_is_padding(s, r);
   }
 };
 
 struct ThreadCounts {
   uint32_t nan = 0, pos_inf = 0, neg_inf = 0, padding = 0;
   unsigned long long first = ~0ull, last = 0;  // of the elements counted one by one
-  // The first and the last vector counted whole (element 0 and the mask of its non-finite
-  // elements): a thread visits its vectors in index order, so the elements are found once, in
-  // settle(), rather than for every vector.
-  unsigned long long first_e0 = 0, last_e0 = 0;
-  uint32_t first_mask = 0, last_mask = 0;
+  // The last step of vectors counted whole that found something: its first element and the
+  // masks of its non-finite elements, vector u starting kThreads vectors after vector u - 1. A
+  // thread visits its elements in index order, so the last element is found once, in settle(),
+  // and the first when the first whole step finds something (`first` still empty), rather than
+  // for every vector.
+  unsigned long long last_e0 = 0;
+  uint32_t last_masks[kUnroll] = {};
   unsigned long long flagged_row = ~0ull;  // last row this thread marked in the row bitmap
   unsigned long long flagged_row_start = 0;  // its first element
   bool flagged_padding = false;            // and its padding status: one lookup per row
 
-  __device__ __forceinline__ void note_row(uint64_t r, const nanscope_row_spec& s) {
-    flagged_padding = row_is_padding(s, r);
+  __device__ __forceinline__ void note_row(uint64_t r, const nanscope_row_spec& s, const RowFlags& flags) {
+    flagged_padding = flags.padding(s, r);
     flagged_row = r;
     flagged_row_start = r * s.row_stride;
   }
@@ -120,7 +131,7 @@ struct ThreadCounts {
       const uint64_t r = row_of(index, *rows);
       if (index - r * rows->row_stride >= rows->row_elements) return;  // gap between rows
       if (r != flagged_row) {
-        note_row(r, *rows);
+        note_row(r, *rows, flags);
         atomicOr(flags.word(r >> 5), 1u << (r & 31));
       }
       padding += flagged_padding;
@@ -144,26 +155,69 @@ struct ThreadCounts {
     first = p.first < first ? p.first : first;
     last = p.last > last ? p.last : last;
   }
-  // A whole vector starting at element e0.
-  __device__ __forceinline__ void add_vec(const VecMasks& m, unsigned long long e0) {
-    nan += __popc(m.nan);
-    pos_inf += __popc(m.pinf);
-    neg_inf += __popc(m.ninf);
-    const uint32_t bad = m.bad();
-    if (bad && !first_mask) first_e0 = e0, first_mask = bad;
-    if (bad) last_e0 = e0, last_mask = bad;
+  // A whole vector x (masks m) starting at element e0.
+  template <uint32_t dt>
+  __device__ __forceinline__ void add_vec(const uint4& x, const VecMasks& m, unsigned long long e0) {
+    uint4 xs[kUnroll];
+    VecMasks ms[kUnroll];
+    xs[0] = x, ms[0] = m;
+#pragma unroll
+    for (int u = 1; u < kUnroll; ++u) xs[u] = make_uint4(0, 0, 0, 0);
+    add_step<dt>(xs, ms, e0);
   }
-  // Folds the vectors counted whole into first / last; once, at the end of a buffer.
+  // kUnroll whole vectors x (masks m; vector u starts at e0 + u * kThreads vectors): counts them,
+  // and keeps their masks when they hold something. Returns how many non-finite elements they hold.
+  template <uint32_t dt>
+  __device__ __forceinline__ uint32_t add_step(const uint4 (&x)[kUnroll], const VecMasks (&m)[kUnroll],
+                                               unsigned long long e0) {
+    uint32_t found = 0, any = 0, inf = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      found += __popc(m[u].nan);
+      any |= m[u].bad(), inf |= m[u].inf();
+    }
+    nan += found;
+    if (inf) {  // rarer than NaN: split by sign only here
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint32_t neg = sign_mask<dt>(x[u]);
+        const uint32_t p = __popc(m[u].inf() & ~neg), q = __popc(m[u].inf() & neg);
+        pos_inf += p, neg_inf += q, found += p + q;
+      }
+    }
+    if (any) {
+      last_e0 = e0;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) last_masks[u] = m[u].bad();
+      if (first == ~0ull) first = first_of_step<dt>(e0);  // once per thread
+    }
+    return found;
+  }
+  // The first non-finite element of the step last_masks holds (one of them is non-zero).
+  template <uint32_t dt>
+  __device__ __forceinline__ unsigned long long first_of_step(unsigned long long e0) const {
+    constexpr uint64_t lane_stride = uint64_t{kThreads} * (16 / kElementBytes<dt>);
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!last_masks[u]) continue;
+      mask_bounds<dt>(last_masks[u], lo, hi);
+      return e0 + u * lane_stride + lo;
+    }
+    return ~0ull;
+  }
+  // Folds the last step counted whole into `last`; once, at the end of a buffer.
   template <uint32_t dt>
   __device__ __forceinline__ void settle() {
-    uint32_t lo, hi;
-    if (first_mask) {
-      mask_bounds<dt>(first_mask, lo, hi);
-      first = first_e0 + lo < first ? first_e0 + lo : first;
-    }
-    if (last_mask) {
-      mask_bounds<dt>(last_mask, lo, hi);
-      last = last_e0 + hi > last ? last_e0 + hi : last;
+    constexpr uint64_t lane_stride = uint64_t{kThreads} * (16 / kElementBytes<dt>);
+#pragma unroll
+    for (int u = kUnroll - 1; u >= 0; --u) {
+      if (!last_masks[u]) continue;
+      uint32_t lo, hi;
+      mask_bounds<dt>(last_masks[u], lo, hi);
+      const unsigned long long e = last_e0 + u * lane_stride + hi;
+      last = e > last ? e : last;
+      break;
     }
   }
   __device__ __forceinline__ bool any() const { return (nan | pos_inf | neg_inf) != 0; }
@@ -207,7 +261,7 @@ __device__ __noinline__ SplitCounts count_vector_split(const uint4 v, unsigned l
     const uint64_t r = row_of(index, *rows);
     if (index - r * rows->row_stride >= rows->row_elements) continue;  // gap between rows
     if (r != seen_row) {
-      seen_row = r, seen_padding = row_is_padding(*rows, r);
+      seen_row = r, seen_padding = flags.padding(*rows, r);
       atomicOr(flags.word(r >> 5), 1u << (r & 31));
     }
     out.padding += seen_padding;
@@ -247,10 +301,10 @@ __device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long l
     if (!whole) {
       const uint64_t r = row_of(e0, s);
       whole = e0 + per_vec <= r * s.row_stride + s.row_elements;
-      if (whole) c.note_row(r, s), to_flag = r;
+      if (whole) c.note_row(r, s, flags), to_flag = r;
     }
     if (whole) {
-      c.add_vec(m, e0);
+      c.add_vec<dt>(x, m, e0);
       c.padding += c.flagged_padding ? __popc(bad) : 0u;
     } else {
       c.add_split(count_vector_split<dt>(x, e0, &s, flags));
@@ -260,10 +314,12 @@ __device__ __forceinline__ void count_row_vector(const uint4& x, unsigned long l
 }
 
 // One step of a row-aware walk: this thread's kUnroll vectors, kThreads vectors apart, the first
-// starting at element e_first. When every lane's vectors lie in the row it marked last (the common
-// case once a row is marked: a row spans many steps), they are counted whole with that row's
-// padding status and nothing is marked, so a step full of NaN costs what the plain walk's does;
-// otherwise vector by vector. Every lane of the warp calls it.
+// starting at element e_first. When every lane's vectors lie in one row each (the common case:
+// a row spans many steps), they are counted whole with that row's padding status, so a step
+// full of NaN costs about what the plain walk's does: a lane in the row it marked last marks
+// nothing; a lane that entered another row finds it with one division for the step (not one
+// per vector) and marks it when the step holds something there. Otherwise (some lane's vectors
+// straddle a row boundary or a gap) vector by vector. Every lane of the warp calls it.
 template <uint32_t dt>
 __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsigned long long e_first, ThreadCounts& c,
                                                const nanscope_row_spec& s, const RowFlags& flags) {
@@ -271,15 +327,20 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
   constexpr uint64_t span = uint64_t{kUnroll - 1} * lane_stride + per_vec;
   const bool in_row = c.flagged_row != ~0ull && e_first >= c.flagged_row_start &&
                       e_first + span <= c.flagged_row_start + s.row_elements;
-  if (__all_sync(0xffffffffu, in_row)) {
-    uint32_t bad = 0;
+  uint64_t entered = ~0ull;  // the row this lane's whole step lies in, when not the marked one
+  if (!in_row) {
+    const uint64_t r = row_of(e_first, s);
+    if (e_first + span <= r * s.row_stride + s.row_elements) entered = r;
+  }
+  if (__all_sync(0xffffffffu, in_row || entered != ~0ull)) {
+    VecMasks m[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const VecMasks m = classify_vec<dt>(x[u]);
-      c.add_vec(m, e_first + u * lane_stride);
-      bad += __popc(m.bad());
-    }
-    c.padding += c.flagged_padding ? bad : 0u;
+    for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
+    const uint32_t found = c.add_step<dt>(x, m, e_first);
+    unsigned long long to_flag = ~0ull;
+    if (!in_row && found) c.note_row(entered, s, flags), to_flag = entered;
+    c.padding += c.flagged_padding ? found : 0u;
+    flag_rows_warp(to_flag, flags);
     return;
   }
 #pragma unroll
@@ -287,13 +348,17 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
 }
 
 // Fix mode: zeroes the elements of a padding row, leaving real rows and gaps untouched.
-// A thread remembers the last row it looked up, so a vector costs one division.
+// A thread remembers the last row it found and that row's first element, so a vector in the same
+// row costs a subtraction and a compare, not a division and a status lookup.
 struct PaddingCursor {
-  uint64_t row = ~0ull;
+  uint64_t row = ~0ull, row_start = 0;
   bool padding = false;
-  __device__ __forceinline__ bool is_padding(const nanscope_row_spec& s, uint64_t r) {
-    if (r != row) row = r, padding = row_is_padding(s, r);
-    return padding;
+  // Moves to the row of element i; returns i's column in it.
+  __device__ __forceinline__ uint64_t locate(const nanscope_row_spec& s, const RowFlags& flags, uint64_t i) {
+    if (row != ~0ull && i - row_start < s.row_stride) return i - row_start;  // i >= row_start: same row
+    row = row_of(i, s), row_start = row * s.row_stride;
+    padding = row < s.rows && flags.padding(s, row);  // (a gap's row is looked up too: never past the spec)
+    return i - row_start;
   }
 };
 
@@ -307,22 +372,19 @@ __device__ __forceinline__ void store_zero(unsigned char* base, uint32_t eb, uin
 }
 
 __device__ void zero_if_padding(unsigned char* base, uint32_t eb, uint64_t i, const nanscope_row_spec& s,
-                                PaddingCursor& cur) {
-  const uint64_t r = row_of(i, s);
-  if (i - r * s.row_stride < s.row_elements && cur.is_padding(s, r)) store_zero(base, eb, i);
+                                const RowFlags& flags, PaddingCursor& cur) {
+  if (cur.locate(s, flags, i) < s.row_elements && cur.padding) store_zero(base, eb, i);
 }
 
 // A whole 16-byte vector starting at element e0: one store when it sits inside one row.
 __device__ __forceinline__ void zero_vector_if_padding(unsigned char* base, uint32_t eb, uint64_t e0,
                                                        uint32_t per_vec, const nanscope_row_spec& s,
-                                                       PaddingCursor& cur) {
-  const uint64_t r = row_of(e0, s);
-  const uint64_t col = e0 - r * s.row_stride;
-  if (col + per_vec <= s.row_elements) {
-    if (cur.is_padding(s, r)) *reinterpret_cast<uint4*>(base + e0 * eb) = make_uint4(0, 0, 0, 0);
+                                                       const RowFlags& flags, PaddingCursor& cur) {
+  if (cur.locate(s, flags, e0) + per_vec <= s.row_elements) {
+    if (cur.padding) *reinterpret_cast<uint4*>(base + e0 * eb) = make_uint4(0, 0, 0, 0);
     return;
   }
-  for (uint32_t j = 0; j < per_vec; ++j) zero_if_padding(base, eb, e0 + j, s, cur);
+  for (uint32_t j = 0; j < per_vec; ++j) zero_if_padding(base, eb, e0 + j, s, flags, cur);
 }
 
 // This block's share of a buffer: a scalar head up to 16-byte alignment (block 0), whole vectors
@@ -348,6 +410,19 @@ __device__ __forceinline__ BlockShare block_share(uint64_t ptr, uint64_t n, uint
   return w;
 }
 
+// This thread's kUnroll vectors of a step, vector u at index i + u * kThreads of vbase: every one
+// when the step is whole (block-uniform: no bounds test and no zero fill per vector, the common
+// case), else those below `end` (vectors past the share read as zeros, which are finite).
+__device__ __forceinline__ void load_step(uint4 (&x)[kUnroll], const uint4* vbase, uint64_t i, bool whole, uint64_t end) {
+  if (whole) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = __ldcs(vbase + i + u * kThreads);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = i + u * kThreads < end ? __ldcs(vbase + i + u * kThreads) : make_uint4(0, 0, 0, 0);
+  }
+}
+
 // Counts the non-finite elements of this block's share of one buffer. The dtype is a template
 // parameter so the hot loop carries no dtype switch. Loop trip counts are the same for every
 // thread of the block, so warps stay converged for the ballots.
@@ -362,36 +437,32 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
   if (!kRows) rows = nullptr;  // lets the plain instantiation drop every row-aware branch
   auto scalar = [&](uint64_t i) {
     c.add(classify(dt, load_bits(base, dt, i)), i, rows, flags);
-    if (kFix) zero_if_padding(base, eb, i, *rows, cursor);
+    if (kFix) zero_if_padding(base, eb, i, *rows, flags, cursor);
   };
   if (blockIdx.x == 0)
     for (uint64_t i = threadIdx.x; i < w.head; i += kThreads) scalar(i);
 
   const uint4* vbase = reinterpret_cast<const uint4*>(base + w.head * eb);
   (void)cursor;
-  for (uint64_t s = w.v_lo; s < w.v_hi; s += uint64_t{kThreads} * kUnroll) {
+  constexpr uint64_t step_vecs = uint64_t{kThreads} * kUnroll;
+  for (uint64_t s = w.v_lo; s < w.v_hi; s += step_vecs) {
     uint4 x[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t i = s + u * kThreads + threadIdx.x;
-      x[u] = i < w.v_hi ? __ldcs(vbase + i) : make_uint4(0, 0, 0, 0);
-    }
-    uint32_t suspect = 0;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect_bits<dt>(x[u]);
-    if (__any_sync(0xffffffffu, suspect)) {  // the whole warp classifies: its lanes' rows are marked together
+    load_step(x, vbase, s + threadIdx.x, s + step_vecs <= w.v_hi, w.v_hi);
+    if (__any_sync(0xffffffffu, step_suspect_bits<dt>(x))) {  // the whole warp classifies: its lanes' rows are marked together
       if constexpr (kRows) {
         count_row_step<dt>(x, w.head + (s + threadIdx.x) * per_vec, c, *rows, flags);
       } else {
+        VecMasks m[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) c.add_vec(classify_vec<dt>(x[u]), w.head + (s + u * kThreads + threadIdx.x) * per_vec);
+        for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
+        c.add_step<dt>(x, m, w.head + (s + threadIdx.x) * per_vec);
       }
     }
     if (kFix) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const uint64_t i = s + u * kThreads + threadIdx.x;
-        if (i < w.v_hi) zero_vector_if_padding(base, eb, w.head + i * per_vec, per_vec, *rows, cursor);
+        if (i < w.v_hi) zero_vector_if_padding(base, eb, w.head + i * per_vec, per_vec, *rows, flags, cursor);
       }
     }
   }

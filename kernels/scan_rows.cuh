@@ -43,6 +43,38 @@ __device__ __forceinline__ RowFlags row_flags_for(const nanscope_scan_buffer& b,
   return f;
 }
 
+// Rows whose padding status a block stages for its walk (one bit each, in shared memory).
+constexpr int kStagedRowWords = 32;
+
+__device__ __forceinline__ unsigned* staged_padding() {
+  __shared__ unsigned s_pad[kStagedRowWords];
+  return s_pad;
+}
+
+// Before the element walk of a row-aware buffer (every thread calls it; a barrier unless it
+// stages nothing): the padding status of the rows of this block's share, looked up all at once
+// (one round trip for the block) instead of one dependent load each time a lane enters a row.
+// Shares spanning more rows than fit keep looking rows up one by one.
+__device__ __forceinline__ void stage_row_padding(const nanscope_scan_buffer& b, const nanscope_row_spec& s,
+                                                  RowFlags& f) {
+  const uint32_t eb = element_bytes(b.dtype);
+  if (s.source == NS_PAD_NONE || eb == 0) return;
+  const BlockShare w = block_share(b.ptr, b.elements, eb);
+  if (w.e_lo >= w.e_hi) return;
+  const uint64_t r0 = row_of(w.e_lo, s), r1 = row_of(w.e_hi - 1, s);
+  if (r0 >= s.rows) return;
+  const uint64_t n = (r1 < s.rows ? r1 + 1 : s.rows) - r0;  // rows past the spec keep their old lookup
+  if (n > uint64_t{kStagedRowWords} * 32) return;
+  unsigned* bits = staged_padding();
+  for (uint64_t k0 = 0; k0 < n; k0 += kThreads) {
+    const uint64_t k = k0 + threadIdx.x;
+    const unsigned ballot = __ballot_sync(0xffffffffu, k < n && row_is_padding(s, r0 + k));
+    if ((threadIdx.x & 31) == 0 && k < uint64_t{kStagedRowWords} * 32) bits[k >> 5] = ballot;
+  }
+  __syncthreads();
+  f.pad_bits = bits, f.pad_row0 = r0, f.pad_rows = n;
+}
+
 // After the walk of a buffer (every thread calls it: it is a barrier): the window's marks go to
 // the device bitmap, one atomic per non-empty word, and the window is left empty.
 __device__ __forceinline__ void flush_row_window(const RowFlags& f, bool marked) {
@@ -112,17 +144,13 @@ __device__ __forceinline__ void scan_row_chunk(const nanscope_scan_buffer& b, Th
     x[u] = i < v1 ? __ldcs(vrow + i) : make_uint4(0, 0, 0, 0);
   }
   const bool pad = known_padding || (kFix && row_is_padding(*rows, r));
-  uint32_t suspect = 0, found = 0;
+  uint32_t found = 0;
+  if (__any_sync(0xffffffffu, step_suspect_bits<dt>(x))) {
+    VecMasks m[kUnroll];
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) suspect |= vec_suspect_bits<dt>(x[u]);
-  if (__any_sync(0xffffffffu, suspect)) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const VecMasks m = classify_vec<dt>(x[u]);
-      c.add_vec(m, row_start + (v0 + threadIdx.x + u * kThreads) * per_vec);
-      c.padding += pad ? __popc(m.bad()) : 0u;
-      found |= m.bad();
-    }
+    for (int u = 0; u < kUnroll; ++u) m[u] = classify_vec<dt>(x[u]);
+    found = c.add_step<dt>(x, m, row_start + (v0 + threadIdx.x) * per_vec);
+    c.padding += pad ? found : 0u;
   }
   if (kFix && pad) {
 #pragma unroll

@@ -758,11 +758,18 @@ def test_graph_overlap():
                        "scan(read_into)->scan(overwrite)", "scan(overwrite)->scan(consume)"},
         "off": chain | {"scan(make_nan)->read_into", "scan(read_into)->overwrite", "scan(overwrite)->consume"},
     }
+    # The app's own view of which replays put NaN in d: a finding in another replay is nanscope's
+    # (S10-6's extra replay-7 findings were the app's, its poison write racing the graph).
+    app_nan = "graph_overlap: nan_replays=3,6"
     plain = run([app]).stdout
+    if checksum_line(plain, "graph_overlap: nan_replays=") != app_nan:
+        fail(f"plain run: {checksum_line(plain, 'graph_overlap: nan_replays=')}, want {app_nan}")
     results = {}
     modes = (("merge", {}), ("on", {"NANSCOPE_GRAPH_MERGE": "0"}), ("off", {"NANSCOPE_GRAPH_OVERLAP": "0"}))
     for mode, env in modes:
         p, events = under_nanscope([app], ["--no-aggregate"], env=env)
+        if checksum_line(p.stdout, "graph_overlap: nan_replays=") != app_nan:
+            fail(f"overlap {mode}: the app saw {checksum_line(p.stdout, 'graph_overlap: nan_replays=')}, want {app_nan}")
         edges = {l.split(" ", 1)[1] for l in p.stdout.splitlines() if l.startswith("edge ")}
         if edges != want[mode]:
             fail(f"overlap {mode}: edges\n{sorted(edges)}\nexpected\n{sorted(want[mode])}")
