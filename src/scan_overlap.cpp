@@ -150,6 +150,43 @@ std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edg
   return plans;
 }
 
+namespace {
+
+// The room a merged node keeps (GroupLimits::min_slack): the app nodes (weight 0) in the
+// topological order from the latest app parent of its members to their earliest app child, both
+// outside the node.
+class Room {
+ public:
+  Room(const std::vector<uint32_t>& order, const std::vector<uint32_t>& weight, const Children& children,
+       const Children& parents)
+      : weight_(weight), children_(children), parents_(parents), app_rank_(order.size()) {
+    uint32_t apps = 0;
+    for (uint32_t v : order) app_rank_[v] = apps += is_app(v) ? 1 : 0;  // app nodes up to v
+  }
+  // Of `members` plus `v` (`inside(x)`: x is one of them); ~0 when no app node follows them.
+  template <class Inside>
+  uint32_t slack(const std::vector<uint32_t>& members, uint32_t v, Inside inside) const {
+    uint32_t latest = 0, earliest = ~0u;
+    auto take = [&](uint32_t m) {
+      for (uint32_t p : parents_[m])
+        if (is_app(p) && !inside(p)) latest = std::max(latest, app_rank_[p]);
+      for (uint32_t c : children_[m])
+        if (is_app(c) && !inside(c)) earliest = std::min(earliest, app_rank_[c]);
+    };
+    for (uint32_t m : members) take(m);
+    take(v);
+    return earliest == ~0u ? ~0u : earliest > latest ? earliest - latest : 0u;
+  }
+
+ private:
+  bool is_app(uint32_t x) const { return x >= weight_.size() || weight_[x] == 0; }
+  const std::vector<uint32_t>& weight_;
+  const Children &children_, &parents_;
+  std::vector<uint32_t> app_rank_;
+};
+
+}  // namespace
+
 std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& edges, const std::vector<uint32_t>& weight,
                                          const GroupLimits& limits) {
   Children children, parents;
@@ -158,15 +195,9 @@ std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& ed
   const std::vector<uint32_t> order = topological_order(children, parents);
   if (order.size() != n) return {};  // not a DAG: leave it alone
 
-  std::vector<uint32_t> position(n), app_rank(n);
-  uint32_t apps = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    position[order[i]] = i;
-    const uint32_t v = order[i];
-    apps += v < weight.size() && weight[v] ? 0 : 1;
-    app_rank[v] = apps;  // app nodes up to and including v
-  }
-  const auto is_app = [&](uint32_t x) { return x >= weight.size() || weight[x] == 0; };
+  std::vector<uint32_t> position(n);
+  for (uint32_t i = 0; i < n; ++i) position[order[i]] = i;
+  const Room room(order, weight, children, parents);
 
   std::vector<std::vector<uint32_t>> groups;
   std::vector<uint32_t> current;
@@ -197,32 +228,16 @@ std::vector<std::vector<uint32_t>> group(uint32_t n, const std::vector<Edge>& ed
     }
     return false;
   };
-  // The slack of the current group plus `v` (or of `v` alone): the app nodes from the latest app
-  // parent outside them to the earliest app child outside them; ~0 when no app node follows.
-  auto slack_with = [&](uint32_t v, bool with_group) {
-    auto inside = [&](uint32_t x) { return x == v || (with_group && member[x] == id); };
-    uint32_t latest = 0, earliest = ~0u;
-    auto take = [&](uint32_t m) {
-      for (uint32_t p : parents[m])
-        if (is_app(p) && !inside(p)) latest = std::max(latest, app_rank[p]);
-      for (uint32_t c : children[m])
-        if (is_app(c) && !inside(c)) earliest = std::min(earliest, app_rank[c]);
-    };
-    if (with_group)
-      for (uint32_t m : current) take(m);
-    take(v);
-    return earliest == ~0u ? ~0u : earliest > latest ? earliest - latest : 0u;
-  };
   std::vector<uint32_t> own_slack(n, ~0u);
   uint32_t tightest = ~0u;  // the least own slack among the current group's members
   auto keeps_slack = [&](uint32_t v) {
-    const uint32_t merged = slack_with(v, true);
+    const uint32_t merged = room.slack(current, v, [&](uint32_t x) { return x == v || member[x] == id; });
     return merged >= limits.min_slack || merged >= std::min(tightest, own_slack[v]);
   };
   for (uint32_t v : order) {
     const uint32_t w = v < weight.size() ? weight[v] : 0;
     if (w == 0 || w > limits.max_weight) continue;
-    own_slack[v] = slack_with(v, false);
+    own_slack[v] = room.slack({}, v, [v](uint32_t x) { return x == v; });
     if (!current.empty() && (total + w > limits.max_weight || reached_from_group(v) || !keeps_slack(v))) {
       if (current.size() >= 2) groups.push_back(current);
       current.clear();
