@@ -113,9 +113,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   p.enter_resolve_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
   p.enter_model_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
   p.enter_event_ns.fetch_add(t3 - t2, std::memory_order_relaxed);
-  const bool slow = t3 - t0 > HostProfile::kSlowCallNs;
-  (slow ? p.enter_slow : p.enters).fetch_add(1, std::memory_order_relaxed);
-  (slow ? p.enter_slow_ns : p.enter_ns).fetch_add(t3 - t0, std::memory_order_relaxed);
+  p.enter.add(t3 - t0);
 }
 
 void LaunchInstrumenter::on_copy_enter(const CopyArgs& c) {

@@ -12,17 +12,14 @@ namespace {
 
 double per_us(uint64_t ns, uint64_t count) { return count ? static_cast<double>(ns) / count / 1000.0 : 0.0; }
 
-// Adds the time since construction to `ns` and `count` (or to the slow pair) when profiling.
+// Adds the time since construction to `site` when profiling.
+template <class Site>
 struct SiteTimer {
   bool on;
-  std::atomic<uint64_t>&count, &ns, &slow, &slow_ns;
-  uint64_t slow_after_ns;
+  Site& site;
   uint64_t t0 = on ? steady_now_ns() : 0;
   ~SiteTimer() {
-    if (!on) return;
-    const uint64_t dt = steady_now_ns() - t0;
-    (dt > slow_after_ns ? slow : count).fetch_add(1, std::memory_order_relaxed);
-    (dt > slow_after_ns ? slow_ns : ns).fetch_add(dt, std::memory_order_relaxed);
+    if (on) site.add(steady_now_ns() - t0);
   }
 };
 
@@ -30,25 +27,24 @@ struct SiteTimer {
 
 void LaunchInstrumenter::log_host_profile() {
   const HostProfile& p = profile_;
-  const uint64_t n = p.scanned.load(), e = p.enters.load(), all = e + p.enter_slow.load();
+  const uint64_t n = p.scanned.load(), e = p.enter.calls.load(), all = e + p.enter.slow.load();
   if (!p.on || (!n && !all)) return;
   log_.debug(fmt::format("host time per scanned launch ({}): build {:.2f} us, scan submit or hold {:.2f} us, "
                          "findings' facts (Python line) {:.2f} us",
                          n, per_us(p.build_ns, n), per_us(p.submit_ns, n), per_us(p.findings_ns, n)));
   log_.debug(fmt::format("launch exit site, all of it: {:.2f} us each ({}), plus {} over {} us taking {:.1f} ms",
-                         per_us(p.exit_ns, p.exits), p.exits.load(), p.exit_slow.load(), HostProfile::kSlowCallNs / 1000,
-                         p.exit_slow_ns.load() / 1e6));
+                         per_us(p.exit.ns, p.exit.calls), p.exit.calls.load(), p.exit.slow.load(),
+                         HostProfile::kSlowCallNs / 1000, p.exit.slow_ns.load() / 1e6));
   log_.debug(fmt::format("launch enter site while scans are held: {:.2f} us each ({}: kernel lookup {:.2f}, write model "
                          "{:.2f}, flush check and its launches {:.2f}), plus {} over {} us taking {:.1f} ms",
-                         per_us(p.enter_ns, e), e, per_us(p.enter_resolve_ns, all), per_us(p.enter_model_ns, all),
-                         per_us(p.enter_event_ns, all), p.enter_slow.load(), HostProfile::kSlowCallNs / 1000,
-                         p.enter_slow_ns.load() / 1e6));
+                         per_us(p.enter.ns, e), e, per_us(p.enter_resolve_ns, all), per_us(p.enter_model_ns, all),
+                         per_us(p.enter_event_ns, all), p.enter.slow.load(), HostProfile::kSlowCallNs / 1000,
+                         p.enter.slow_ns.load() / 1e6));
   if (const std::string flushes = batch_.profile_line(); !flushes.empty()) log_.debug(flushes);
 }
 
 void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
-  const SiteTimer timer{profile_.on, profile_.exits, profile_.exit_ns, profile_.exit_slow, profile_.exit_slow_ns,
-                        HostProfile::kSlowCallNs};
+  const SiteTimer<HostProfile::Site> timer{profile_.on, profile_.exit};
   LaunchArgs a;
   if (!decode_launch(cbid, cb.functionParams, a)) return;
   const LaunchDecodeScope decode_once(cb.correlationId);  // the enter site may have decoded it

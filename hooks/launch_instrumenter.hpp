@@ -135,12 +135,19 @@ class LaunchInstrumenter {
   struct HostProfile {
     static constexpr uint64_t kSlowCallNs = 100'000;  // a first sight or a driver stall, counted apart
     bool on = false;
-    std::atomic<uint64_t> scanned{0}, build_ns{0}, submit_ns{0}, findings_ns{0}, enters{0}, enter_ns{0};
+    std::atomic<uint64_t> scanned{0}, build_ns{0}, submit_ns{0}, findings_ns{0};
     // The enter site in parts (kernel lookup, write model, flush decision with its launches), the
     // slow ones apart (a kernel's first sight asks the driver for its layout), and the whole exit
     // site of every launch.
-    std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0}, enter_slow{0}, enter_slow_ns{0};
-    std::atomic<uint64_t> exits{0}, exit_ns{0}, exit_slow{0}, exit_slow_ns{0};
+    struct Site {  // calls and their time, those over kSlowCallNs apart
+      std::atomic<uint64_t> calls{0}, ns{0}, slow{0}, slow_ns{0};
+      void add(uint64_t dt) {
+        (dt > kSlowCallNs ? slow : calls).fetch_add(1, std::memory_order_relaxed);
+        (dt > kSlowCallNs ? slow_ns : ns).fetch_add(dt, std::memory_order_relaxed);
+      }
+    };
+    Site enter, exit;
+    std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0};
   } profile_;
   std::atomic<bool> warned_extent_{false};
   std::atomic<bool> warned_copy_full_{false};

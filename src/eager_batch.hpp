@@ -65,8 +65,6 @@ struct Limits {
   uint32_t bypass_for = 256;
 };
 
-
-
 // Why the held scans go now (none: they may wait).
 enum class Flush : uint8_t { none, overwrite, opaque, host_read, stream_point, context_point, scan_in_line, full, age };
 const char* flush_name(Flush f);
