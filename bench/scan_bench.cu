@@ -6,17 +6,33 @@
 //  3.-5. row-aware scans, zero_padding in graphs and decode-sized nodes;
 //  6. the NaN-density sweep of every scan kernel against the read roofline (scan_bench_density.cu;
 //     `--density` runs only that).
+// `--fatbin PATH` loads another build of kernels/scan.cu instead of the embedded one, so kernel
+// variants can be measured side by side in one device run.
 // The scan kernel is the embedded fatbin the tool uses, launched through the driver API with
 // the tool's own launch geometry (src/scan_launch.hpp).
 #include <cuda_bf16.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include <cub/device/device_reduce.cuh>
 
 #include "scan_bench_common.hpp"
 
 int density_sweep(const cudaDeviceProp& prop, CUmodule mod);  // scan_bench_density.cu
+
+namespace {
+
+bool read_file(const char* path, std::vector<char>& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !out.empty();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int dev_count = 0;
@@ -29,13 +45,32 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   CUmodule mod;
   CUfunction scan;
-  CU(cuModuleLoadData(&mod, nanscope_kernels_fatbin));
+  bool density_only = false;
+  std::vector<char> other_fatbin;
+  std::string fatbin_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--density") {
+      density_only = true;
+    } else if (a == "--fatbin" && i + 1 < argc) {
+      fatbin_path = argv[++i];
+      if (!read_file(fatbin_path.c_str(), other_fatbin)) {
+        std::fprintf(stderr, "scan_bench: cannot read the fatbin %s\n", argv[i]);
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "scan_bench: unknown argument %s (usage: scan_bench [--density] [--fatbin PATH])\n", a.c_str());
+      return 2;
+    }
+  }
+  CU(cuModuleLoadData(&mod, other_fatbin.empty() ? static_cast<const void*>(nanscope_kernels_fatbin) : other_fatbin.data()));
   CU(cuModuleGetFunction(&scan, mod, "nanscope_scan"));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Channel ch = make_channel(256);
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  if (argc > 1 && std::string(argv[1]) == "--density") return density_sweep(prop, mod);
+  if (!other_fatbin.empty()) std::printf("kernels: %s\n", fatbin_path.c_str());
+  if (density_only) return density_sweep(prop, mod);
 
   // ---- 1. Throughput on 1 GiB.
   const size_t bytes = size_t{1} << 30;

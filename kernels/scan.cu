@@ -141,15 +141,32 @@ __device__ __forceinline__ RowRanges* row_ranges_store() {
 }
 
 // The last block of a scan with findings, every thread: the row ranges of the row-aware buffers
-// that found something, built while their bitmaps are cleared.
+// that found something, built while their bitmaps are cleared (`built`: buffers whose ranges a
+// one-block scan already built from its window, right after their walk).
 template <typename Task>
-__device__ __forceinline__ void build_all_ranges(const Task& t, const nanscope_scan_counts* tot, nanscope_row_spec& s_rows) {
+__device__ __forceinline__ void build_all_ranges(const Task& t, const nanscope_scan_counts* tot, nanscope_row_spec& s_rows,
+                                                 uint32_t built) {
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
-    if (!((t.row_aware_mask >> b) & 1u) || (tot[b].nan | tot[b].pos_inf | tot[b].neg_inf) == 0) continue;
+    if (!((t.row_aware_mask >> b) & 1u) || ((built >> b) & 1u) || (tot[b].nan | tot[b].pos_inf | tot[b].neg_inf) == 0)
+      continue;
     stage_row_spec(t, b, s_rows);
-    build_row_ranges(s_rows, row_ranges_store()[b]);
+    build_row_ranges<false>(s_rows, row_ranges_store()[b], s_rows.row_bitmap, (s_rows.rows + 31) / 32, RowFlags{});
   }
   __syncthreads();  // the ranges, for thread 0's records
+}
+
+// After the walk of a row-aware buffer (every thread calls it: it holds barriers). A one-block
+// scan whose window holds every row it marked builds the buffer's ranges from the window now
+// (its counts are final: it is the only block) and returns true; other scans flush the window
+// into the device bitmap for the last block.
+__device__ __forceinline__ bool close_row_walk(const nanscope_row_spec& s, const RowFlags& flags, bool found,
+                                               RowRanges& out) {
+  if (gridDim.x != 1 || !flags.window || flags.window_word != 0) {
+    flush_row_window(flags, found);
+    return false;
+  }
+  if (__syncthreads_or(found)) build_row_ranges<true>(s, out, flags.window, flags.window_words, flags);
+  return true;
 }
 
 // A block's counts of buffer b into shared memory. Rare: only warps that saw a bad value touch
@@ -187,6 +204,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   }
   if constexpr (kRows) clear_row_window();
   __syncthreads();
+  [[maybe_unused]] uint32_t ranges_built = 0;  // row-aware buffers whose ranges close_row_walk built
 
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
     ThreadCounts c;
@@ -202,7 +220,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     }
     scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
     if constexpr (kRows) {
-      if (row_aware) flush_row_window(flags, c.any());
+      if (row_aware && close_row_walk(s_rows, flags, c.any(), row_ranges_store()[b])) ranges_built |= 1u << b;
     }
     add_block_counts(s_counts, b, c);
   }
@@ -211,7 +229,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   __syncthreads();
   const BlockClose close = static_cast<BlockClose>(s_close);
   if constexpr (kRows) {
-    if (close == kLastFound) build_all_ranges(t, s_tot, s_rows);
+    if (close == kLastFound) build_all_ranges(t, s_tot, s_rows, ranges_built);
   }
   // Warp 0 of the last block publishes, a lane per buffer (scan_publish.cuh).
   if (threadIdx.x >= 32 || close == kNotLast) return;

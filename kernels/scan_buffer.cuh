@@ -343,8 +343,18 @@ __device__ __forceinline__ void count_row_step(const uint4 (&x)[kUnroll], unsign
     flag_rows_warp(to_flag, flags);
     return;
   }
+  // Vector by vector in a rolled loop (the vectors move down a register array, so no index is
+  // dynamic): this path runs only where a step holds bad values and crosses a row, and unrolled
+  // its code was fetched cold by every decode-sized scan with findings.
+  uint4 v[kUnroll];
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) count_row_vector<dt>(x[u], e_first + u * lane_stride, c, s, flags);
+  for (int u = 0; u < kUnroll; ++u) v[u] = x[u];
+#pragma unroll 1
+  for (int u = 0; u < kUnroll; ++u) {
+    count_row_vector<dt>(v[0], e_first + u * lane_stride, c, s, flags);
+#pragma unroll
+    for (int k = 0; k + 1 < kUnroll; ++k) v[k] = v[k + 1];
+  }
 }
 
 // Fix mode: zeroes the elements of a padding row, leaving real rows and gaps untouched.

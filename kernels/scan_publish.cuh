@@ -11,16 +11,27 @@
 
 namespace {
 
+// Where the ring stood when the publishing warp started: two independent L2 loads, issued with
+// the warp's other loads (inputs, last states) so their round trips overlap; the CAS in
+// reserve_slots validates the guess.
+struct SlotGuess {
+  unsigned long long seen, slot;
+};
+
+template <typename Task>
+__device__ __forceinline__ SlotGuess guess_slots(const Task& t) {
+  return {__ldcg(&t.channel_dev->read_index_seen), __ldcg(&t.channel_dev->write_index)};
+}
+
 // Reserves up to `want` consecutive channel slots from `slot` on, without consuming an index it
 // could not fill, so the host never waits on a hole (it reads records strictly in index order);
 // returns how many it got. The host's read_index lives in host memory; it is read over PCIe only
 // when the cached copy says the ring has too little room.
 template <typename Task>
-__device__ uint32_t reserve_slots(const Task& t, uint32_t want, unsigned long long& slot) {
+__device__ uint32_t reserve_slots(const Task& t, uint32_t want, const SlotGuess& guess, unsigned long long& slot) {
   const unsigned long long cap = t.channel_capacity;
-  // Two independent L2 loads, in flight together; the CAS below validates the guess.
-  unsigned long long limit = __ldcg(&t.channel_dev->read_index_seen) + cap;
-  slot = __ldcg(&t.channel_dev->write_index);
+  unsigned long long limit = guess.seen + cap;
+  slot = guess.slot;
   for (;;) {
     if (slot + want > limit) {
       const unsigned long long seen = t.channel_host->read_index;  // one PCIe round trip
@@ -84,36 +95,50 @@ __device__ __forceinline__ uint32_t launch_of_buffer(const Task& t, uint32_t b) 
   else return 0;
 }
 
+// The device state words of launch `launch`'s inputs, all loads in flight at once (issued
+// before the slot reservation, so the two round trips overlap).
+struct InputWords {
+  unsigned long long w[NANSCOPE_ORIGIN_MAX_INPUTS];
+};
+
+template <typename Task>
+__device__ __forceinline__ InputWords load_input_words(const Task& t, uint32_t launch, bool wanted) {
+  InputWords in;
+  const uint32_t count = wanted && t.buffer_state ? input_count(t, launch) : 0;
+#pragma unroll
+  for (uint32_t i = 0; i < NANSCOPE_ORIGIN_MAX_INPUTS; ++i)
+    in.w[i] = i < count ? __ldcg(&t.buffer_state[NS_SLOT_OF(input_ref(t, launch, i))]) : 0;
+  return in;
+}
+
 // The state word of input `ref` as launch `launch` sees it: the last buffer of an earlier launch
-// of this node that sets it (`node`), else the device word.
+// of this node that sets it (`node`), else the device word loaded before.
 template <typename Task>
 __device__ __forceinline__ unsigned long long input_word(const Task& t, uint32_t launch, uint32_t ref,
-                                                         const NodeStates* node) {
+                                                         const NodeStates* node, unsigned long long device_word) {
   if constexpr (kIsGroup<Task>) {
     for (int b = (int)t.buffer_count - 1; b >= 0; --b)
       if (t.launch_of[b] < launch && node->slot[b] == NS_SLOT_OF(ref)) return node->word[b];
   }
-  return __ldcg(&t.buffer_state[NS_SLOT_OF(ref)]);
+  return device_word;
 }
 
 template <typename Task>
-__device__ InputStates read_inputs(const Task& t, uint32_t launch, const NodeStates* node) {
+__device__ InputStates read_inputs(const Task& t, uint32_t launch, const NodeStates* node, const InputWords& loaded) {
   InputStates in{};
   if (!t.buffer_state) return in;
   const uint32_t count = input_count(t, launch);
   const uint32_t n = count < NANSCOPE_ORIGIN_MAX_INPUTS ? count : NANSCOPE_ORIGIN_MAX_INPUTS;
-  unsigned long long w[NANSCOPE_ORIGIN_MAX_INPUTS];
-#pragma unroll
-  for (uint32_t i = 0; i < NANSCOPE_ORIGIN_MAX_INPUTS; ++i)  // all loads in flight at once
-    w[i] = i < n ? input_word(t, launch, input_ref(t, launch, i), node) : 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t status = (uint32_t)(w[i] & 0xffu);
-    if (((w[i] >> 8) & 0xffffu) != NS_GEN_OF(input_ref(t, launch, i)) || status == NS_STATE_UNKNOWN) {
+    const uint32_t ref = input_ref(t, launch, i);
+    const unsigned long long w = input_word(t, launch, ref, node, loaded.w[i]);
+    const uint32_t status = (uint32_t)(w & 0xffu);
+    if (((w >> 8) & 0xffffu) != NS_GEN_OF(ref) || status == NS_STATE_UNKNOWN) {
       in.unknown = true;  // a reused slot's old word, or never scanned
       continue;
     }
     if (status != NS_STATE_NONFINITE) continue;
-    const unsigned long long seq = w[i] >> 24;
+    const unsigned long long seq = w >> 24;
     bool seen = false;
     for (uint32_t j = 0; j < in.parent_count && j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) seen |= in.parents[j] == seq;
     if (seen) continue;
@@ -178,6 +203,7 @@ __device__ __forceinline__ void remember_scan(unsigned long long* st, const nans
 // The row fields of a record from the ranges the last block built (scan_ranges.cuh).
 __device__ __forceinline__ void set_row_ranges(const RowRanges& rr, nanscope_record& r) {
   uint32_t pad_bits = 0;
+#pragma unroll 1
   for (uint32_t k = 0; k < rr.count; ++k) {
     r.range_first[k] = rr.first[k];
     r.range_last[k] = rr.last[k];
@@ -256,8 +282,10 @@ __device__ __forceinline__ void count_mirrored(unsigned long long* dev, volatile
 // The last block to finish turns the totals into channel records: warp 0, lane b for buffers[b]
 // (every lane of the warp calls it). `tot` holds each buffer's totals (read from the accumulator,
 // or straight from shared memory for a one-block scan); `ranges` the row ranges of the row-aware
-// buffers with findings (their bitmaps are already clear). Lane 0 reserves every record's slot at
-// once; then each lane reads its launch's input states, posts its record, fences and releases it,
+// buffers with findings (their bitmaps are already clear). Every lane loads what it needs at once
+// (the chain of dependent round trips is what a scan with findings costs over a clean one); lane 0
+// reserves every record's slot; then each lane decides its inputs' states, posts its record,
+// fences and releases it,
 // all lanes at the same time (one after the other, a node with eight records paid eight chains of
 // round trips). The state words come out as buffer by buffer in order: a group's later launch sees
 // its earlier launches' words (NodeStates), and of two buffers with one word the later one wins.
@@ -265,12 +293,19 @@ template <bool kRows, typename Task>
 __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay, const RowRanges* ranges) {
   __shared__ NodeStates s_node;
   const uint32_t lane = threadIdx.x & 31;
+  // Every load of the publish is issued here, before any result is needed: the ring's position,
+  // this lane's input state words, and (in lane_verdict) its buffer's last state. One round trip
+  // for all of them, then the reservation's CAS.
+  const bool may_post = lane < t.buffer_count && tot[lane].nan + tot[lane].pos_inf + tot[lane].neg_inf != 0;
+  SlotGuess guess{};
+  if (lane == 0) guess = guess_slots(t);
+  const InputWords loaded = load_input_words(t, launch_of_buffer(t, may_post ? lane : 0), may_post);
   const LaneVerdict v = lane_verdict<kRows>(t, tot, lane);
   const uint32_t record_mask = __ballot_sync(0xffffffffu, v.bad && !v.quiet);
   const uint32_t quiet_mask = __ballot_sync(0xffffffffu, v.quiet);
   unsigned long long first_slot = 0;
   uint32_t granted = 0;
-  if (lane == 0 && record_mask) granted = reserve_slots(t, __popc(record_mask), first_slot);
+  if (lane == 0 && record_mask) granted = reserve_slots(t, __popc(record_mask), guess, first_slot);
   granted = __shfl_sync(0xffffffffu, granted, 0);
   first_slot = __shfl_sync(0xffffffffu, first_slot, 0);
   const uint32_t index = __popc(record_mask & ((1u << lane) - 1u));
@@ -302,7 +337,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
   }
   __syncwarp();
   InputStates in{};
-  if (posts) in = read_inputs(t, launch_of_buffer(t, lane), &s_node);
+  if (posts) in = read_inputs(t, launch_of_buffer(t, lane), &s_node, loaded);
   // Every lane has read its inputs before any word changes; of two buffers with one word, the
   // later one's stays.
   for (uint32_t b = lane + 1; sets && b < t.buffer_count; ++b) sets = s_node.slot[b] != s_node.slot[lane];

@@ -19,19 +19,24 @@ struct RowRanges {
   bool truncated;
 };
 
-// Padding status of the rows 32w + j of bitmap word w whose bit j is set in `flagged`.
-__device__ __forceinline__ unsigned padding_mask(const nanscope_row_spec& s, uint64_t w, unsigned flagged) {
-  if (!flagged || s.source == NS_PAD_NONE) return 0;
-  unsigned mask = 0;
-  if (s.source == NS_PAD_COUNT_DEVICE || s.source == NS_PAD_COUNT_HOST) {
-    const uint64_t first_row = w * 32;
-    for (int j = 0; j < 32; ++j) mask |= (unsigned)row_is_padding(s, first_row + j) << j;  // arithmetic, no loads
-    return mask & flagged;
+// The padding status of a tile's flagged rows into s_pad[1 + k] (bit j: row 32 (tile + k) + j),
+// a warp per bitmap word and a lane per row: a lookup is one lane's load (or a staged bit,
+// RowFlags::padding), not a thread walking its word's 32 rows (unrolled, that walk was most of
+// the code a scan with findings ran cold, about 2.7 us of a decode-sized node). Every thread
+// calls it; s_pad[1..] of the tile's words start at zero.
+__device__ __forceinline__ void stage_tile_padding(const nanscope_row_spec& s, const RowFlags& flags, uint64_t tile,
+                                                   uint64_t words, const unsigned* s_flag, unsigned* s_pad) {
+  if (s.source == NS_PAD_NONE) return;
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t tile_words = words - tile < (uint64_t)kThreads ? words - tile : (uint64_t)kThreads;
+#pragma unroll 4
+  for (uint64_t k = threadIdx.x >> 5; k < tile_words; k += kThreads / 32) {
+    const unsigned f = s_flag[1 + k];
+    if (!f) continue;  // the warp's word: uniform
+    const bool pad = ((f >> lane) & 1u) && flags.padding(s, (tile + k) * 32 + lane);
+    const unsigned bits = __ballot_sync(0xffffffffu, pad);
+    if (lane == 0) s_pad[1 + k] = bits;
   }
-#pragma unroll 16
-  for (int j = 0; j < 32; ++j)
-    if ((flagged >> j) & 1u) mask |= (unsigned)row_is_padding(s, w * 32 + j) << j;
-  return mask;
 }
 
 // Block-wide exclusive prefix sum of `v` (every thread calls it; two barriers); `total` gets the sum.
@@ -64,12 +69,14 @@ __device__ __forceinline__ uint32_t block_exclusive_sum(uint32_t v, uint32_t& to
 // Writes the ranges that start (or end) in this thread's word; `index` numbers its first one.
 __device__ __forceinline__ void write_range_bounds(RowRanges& out, unsigned starts, unsigned ends, unsigned pad,
                                                    uint64_t w, uint32_t start_index, uint32_t end_index) {
+#pragma unroll 1
   for (uint32_t k = start_index; starts && k < NANSCOPE_MAX_ROW_RANGES; ++k) {
     const int j = __ffs(starts) - 1;
     starts &= starts - 1;
     out.first[k] = (uint32_t)(w * 32 + j);
     out.padding[k] = (pad >> j) & 1u;
   }
+#pragma unroll 1
   for (uint32_t k = end_index; ends && k < NANSCOPE_MAX_ROW_RANGES; ++k) {
     const int j = __ffs(ends) - 1;
     ends &= ends - 1;
@@ -77,26 +84,33 @@ __device__ __forceinline__ void write_range_bounds(RowRanges& out, unsigned star
   }
 }
 
-// The ranges of one buffer's bitmap (`s` in shared memory), into `out` (shared). Every thread
+// The ranges of one buffer's row marks (`s` in shared memory), into `out` (shared). Every thread
 // calls it. A row starts a range unless the row before it is flagged with the same padding
 // status; it ends one unless the row after it is. The tiles of kThreads words stop once a range
-// past the last one a record holds has started (then the rest of the bitmap is only cleared).
-__device__ void build_row_ranges(const nanscope_row_spec& s, RowRanges& out) {
+// past the last one a record holds has started (then the rest of the marks are only cleared).
+// The marks are the device bitmap (`marks` = s.row_bitmap, `words` = its size), or with kShared
+// a one-block scan's own window, which then is neither flushed nor read back (two round trips).
+template <bool kShared>
+__device__ void build_row_ranges(const nanscope_row_spec& s, RowRanges& out, unsigned* marks, uint64_t words,
+                                 const RowFlags& flags) {
   __shared__ unsigned s_flag[kThreads + 2], s_pad[kThreads + 2];  // [0]: the word before the tile
-  const uint64_t words = (s.rows + 31) / 32;
+  auto mark_word = [&](uint64_t w) -> unsigned { return kShared ? marks[w] : __ldcg(&marks[w]); };
   const unsigned t = threadIdx.x;
   if (t == 0) s_flag[0] = s_pad[0] = 0;
   uint32_t starts_before = 0, ends_before = 0;
   uint64_t tile = 0;
   for (; tile < words && starts_before <= NANSCOPE_MAX_ROW_RANGES; tile += kThreads) {
     const uint64_t w = tile + t;
-    const unsigned f = w < words ? __ldcg(&s.row_bitmap[w]) : 0u, p = padding_mask(s, w, f);
-    s_flag[t + 1] = f, s_pad[t + 1] = p;
+    const unsigned f = w < words ? mark_word(w) : 0u;
+    s_flag[t + 1] = f, s_pad[t + 1] = 0;
     if (t == kThreads - 1) {  // the first row after the tile
-      const unsigned nf = w + 1 < words ? __ldcg(&s.row_bitmap[w + 1]) & 1u : 0u;
-      s_flag[kThreads + 1] = nf, s_pad[kThreads + 1] = nf && row_is_padding(s, (w + 1) * 32);
+      const unsigned nf = w + 1 < words ? mark_word(w + 1) & 1u : 0u;
+      s_flag[kThreads + 1] = nf, s_pad[kThreads + 1] = nf && flags.padding(s, (w + 1) * 32);
     }
     __syncthreads();
+    stage_tile_padding(s, flags, tile, words, s_flag, s_pad);
+    __syncthreads();
+    const unsigned p = s_pad[t + 1];
     const unsigned prev_f = f << 1 | s_flag[t] >> 31, prev_p = p << 1 | s_pad[t] >> 31;
     const unsigned next_f = f >> 1 | (s_flag[t + 2] & 1u) << 31, next_p = p >> 1 | (s_pad[t + 2] & 1u) << 31;
     const unsigned starts = f & ~(prev_f & ~(prev_p ^ p)), ends = f & ~(next_f & ~(next_p ^ p));
@@ -105,9 +119,9 @@ __device__ void build_row_ranges(const nanscope_row_spec& s, RowRanges& out) {
     write_range_bounds(out, starts, ends, p, w, starts_before + (before & 0xffffu), ends_before + (before >> 16));
     starts_before += total & 0xffffu, ends_before += total >> 16;
     if (t == kThreads - 1) s_flag[0] = f, s_pad[0] = p;  // every thread read s_flag[t] before the sum's barriers
-    if (f) s.row_bitmap[w] = 0;
+    if (f) marks[w] = 0;
   }
-  for (uint64_t w = tile + t; w < words; w += kThreads) s.row_bitmap[w] = 0;
+  for (uint64_t w = tile + t; w < words; w += kThreads) marks[w] = 0;
   if (t == 0) {
     out.count = starts_before < NANSCOPE_MAX_ROW_RANGES ? starts_before : NANSCOPE_MAX_ROW_RANGES;
     out.truncated = starts_before > NANSCOPE_MAX_ROW_RANGES;

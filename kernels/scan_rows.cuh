@@ -45,6 +45,10 @@ __device__ __forceinline__ RowFlags row_flags_for(const nanscope_scan_buffer& b,
 
 // Rows whose padding status a block stages for its walk (one bit each, in shared memory).
 constexpr int kStagedRowWords = 32;
+// Shares spanning fewer rows are not staged: the walk then looks a row up only when it finds a
+// bad value there, and a clean scan pays no round trip before its walk (staging the 8 rows of a
+// decode-sized [8,256] node cost it 1.0 us clean and 1.2 us with NaN, run S12-3).
+constexpr uint64_t kMinStagedRows = 33;
 
 __device__ __forceinline__ unsigned* staged_padding() {
   __shared__ unsigned s_pad[kStagedRowWords];
@@ -54,7 +58,7 @@ __device__ __forceinline__ unsigned* staged_padding() {
 // Before the element walk of a row-aware buffer (every thread calls it; a barrier unless it
 // stages nothing): the padding status of the rows of this block's share, looked up all at once
 // (one round trip for the block) instead of one dependent load each time a lane enters a row.
-// Shares spanning more rows than fit keep looking rows up one by one.
+// Shares spanning more rows than fit, or too few to pay, keep looking rows up one by one.
 __device__ __forceinline__ void stage_row_padding(const nanscope_scan_buffer& b, const nanscope_row_spec& s,
                                                   RowFlags& f) {
   const uint32_t eb = element_bytes(b.dtype);
@@ -64,7 +68,7 @@ __device__ __forceinline__ void stage_row_padding(const nanscope_scan_buffer& b,
   const uint64_t r0 = row_of(w.e_lo, s), r1 = row_of(w.e_hi - 1, s);
   if (r0 >= s.rows) return;
   const uint64_t n = (r1 < s.rows ? r1 + 1 : s.rows) - r0;  // rows past the spec keep their old lookup
-  if (n > uint64_t{kStagedRowWords} * 32) return;
+  if (n > uint64_t{kStagedRowWords} * 32 || n < kMinStagedRows) return;
   unsigned* bits = staged_padding();
   for (uint64_t k0 = 0; k0 < n; k0 += kThreads) {
     const uint64_t k = k0 + threadIdx.x;
