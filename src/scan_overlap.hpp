@@ -10,6 +10,10 @@
 #include <functional>
 #include <vector>
 
+namespace nanscope::decode {
+struct Decoded;
+}
+
 namespace nanscope::overlap {
 
 struct Range {
@@ -49,6 +53,10 @@ struct KnownWrite {
 std::vector<Range> launch_writes(const std::vector<uint64_t>& words, const std::vector<KnownWrite>& exact,
                                  const std::vector<uint64_t>& inputs,
                                  const std::function<uint64_t(uint64_t)>& allocation_end);
+// A decoded launch as launch_writes takes it: every write whose extent the decoder knows into
+// `exact` (integer outputs too: never scanned, but exact), every pointer it names as read (the
+// NaN-free inputs too) into `inputs`.
+void add_decoded_io(const decode::Decoded& d, std::vector<KnownWrite>& exact, std::vector<uint64_t>& inputs);
 
 // The longest chain of the graph (by node count, the critical path of a graph of equal nodes),
 // and how many of its nodes are scans: what the planner left on the critical path.
