@@ -44,8 +44,8 @@ struct Edge {
 // byte span) are taken as they are; every other word, unless the decoder names it as an input the
 // kernel only reads (`inputs`), may write from itself to the end of the allocation holding it
 // (`allocation_end(word)`; 0 when it is in none: then the word alone). A decoder leaves out what
-// it cannot scan (integer outputs, for one), so its writes alone would not be enough: an output
-// it left out is still one of `words`. Scan reads are then exact (a scan reads its buffers only):
+// it cannot scan (integer outputs, unless it knows their range: Write::no_nan), so its writes
+// alone would not be enough: an output it left out is still one of `words`. Scan reads are then exact (a scan reads its buffers only):
 // a write through a pointer below a buffer reaches it through the rest of its allocation.
 struct KnownWrite {
   uint64_t ptr = 0, bytes = 0;

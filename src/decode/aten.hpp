@@ -9,7 +9,8 @@
 //    no strings.
 // Structs and offsets follow the torch 2.11 headers (ATen/native/cuda/CUDALoops.cuh, Loops.cuh,
 // MemoryAccess.cuh, Reduce.cuh, ATen/cuda/detail/OffsetCalculator.cuh, TensorInfo.cuh,
-// PersistentSoftmax.cuh) and ../shared/notes/pytorch-kernels.md; docs/aten-decoders.md lists
+// PersistentSoftmax.cuh), the sources of Copy.cu and RangeFactories.cu (the casting copy's and
+// the range factories' closures) and ../shared/notes/pytorch-kernels.md; docs/aten-decoders.md lists
 // each family, its gate and what it returns when unsure.
 #pragma once
 #include <cstdint>
