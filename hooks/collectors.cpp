@@ -130,9 +130,7 @@ bool decoded_io(const KernelInfo& k, const LaunchArgs& a, const Allocations& all
                 std::vector<overlap::KnownWrite>& exact, std::vector<uint64_t>& inputs) {
   const auto decoded = decode_launch(k, a, allocs);
   if (!decoded || decoded->status != decode::Status::decoded) return false;
-  for (uint32_t i = 0; i < decoded->write_count; ++i)
-    if (!decoded->writes[i].extent_from_block) exact.push_back({decoded->writes[i].ptr, decoded->writes[i].span_bytes});
-  inputs.insert(inputs.end(), decoded->reads, decoded->reads + decoded->read_count);
+  overlap::add_decoded_io(*decoded, exact, inputs);
   return true;
 }
 
@@ -152,7 +150,9 @@ void DecodedWritesCollector::collect(TaskDraft& draft) {
     return;
   }
   for (uint32_t i = 0; i < out.read_count; ++i) draft.add_read(out.reads[i], out.read_dtypes[i], out.read_elements[i]);
-  for (uint32_t i = 0; i < out.write_count; ++i) add_write(draft, out.writes[i]);
+  // An integer output (no_nan) is exact for the graph planner (decoded_io), with nothing to scan.
+  for (uint32_t i = 0; i < out.write_count; ++i)
+    if (!out.writes[i].no_nan) add_write(draft, out.writes[i]);
 }
 
 void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w) {

@@ -30,7 +30,7 @@ class WatchesCollector : public TaskCollector {
 // Exact writes named by a kernel-family decoder (src/decode: ATen, Triton): the byte range and
 // element type each launch writes, from its parameters. A write nanscope cannot scan exactly
 // (an element size with no known type, a strided span with gaps, no extent) is left out and
-// counted, never widened to the allocation.
+// counted, never widened to the allocation; an integer output (Write::no_nan) is neither.
 // What a kernel-family decoder says one launch writes and reads; nullopt when the kernel has no
 // decoder or more parameters than a decoded launch reads. A refused layout comes back with
 // status layout_mismatch and its reason.

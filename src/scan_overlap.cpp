@@ -5,6 +5,8 @@
 #include <deque>
 #include <utility>
 
+#include "decode/written.hpp"
+
 namespace nanscope::overlap {
 
 namespace {
@@ -272,6 +274,13 @@ std::vector<Range> launch_writes(const std::vector<uint64_t>& words, const std::
     out.push_back({v, end > v ? end : v + 1});
   }
   return out;
+}
+
+void add_decoded_io(const decode::Decoded& d, std::vector<KnownWrite>& exact, std::vector<uint64_t>& inputs) {
+  for (uint32_t i = 0; i < d.write_count; ++i)
+    if (!d.writes[i].extent_from_block) exact.push_back({d.writes[i].ptr, d.writes[i].span_bytes});
+  inputs.insert(inputs.end(), d.reads, d.reads + d.read_count);
+  inputs.insert(inputs.end(), d.no_nan_reads, d.no_nan_reads + d.no_nan_read_count);
 }
 
 Chain longest_chain(const std::vector<NodeKind>& kinds, const std::vector<Edge>& edges) {

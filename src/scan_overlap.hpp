@@ -10,6 +10,10 @@
 #include <functional>
 #include <vector>
 
+namespace nanscope::decode {
+struct Decoded;
+}
+
 namespace nanscope::overlap {
 
 struct Range {
@@ -40,8 +44,8 @@ struct Edge {
 // byte span) are taken as they are; every other word, unless the decoder names it as an input the
 // kernel only reads (`inputs`), may write from itself to the end of the allocation holding it
 // (`allocation_end(word)`; 0 when it is in none: then the word alone). A decoder leaves out what
-// it cannot scan (integer outputs, for one), so its writes alone would not be enough: an output
-// it left out is still one of `words`. Scan reads are then exact (a scan reads its buffers only):
+// it cannot scan (integer outputs, unless it knows their range: Write::no_nan), so its writes
+// alone would not be enough: an output it left out is still one of `words`. Scan reads are then exact (a scan reads its buffers only):
 // a write through a pointer below a buffer reaches it through the rest of its allocation.
 struct KnownWrite {
   uint64_t ptr = 0, bytes = 0;
@@ -49,6 +53,10 @@ struct KnownWrite {
 std::vector<Range> launch_writes(const std::vector<uint64_t>& words, const std::vector<KnownWrite>& exact,
                                  const std::vector<uint64_t>& inputs,
                                  const std::function<uint64_t(uint64_t)>& allocation_end);
+// A decoded launch as launch_writes takes it: every write whose extent the decoder knows into
+// `exact` (integer outputs too: never scanned, but exact), every pointer it names as read (the
+// NaN-free inputs too) into `inputs`.
+void add_decoded_io(const decode::Decoded& d, std::vector<KnownWrite>& exact, std::vector<uint64_t>& inputs);
 
 // The longest chain of the graph (by node count, the critical path of a graph of equal nodes),
 // and how many of its nodes are scans: what the planner left on the critical path.

@@ -9,7 +9,8 @@
 //    no strings.
 // Structs and offsets follow the torch 2.11 headers (ATen/native/cuda/CUDALoops.cuh, Loops.cuh,
 // MemoryAccess.cuh, Reduce.cuh, ATen/cuda/detail/OffsetCalculator.cuh, TensorInfo.cuh,
-// PersistentSoftmax.cuh) and ../shared/notes/pytorch-kernels.md; docs/aten-decoders.md lists
+// PersistentSoftmax.cuh), the sources of Copy.cu and RangeFactories.cu (the casting copy's and
+// the range factories' closures) and ../shared/notes/pytorch-kernels.md; docs/aten-decoders.md lists
 // each family, its gate and what it returns when unsure.
 #pragma once
 #include <cstdint>
@@ -38,6 +39,8 @@ enum class AtenFamily : uint8_t {
   flash_fwd,           // pytorch_flash::flash_fwd_kernel, flash_fwd_splitkv_kernel<..., Split=false, Append_KV=false>
   flash_other,         // other split-kv kernels and the combine kernel: claimed, not decoded
   mem_eff,             // fmha_cutlassF_*(AttentionKernel<scalar_t, ...>::Params): O and the LSE
+  legacy_cast,         // elementwise_kernel<nt, vt, gpu_kernel_impl lambda>: dynamic casting, captureless functors
+  with_index,          // elementwise_kernel_with_index<index_t, lambda>(N, f, data): arange, range, linspace, logspace
   count_
 };
 
@@ -84,6 +87,10 @@ struct FamilyMatch {
   bool in_trivial = false;   // unrolled / multi_output: TrivialOffsetCalculator inputs (N each)
   uint8_t load_cast = 0;     // unrolled: N of LoadWithCast<N> (input types in the loader bytes)
   bool kv_dense = false;     // flash: K and V are [b, seqlen_k, h_k, d] (no KV cache indexing)
+  // c10::ScalarType of the output: with_index, the dispatch case's type; legacy_cast, the value
+  // dtypes[0] must hold (the copy lambda's argument type). 0xff: unset.
+  uint8_t out_st = 0xff;
+  uint8_t index_bytes = 0;   // with_index: width of N (index_t int or long)
 };
 
 // Once per kernel. `mangled` is the device-side name, `demangled` its demangled text (pass an

@@ -1,41 +1,24 @@
 // TensorIterator elementwise families (CUDALoops.cuh, Loops.cuh): data[0..outputs-1] are the
 // outputs, the rest inputs; `int N` is the element count of the launch.
-#include <array>
-
 #include "decode/aten_internal.hpp"
 
 namespace nanscope::decode::aten {
 
 namespace {
 
-constexpr uint32_t align8(uint32_t x) { return (x + 7) & ~7u; }
-
-// c10::ScalarType (c10/core/ScalarType.h) -> DType; `is_float` false for the non-floating
-// types a StoreWithCast can carry (integers, bool, complex, quantized). Unknown bytes: false.
+// A StoreWithCast / LoadWithCast byte: its DType, `is_float` false for the types that hold no
+// NaN or are no DType (integers, bool, complex, quantized). Unknown bytes: false.
 bool scalar_type(uint8_t st, DType& dt, bool& is_float) {
-  switch (st) {
-    case 5: dt = DType::f16; break;
-    case 6: dt = DType::f32; break;
-    case 7: dt = DType::f64; break;
-    case 15: dt = DType::bf16; break;
-    case 23: dt = DType::f8e5m2; break;
-    case 24: dt = DType::f8e4m3; break;
-    default:
-      // Byte, Char, Short, Int, Long (0-4), ComplexHalf/Float/Double (8-10), Bool (11),
-      // QInt8, QUInt8, QInt32 (12-14): no NaN to find.
-      is_float = false;
-      return st <= 4 || (st >= 8 && st <= 14);
-  }
-  is_float = true;
+  const ScalarInfo* s = scalar_info(st);
+  if (!s) return false;
+  dt = s->dtype;
+  is_float = s->dtype != DType::none;
   return true;
 }
 
-// c10::elementSize of ScalarType 0..15 (Byte .. BFloat16); 0: not a type a loader carries here.
-constexpr std::array<uint8_t, 16> kScalarSizes{1, 1, 2, 4, 8, 2, 4, 8, 4, 8, 16, 1, 1, 1, 4, 2};
-
 uint32_t scalar_type_size(uint8_t st) {
-  if (st < kScalarSizes.size()) return kScalarSizes[st];
-  return st == 23 || st == 24 ? 1 : 0;
+  const ScalarInfo* s = scalar_info(st);
+  return s ? s->size : 0;
 }
 
 // Whether the name types the inputs data[first..nargs-1]: it must imply exactly that many.
@@ -95,29 +78,34 @@ Decoded contiguous_out(const FamilyMatch& m, const LaunchView& v, DType dt, bool
   return d;
 }
 
+// The elements input `i` of a closure's calculator reads when they pack densely (0: unknown).
+uint64_t strided_elements(const char* blob, uint32_t nargs, uint32_t i, DType dt) {
+  if (dt == DType::none) return 0;
+  DimList dims;
+  add_calc_dims(blob, nargs, i, dims);
+  return dense_elements(dims, dtype_size(dt));
+}
+
 // Non-contiguous inputs: each one's extent from its byte strides in the closure's calculator.
 void add_strided_inputs(Decoded& d, const FamilyMatch& m, const char* blob, uint32_t nargs) {
-  const char* data = blob + align8(offset_calc_size(nargs));
+  const char* data = blob + legacy_data_at(nargs);
   if (!typed(m, 1, nargs)) return add_inputs(d, m, data, 1, nargs, 0);
   for (uint32_t i = 1; i < nargs; ++i) {
     if (m.in_skip >> (i - 1) & 1u) continue;
     const DType dt = m.in[i - 1];
-    DimList dims;
-    add_calc_dims(blob, nargs, i, dims);
-    const uint64_t elements = dt == DType::none ? 0 : dense_elements(dims, dtype_size(dt));
-    d.add_read(load<uint64_t>(data, 8 * i), dt, elements);
+    d.add_read(load<uint64_t>(data, 8 * i), dt, strided_elements(blob, nargs, i, dt));
   }
 }
 
 // The legacy closure for a given NARGS: OffsetCalculator<NARGS> at 0, data at align8 after it.
 bool legacy_fits(const FamilyMatch& m, const char* blob, uint32_t nargs, int32_t n, CalcExtent& e) {
-  const uint32_t data_at = align8(offset_calc_size(nargs));
+  const uint32_t data_at = legacy_data_at(nargs);
   return data_at + 8 * nargs <= m.blob_size && offset_calc_extent(blob, nargs, 0, e) &&
          e.numel == static_cast<uint64_t>(n);
 }
 
 bool all_live(const char* blob, uint32_t nargs, const AddressQuery& live) {
-  const uint32_t data_at = align8(offset_calc_size(nargs));
+  const uint32_t data_at = legacy_data_at(nargs);
   for (uint32_t i = 0; i < nargs; ++i)
     if (!live(load<uint64_t>(blob, data_at + 8 * i))) return false;
   return true;
@@ -189,12 +177,47 @@ Decoded decode_legacy(const FamilyMatch& m, const LaunchView& v, const AddressQu
   CalcExtent e;
   if (!nargs || !legacy_fits(m, blob, nargs, n, e))
     return Decoded::mismatch("closure does not fit an offset calculator");
-  const uint32_t data_at = align8(offset_calc_size(nargs));
+  const uint32_t data_at = legacy_data_at(nargs);
   Decoded d;
   add_strided_inputs(d, m, blob, nargs);
   if (m.out_type != OutType::static_dtype) return d;
   const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
   d.add_write(make_write(load<uint64_t>(blob, data_at), e.distinct, e.max_off, m.out, es, 1));
+  return d;
+}
+
+// gpu_kernel_impl's dynamic-casting closure (match_legacy_cast: a known captureless copy
+// lambda): the output is stored as dtypes[0] (c10::cast_and_store), each input loaded as its
+// dtypes[i] (CUDALoops.cuh); byte strides as in the nocast closure. Per launch, every dtypes
+// byte must be a known ScalarType, dtypes[0] the copy lambda's type (direct_copy_kernel_cuda
+// dispatches on iter.dtype(0)), and some input another type (else needs_dynamic_casting is false
+// and the nocast kernel runs): bytes at the wrong place fail these. Integer outputs are exact
+// writes marked no_nan; integer inputs NaN-free reads.
+Decoded decode_legacy_cast(const FamilyMatch& m, const LaunchView& v, const AddressQuery&) {
+  const int32_t n = load<int32_t>(v.params[0], 0);
+  if (n < 0) return Decoded::mismatch("negative N");
+  const char* blob = v.params[1];
+  const uint32_t nargs = m.nargs;
+  CalcExtent e;
+  if (!legacy_fits(m, blob, nargs, n, e)) return Decoded::mismatch("closure does not fit an offset calculator");
+  const char* dtypes = blob + cast_dtypes_at(nargs);
+  const ScalarInfo* out = scalar_info(load<uint8_t>(dtypes, 0));
+  if (!out || out->st != m.out_st) return Decoded::mismatch("output ScalarType is not the copy's type");
+  const char* data = blob + legacy_data_at(nargs);
+  Decoded d;
+  bool casts = false;
+  for (uint32_t i = 1; i < nargs; ++i) {
+    const ScalarInfo* in = scalar_info(load<uint8_t>(dtypes, i));
+    if (!in) return Decoded::mismatch("unknown ScalarType in the closure's dtypes");
+    casts = casts || in->st != out->st;
+    const uint64_t p = load<uint64_t>(data, 8 * i);
+    if (in->no_nan)
+      d.add_no_nan_read(p);
+    else
+      d.add_read(p, in->dtype, strided_elements(blob, nargs, i, in->dtype));
+  }
+  if (!casts) return Decoded::mismatch("no input is cast: not the dynamic-casting closure");
+  d.add_write(scalar_write(load<uint64_t>(data, 0), e.distinct, e.max_off, *out, 1));
   return d;
 }
 

@@ -12,6 +12,22 @@ namespace nanscope::decode::aten {
 
 // ---- match time (names) ----------------------------------------------------------------------
 
+inline FamilyMatch mismatch(AtenFamily f, std::string_view why) {
+  FamilyMatch m;
+  m.kind = MatchKind::layout_mismatch;
+  m.family = f;
+  m.reason = why;
+  return m;
+}
+
+inline FamilyMatch matched(AtenFamily f, const Layout& l) {
+  FamilyMatch m;
+  m.kind = MatchKind::matched;
+  m.family = f;
+  m.param_count = static_cast<uint32_t>(l.size());
+  return m;
+}
+
 // The demangled name's qualified function name without "void " and without any
 // "(anonymous namespace)::" component, e.g. "at::native::unrolled_elementwise_kernel".
 std::string qualified_name(std::string_view demangled);
@@ -32,6 +48,11 @@ void input_type(std::string_view type, DType& dt, bool& skip);
 bool functor_inputs(std::string_view functor, FamilyMatch& m);
 // The number of parameters of the last "{lambda(...)#n}" in `functor`; -1 when there is none.
 int lambda_arity(std::string_view functor);
+// Removes "{lambda(<params>)#<n>}" from the front of `s`: `params` gets the parameter text,
+// `number` n. False (s unchanged) when s does not start with one.
+bool take_lambda(std::string_view& s, std::string_view& params, uint32_t& number);
+// What joins a lambda to one defined inside it in a demangled name.
+inline constexpr std::string_view kLambdaStep = "::operator()() const::";
 // N of "std::array<char*, Nul>" in `text`; 0 when absent.
 int char_array_size(std::string_view text);
 
@@ -50,6 +71,17 @@ inline constexpr uint32_t kMaxDims = 25;
 inline constexpr uint32_t kDividerBytes = 12;
 inline constexpr uint32_t kStridesAt = 4 + kMaxDims * kDividerBytes;  // 304
 constexpr uint32_t offset_calc_size(uint32_t nargs) { return kStridesAt + kMaxDims * 4 * nargs; }
+constexpr uint32_t align_to(uint32_t x, uint32_t a) { return (x + a - 1) / a * a; }
+
+// The non-contiguous elementwise closures (CUDALoops.cuh), captures in order of first use:
+// OffsetCalculator<NARGS> at 0, std::array<char*, NARGS> data after it 8-aligned, the functor;
+// gpu_kernel_impl's dynamic-casting lambda then std::array<ScalarType, NARGS> dtypes. nvcc's
+// extended-lambda wrapper appends 8 bytes. With a captureless (one-byte) functor the dtypes
+// follow it directly: 536 bytes for NARGS 2, as the table's direct_copy rows have.
+constexpr uint32_t legacy_data_at(uint32_t nargs) { return align_to(offset_calc_size(nargs), 8); }
+constexpr uint32_t cast_dtypes_at(uint32_t nargs) { return legacy_data_at(nargs) + 8 * nargs + 1; }
+constexpr uint32_t cast_closure_size(uint32_t nargs) { return align_to(cast_dtypes_at(nargs) + nargs, 8) + 8; }
+static_assert(cast_closure_size(2) == 536 && cast_closure_size(3) == 648);
 
 struct CalcExtent {
   uint64_t numel = 0;     // product of all sizes (the iteration count)
@@ -93,17 +125,37 @@ uint64_t dense_4d(uint64_t n0, int64_t s0, uint64_t n1, int64_t s1, uint64_t n2,
 // A dense or strided write of `numel` elements whose last element starts `last_byte` past ptr.
 Write make_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, DType dt, uint32_t esize,
                  uint32_t arg);
+
+// One c10::ScalarType (aten_scalar.cpp): its value, its C++ name as demangled, size and
+// alignment, its DType (none: integer, bool, complex, quantized), and whether it holds no NaN.
+struct ScalarInfo {
+  uint8_t st;
+  std::string_view cpp;
+  uint8_t size, align;
+  DType dtype;
+  bool no_nan;  // integer, bool or quantized
+};
+inline constexpr uint8_t kNoScalarType = 0xff;
+const ScalarInfo* scalar_info(uint8_t st);            // null: a value the decoders do not know
+const ScalarInfo* scalar_info(std::string_view cpp);  // null: not a scalar type name
+// make_write with the type's dtype and size; a NaN-free type's write is marked no_nan.
+Write scalar_write(uint64_t ptr, uint64_t numel, uint64_t last_byte, const ScalarInfo& s, uint32_t arg);
 inline Write dense_write(uint64_t ptr, uint64_t numel, DType dt, uint32_t arg) {
   const uint32_t es = static_cast<uint32_t>(dtype_size(dt));
   return make_write(ptr, numel, numel ? (numel - 1) * es : 0, dt, es, arg);
 }
 
-// Per-family decoders (aten_elementwise.cpp, aten_reduce.cpp, aten_misc.cpp).
+// Matchers that live beside their decoders (the rest are in aten_table.cpp).
+FamilyMatch match_with_index(std::string_view demangled, const Layout&);  // aten_range.cpp
+
+// Per-family decoders (aten_elementwise.cpp, aten_reduce.cpp, aten_misc.cpp, aten_range.cpp).
 using DecodeFn = Decoded (*)(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_vectorized(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_unrolled(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_multi_output(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_legacy(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_legacy_cast(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_with_index(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_reduce(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_layer_norm_vec(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_rowwise_moments(const FamilyMatch&, const LaunchView&, const AddressQuery&);

@@ -247,6 +247,23 @@ int lambda_arity(std::string_view functor) {
   return static_cast<int>(split_top(params).size());
 }
 
+bool take_lambda(std::string_view& s, std::string_view& params, uint32_t& number) {
+  constexpr std::string_view kOpen = "{lambda(";
+  const std::size_t close = s.find(")#"), end = s.find('}');
+  if (s.substr(0, kOpen.size()) != kOpen || close == std::string_view::npos || end == std::string_view::npos ||
+      end < close + 3 || end - close > 8)
+    return false;
+  uint32_t n = 0;
+  for (std::size_t i = close + 2; i < end; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    n = n * 10 + static_cast<uint32_t>(s[i] - '0');
+  }
+  params = s.substr(kOpen.size(), close - kOpen.size());
+  number = n;
+  s.remove_prefix(end + 1);
+  return true;
+}
+
 int char_array_size(std::string_view text) {
   constexpr std::string_view kArr = "std::array<char*, ";
   const std::size_t at = text.find(kArr);

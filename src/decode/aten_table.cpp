@@ -17,22 +17,6 @@ namespace {
 
 using Param = std::pair<uint32_t, uint32_t>;
 
-FamilyMatch mismatch(AtenFamily f, std::string_view why) {
-  FamilyMatch m;
-  m.kind = MatchKind::layout_mismatch;
-  m.family = f;
-  m.reason = why;
-  return m;
-}
-
-FamilyMatch matched(AtenFamily f, const Layout& l) {
-  FamilyMatch m;
-  m.kind = MatchKind::matched;
-  m.family = f;
-  m.param_count = static_cast<uint32_t>(l.size());
-  return m;
-}
-
 bool layout_is(const Layout& l, std::initializer_list<Param> want) {
   return l.size() == want.size() && std::equal(want.begin(), want.end(), l.begin());
 }
@@ -127,17 +111,65 @@ FamilyMatch match_multi_output(std::string_view dem, const Layout& l) {
   return m;
 }
 
-// elementwise_kernel<nt, vt, lambda>(int N, lambda): only gpu_kernel_impl_nocast's lambda has a
-// known closure (OffsetCalculator<NARGS>, then data, then the functor). The cast variant keeps
-// the runtime output ScalarType after a functor of unknown size: not decoded.
+// Functors the dynamic-casting closure is known to hold with no captures (an empty class, one
+// byte, so the dtypes array follows it at once; a capture of up to 7 bytes would keep the
+// closure's size and move the array). Every lambda direct_copy_kernel_cuda passes to gpu_kernel
+// is `[] GPU_LAMBDA(scalar_t x) { return x; }` (Copy.cu, every version read; 2.11's names show
+// the same QINT and AT_DISPATCH_V2 switches), defined in its dispatch lambdas: the name is the
+// scope, `{lambda()#k}::operator()() const::` steps, then `{lambda(scalar_t)#n}`. The output
+// type is scalar_t (the dispatch is on iter.dtype(0)).
+constexpr std::array<std::string_view, 1> kCapturelessCopyScopes{
+    "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"};
+
+// The argument type of a known captureless copy lambda; empty for any other functor.
+std::string_view captureless_copy_arg(std::string_view functor) {
+  for (std::string_view scope : kCapturelessCopyScopes) {
+    if (functor.substr(0, scope.size()) != scope) continue;
+    std::string_view rest = functor.substr(scope.size()), params;
+    uint32_t number = 0;
+    while (take_lambda(rest, params, number) && params.empty() && rest.substr(0, kLambdaStep.size()) == kLambdaStep)
+      rest.remove_prefix(kLambdaStep.size());
+    const bool one_param = !params.empty() && params.find(',') == std::string_view::npos;
+    return rest.empty() && one_param ? params : std::string_view{};
+  }
+  return {};
+}
+
+// elementwise_kernel<nt, vt, gpu_kernel_impl<F>(TensorIteratorBase&, F const&)::{lambda(int)#1}>
+// (int N, closure): the dynamic-casting closure, decoded when F is a known captureless copy
+// lambda and the closure is exactly the size that layout gives (aten_internal.hpp).
+FamilyMatch match_legacy_cast(std::string_view impl_text, const Layout& l) {
+  constexpr std::string_view kLambda = ")::{lambda(int)#1}";
+  const auto impl = template_args(impl_text);
+  const bool non_contiguous = impl_text.size() > kLambda.size() &&
+                              impl_text.substr(impl_text.size() - kLambda.size()) == kLambda;
+  const std::string_view arg = impl.size() == 1 && non_contiguous ? captureless_copy_arg(impl[0]) : std::string_view{};
+  if (arg.empty()) return mismatch(AtenFamily::legacy_cast, "functor not known to be captureless");
+  const ScalarInfo* s = scalar_info(arg);
+  if (!s) return mismatch(AtenFamily::legacy_cast, "functor argument type unknown");
+  constexpr uint32_t kNargs = 2;  // a copy: the output and one input
+  if (l[1].second != cast_closure_size(kNargs))
+    return mismatch(AtenFamily::legacy_cast, "closure size is not the captureless cast layout");
+  FamilyMatch m = matched(AtenFamily::legacy_cast, l);
+  m.nargs = kNargs;
+  m.blob_size = l[1].second;
+  m.out_st = s->st;
+  m.out_type = s->dtype == DType::none ? OutType::not_float : OutType::static_dtype;
+  m.out = s->dtype;
+  return m;
+}
+
+// elementwise_kernel<nt, vt, lambda>(int N, lambda): gpu_kernel_impl_nocast's lambda
+// (OffsetCalculator<NARGS>, then data, then the functor), and gpu_kernel_impl's dynamic-casting
+// lambda with a known captureless functor (match_legacy_cast).
 FamilyMatch match_legacy(std::string_view dem, const Layout& l) {
   const auto args = template_args(dem);
   if (args.size() != 3 || l.size() != 2 || l[0] != Param{0, 4} || l[1].first != 8 ||
       l[1].second < offset_calc_size(1) + 8)
     return mismatch(AtenFamily::legacy, "layout mismatch");
+  if (args[2].find("at::native::gpu_kernel_impl<") == 0) return match_legacy_cast(args[2], l);
   constexpr std::string_view kNocast = "at::native::gpu_kernel_impl_nocast<";
-  if (args[2].find(kNocast) != 0)
-    return mismatch(AtenFamily::legacy, "closure not decoded (cast or other lambda)");
+  if (args[2].find(kNocast) != 0) return mismatch(AtenFamily::legacy, "closure not decoded (other lambda)");
   const auto impl = template_args(args[2]);
   FamilyMatch m = matched(AtenFamily::legacy, l);
   m.blob_size = l[1].second;
@@ -393,7 +425,7 @@ struct Entry {
   Matcher match;
 };
 
-constexpr std::array<Entry, 19> kTable{
+constexpr std::array<Entry, 20> kTable{
     Entry{"at::native::vectorized_elementwise_kernel", false, match_vectorized},
     Entry{"at::native::unrolled_elementwise_kernel", false, match_unrolled},
     Entry{"at::native::unrolled_elementwise_kernel_for_multi_outputs", false, match_multi_output},
@@ -413,6 +445,7 @@ constexpr std::array<Entry, 19> kTable{
     Entry{"pytorch_flash::flash_fwd_splitkv_kernel", false, match_flash_splitkv},
     Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
     Entry{"fmha_cutlassF_", true, match_mem_eff},
+    Entry{"elementwise_kernel_with_index", false, match_with_index},
 };
 
 }  // namespace

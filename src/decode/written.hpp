@@ -46,6 +46,10 @@ struct Write {
   // elements and span_bytes are 0 and the engine takes the extent from the allocation block
   // that holds `ptr` (PyTorch's caching-allocator block map), never to the segment's end.
   bool extent_from_block = false;
+  // An integer or bool output (arange's int64 positions): the range is exact, so the graph
+  // planner takes it instead of "to the end of the allocation", but it holds no NaN: never
+  // scanned, and not counted among the bytes decoded launches wrote (coverage's denominator).
+  bool no_nan = false;
 };
 
 inline constexpr uint32_t kMaxWrites = 8;  // Inductor's fused kernels write up to ~8 outputs
@@ -69,6 +73,10 @@ struct Decoded {
   DType read_dtypes[kMaxReads] = {};  // set by add_read; entries past read_count mean nothing
   uint64_t read_elements[kMaxReads] = {};
   uint32_t read_count = 0;
+  // Inputs that hold no NaN (integer or bool tensors): no origin inputs, but the graph planner
+  // must know them as read, or it models their pointers as written to the end of the allocation.
+  uint64_t no_nan_reads[kMaxReads] = {};
+  uint32_t no_nan_read_count = 0;
   void add_write(const Write& w) {
     if (write_count < kMaxWrites) writes[write_count++] = w;
   }
@@ -77,6 +85,9 @@ struct Decoded {
     read_dtypes[read_count] = dtype;
     read_elements[read_count] = elements;
     reads[read_count++] = p;
+  }
+  void add_no_nan_read(uint64_t p) {
+    if (p && no_nan_read_count < kMaxReads) no_nan_reads[no_nan_read_count++] = p;
   }
   static Decoded mismatch(std::string_view why) {
     Decoded d;

@@ -926,6 +926,56 @@ def test_torch_extents():
 
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# The range factories and the casting copy of a decode step (src/decode/aten_range.cpp, the
+# casting closure in aten_elementwise.cpp). Kept as one block so the other tests' additions merge
+# around it.
+
+# The debug line's "node after" (graph_beside.cpp: the first 70 characters of its name) when it
+# is arange's kernel or a non-contiguous elementwise closure (in this app only the casting copies).
+RANGE_COPY_AFTER = re.compile(r"->\s+void (\(anonymous namespace\)::elementwise_kernel_with_index"
+                              r"|at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_im)")
+RANGE_COPY_KERNELS = re.compile(r"elementwise_kernel_with_index|gpu_kernel_impl<at::native::direct_copy_kernel_cuda")
+
+
+def test_torch_range_copy():
+    """arange's int64 positions, their broadcast float copy, a linspace and a float64 -> float
+    broadcast copy in a CUDA graph: both kernel families are decoded (never in the summary's
+    not-inspected list), the planner takes their exact writes (no scan stays in line before
+    them), and a NaN in the float64 row is found in the copy's B*D float output, exactly."""
+    if not torch_available():
+        print("skip: no torch with CUDA")
+        sys.exit(SKIP)
+    script = os.path.join(HERE, "apps", "torch_range_copy.py")
+    plain = run([sys.executable, script])
+    p, events = run_logged([sys.executable, script], env={"CUDA_INJECTION64_PATH": LIB, "NANSCOPE_LEVEL": "debug"})
+    if checksum_line(plain.stdout, "torch_range_copy:") != checksum_line(p.stdout, "torch_range_copy:"):
+        fail(f"outputs differ under nanscope:\n{plain.stdout}\n{p.stdout}")
+    if findings(events):
+        fail(f"clean run: findings {[(e['kernel'][:80], e['buffer']) for e in findings(events)][:4]}")
+    summary = [e for e in events if e["event"] == "summary"][0]
+    missed = [r for r in summary["coverage"]["not_inspected_top"] if RANGE_COPY_KERNELS.search(r["kernel"])]
+    if missed:
+        fail(f"not inspected: {[(r['kernel'][:120], r['reason']) for r in missed]}")
+    in_line = [line for line in p.stderr.splitlines() if "left in line after" in line]
+    blocked = [line for line in in_line if RANGE_COPY_AFTER.search(line)]
+    if blocked:
+        fail(f"scans still in line before the decoded kernels: {blocked}")
+    m = re.search(r"B=(\d+) D=(\d+)", p.stdout)
+    rows, cols = int(m.group(1)), int(m.group(2))
+    p, events = run_logged([sys.executable, script, "--plant"], env={"CUDA_INJECTION64_PATH": LIB})
+    copies = [e for e in findings(events) if "direct_copy_kernel_cuda" in e["kernel"]]
+    if not copies:
+        fail(f"planted NaN in the float64 row: no finding in the casting copy; findings "
+             f"{[e['kernel'][:80] for e in findings(events)][:4]}")
+    wrong = [(e["buffer"], e["counts"]) for e in copies if e["buffer"]["elements"] != rows * cols
+             or e["counts"]["nan"] != rows]
+    if wrong:
+        fail(f"the copy's output should be scanned as {rows * cols} floats with {rows} NaN: {wrong}")
+    print(f"ok: same output; both families decoded; {len(in_line)} in-line scan line(s), none before them; "
+          f"planted NaN found in the copy's {rows * cols} floats ({len(copies)} finding(s))")
+
+
 # ---- Real programs with no code change (issues 16 and 17): Hugging Face models built from
 # configs, SDPA backends, a user Triton kernel and a CUDA extension, each run plainly and under
 # CUDA_INJECTION64_PATH. The apps print their own ground truth (tests/gpu/apps/common.py).

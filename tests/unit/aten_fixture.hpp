@@ -142,6 +142,16 @@ inline void expect_write(const nanscope::decode::Write& w, uint64_t ptr, uint64_
   EXPECT_EQ(w.elem_size, nanscope::dtype_size(dt));
 }
 
+// A write whose element size is all its type says (copies, integer outputs): dtype none.
+inline void expect_untyped_write(const nanscope::decode::Write& w, uint64_t ptr, uint64_t elements,
+                                 uint64_t span, uint32_t elem_size) {
+  EXPECT_EQ(w.ptr, ptr);
+  EXPECT_EQ(w.elements, elements);
+  EXPECT_EQ(w.span_bytes, span);
+  EXPECT_EQ(w.elem_size, elem_size);
+  EXPECT_EQ(w.dtype, nanscope::DType::none);
+}
+
 // Mean cost of one decode_aten call, printed for the record; fails only far above the goal
 // (a few hundred ns) so that a shared CI core does not make it flaky.
 inline void time_decode(const char* name, const nanscope::decode::FamilyMatch& m,
