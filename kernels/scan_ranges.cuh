@@ -23,8 +23,7 @@ struct RowRanges {
 // a warp per bitmap word and a lane per row: a lookup is one lane's load (or a staged bit,
 // RowFlags::padding), not a thread walking its word's 32 rows (unrolled, that walk was most of
 // the code a scan with findings ran cold: ranges cost a decode-sized row-aware node 2.7 us, run
-// S12-1). Every thread
-// calls it; s_pad[1..] of the tile's words start at zero.
+// S12-1). Every thread calls it; s_pad[1..] of the tile's words start at zero.
 __device__ __forceinline__ void stage_tile_padding(const nanscope_row_spec& s, const RowFlags& flags, uint64_t tile,
                                                    uint64_t words, const unsigned* s_flag, unsigned* s_pad) {
   if (s.source == NS_PAD_NONE) return;
