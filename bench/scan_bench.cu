@@ -32,6 +32,31 @@ bool read_file(const char* path, std::vector<char>& out) {
   return !out.empty();
 }
 
+struct BenchArgs {
+  bool density_only = false;
+  std::string fatbin_path;
+  std::vector<char> fatbin;  // empty: the embedded kernels
+};
+
+bool parse_args(int argc, char** argv, BenchArgs& args) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--density") {
+      args.density_only = true;
+    } else if (a == "--fatbin" && i + 1 < argc) {
+      args.fatbin_path = argv[++i];
+      if (!read_file(args.fatbin_path.c_str(), args.fatbin)) {
+        std::fprintf(stderr, "scan_bench: cannot read the fatbin %s\n", args.fatbin_path.c_str());
+        return false;
+      }
+    } else {
+      std::fprintf(stderr, "scan_bench: unknown argument %s (usage: scan_bench [--density] [--fatbin PATH])\n", a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,32 +70,16 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   CUmodule mod;
   CUfunction scan;
-  bool density_only = false;
-  std::vector<char> other_fatbin;
-  std::string fatbin_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--density") {
-      density_only = true;
-    } else if (a == "--fatbin" && i + 1 < argc) {
-      fatbin_path = argv[++i];
-      if (!read_file(fatbin_path.c_str(), other_fatbin)) {
-        std::fprintf(stderr, "scan_bench: cannot read the fatbin %s\n", argv[i]);
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "scan_bench: unknown argument %s (usage: scan_bench [--density] [--fatbin PATH])\n", a.c_str());
-      return 2;
-    }
-  }
-  CU(cuModuleLoadData(&mod, other_fatbin.empty() ? static_cast<const void*>(nanscope_kernels_fatbin) : other_fatbin.data()));
+  BenchArgs args;
+  if (!parse_args(argc, argv, args)) return 2;
+  CU(cuModuleLoadData(&mod, args.fatbin.empty() ? static_cast<const void*>(nanscope_kernels_fatbin) : args.fatbin.data()));
   CU(cuModuleGetFunction(&scan, mod, "nanscope_scan"));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   Channel ch = make_channel(256);
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  if (!other_fatbin.empty()) std::printf("kernels: %s\n", fatbin_path.c_str());
-  if (density_only) return density_sweep(prop, mod);
+  if (!args.fatbin.empty()) std::printf("kernels: %s\n", args.fatbin_path.c_str());
+  if (args.density_only) return density_sweep(prop, mod);
 
   // ---- 1. Throughput on 1 GiB.
   const size_t bytes = size_t{1} << 30;
