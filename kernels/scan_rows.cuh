@@ -47,7 +47,7 @@ __device__ __forceinline__ RowFlags row_flags_for(const nanscope_scan_buffer& b,
 constexpr int kStagedRowWords = 32;
 // Shares spanning fewer rows are not staged: the walk then looks a row up only when it finds a
 // bad value there, and a clean scan pays no round trip before its walk (staging the 8 rows of a
-// decode-sized [8,256] node cost it 1.0 us clean and 1.2 us with NaN, run S12-3).
+// decode-sized [8,256] node cost it 1.0 us clean and 1.2 us with NaN, run S12-4).
 constexpr uint64_t kMinStagedRows = 33;
 
 __device__ __forceinline__ unsigned* staged_padding() {
