@@ -185,8 +185,8 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
   return m;
 }
 
-// Debug: which kernels' scans the planner leaves in line (the kernel before and the node after),
-// most frequent first.
+// Debug: which kernels' scans the planner leaves in line (the kernel before, the node after, and
+// why: overlap::in_line_reason), most frequent first.
 void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes, const std::vector<overlap::Edge>& edges,
                                           const std::vector<overlap::Node>& model,
                                           const std::vector<overlap::ScanPlan>& plans) {
@@ -204,14 +204,19 @@ void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes,
   };
   constexpr uint32_t kNone = ~0u;
   std::vector<uint32_t> parent(nodes.size(), kNone), child(nodes.size(), kNone);  // one edge each way is enough to name it
+  std::vector<uint32_t> parent_count(nodes.size(), 0);
   for (const overlap::Edge& e : edges)
-    if (e.from < nodes.size() && e.to < nodes.size()) parent[e.to] = e.from, child[e.from] = e.to;
+    if (e.from < nodes.size() && e.to < nodes.size()) parent[e.to] = e.from, child[e.from] = e.to, ++parent_count[e.to];
   std::map<std::string, uint32_t> pairs;
   for (uint32_t s = 0; s < nodes.size(); ++s) {
     if (model[s].kind != overlap::NodeKind::scan || planned[s]) continue;
     const std::string before = parent[s] == kNone ? "?" : name(parent[s]);
     const std::string after = child[s] == kNone ? "(none)" : name(child[s]);
-    ++pairs[before + "  ->  " + after];
+    const bool parent_is_scan = parent[s] != kNone && (model[parent[s]].kind == overlap::NodeKind::scan ||
+                                                       model[parent[s]].kind == overlap::NodeKind::pinned_scan);
+    const std::string why = overlap::in_line_reason(model[s], parent_count[s], parent_is_scan,
+                                                    child[s] == kNone ? nullptr : &model[child[s]]);
+    ++pairs[before + "  ->  " + after + ": " + why];
   }
   std::vector<std::pair<uint32_t, std::string>> top;
   for (auto& [k, n] : pairs) top.emplace_back(n, k);

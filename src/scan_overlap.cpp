@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <string>
 #include <utility>
 
 #include "decode/written.hpp"
@@ -281,6 +282,21 @@ void add_decoded_io(const decode::Decoded& d, std::vector<KnownWrite>& exact, st
     if (!d.writes[i].extent_from_block) exact.push_back({d.writes[i].ptr, d.writes[i].span_bytes});
   inputs.insert(inputs.end(), d.reads, d.reads + d.read_count);
   inputs.insert(inputs.end(), d.no_nan_reads, d.no_nan_reads + d.no_nan_read_count);
+}
+
+std::string in_line_reason(const Node& scan, uint32_t parents, bool parent_is_scan, const Node* child) {
+  if (parents != 1) return "the scan has " + std::to_string(parents) + " parents";
+  if (parent_is_scan) return "the scan follows another scan";
+  if (!child) return "nothing runs after the scan";
+  if (child->kind == NodeKind::opaque) return "the next node is opaque (may write anything)";
+  for (const Range& w : child->writes)
+    for (const Range& r : scan.reads)
+      if (w.overlaps(r)) {
+        const std::string at = w.lo >= r.lo ? "+" + std::to_string(w.lo - r.lo) : "-" + std::to_string(r.lo - w.lo);
+        return "the next node writes " + std::to_string(w.hi - w.lo) + " bytes at " + at + " of a " +
+               std::to_string(r.hi - r.lo) + "-byte read";
+      }
+  return "the next node writes none of it (a later node does)";
 }
 
 Chain longest_chain(const std::vector<NodeKind>& kinds, const std::vector<Edge>& edges) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace nanscope::decode {
@@ -83,6 +84,13 @@ struct Limits {
   uint32_t max_visits = 256;
   uint32_t max_frontier = 32;  // more than this many frontier nodes: leave the scan in place
 };
+
+// Why a scan the planner left in line stays there, for the debug log: a fixed text with sizes
+// (no addresses), so the lines of the same layer repeated in a graph count together. `child`
+// is a node right after the scan; `parents` the scan's parent count, `parent_is_scan` whether
+// its one parent is a scan. The first overlap of the child's writes with the scan's reads is
+// named by its size and offset.
+std::string in_line_reason(const Node& scan, uint32_t parents, bool parent_is_scan, const Node* child);
 
 // Plans every detachable scan: a `scan` node with exactly one parent that is not a scan.
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits = {});
