@@ -200,7 +200,7 @@ void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes,
       return fmt::format("node type {}", static_cast<int>(type));
     void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
     if (model[i].kind == overlap::NodeKind::scan || model[i].kind == overlap::NodeKind::pinned_scan) return "scan";
-    return tasks_.kernel_info(handle, nullptr).demangled.substr(0, 70);
+    return tasks_.kernel_info(handle, nullptr).demangled.substr(0, 160);
   };
   constexpr uint32_t kNone = ~0u;
   std::vector<uint32_t> parent(nodes.size(), kNone), child(nodes.size(), kNone);  // one edge each way is enough to name it
