@@ -14,12 +14,12 @@ case $cmd in
     out=$2; shift 2
     root=$(cd "$(dirname "$0")/.." && pwd)
     mkdir -p "$out"
+    nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
     for rev in "$@"; do
       src=$(mktemp -d)
       if [ "$rev" = WORKTREE ]; then cp -r "$root/kernels" "$root/src" "$src/"
       else git -C "$root" archive "$rev" kernels src | tar x -C "$src"; fi
       name=${rev//\//_}
-      nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
       "$nvcc" --fatbin -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -I"$src/src" \
         -o "$out/$name.fatbin" "$src/kernels/scan.cu"
       rm -rf "$src"

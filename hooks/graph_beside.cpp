@@ -212,10 +212,9 @@ void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes,
     if (model[s].kind != overlap::NodeKind::scan || planned[s]) continue;
     const std::string before = parent[s] == kNone ? "?" : name(parent[s]);
     const std::string after = child[s] == kNone ? "(none)" : name(child[s]);
-    const bool parent_is_scan = parent[s] != kNone && (model[parent[s]].kind == overlap::NodeKind::scan ||
-                                                       model[parent[s]].kind == overlap::NodeKind::pinned_scan);
-    const std::string why = overlap::in_line_reason(model[s], parent_count[s], parent_is_scan,
-                                                    child[s] == kNone ? nullptr : &model[child[s]]);
+    const overlap::Node* before_node = parent[s] == kNone ? nullptr : &model[parent[s]];
+    const overlap::Node* after_node = child[s] == kNone ? nullptr : &model[child[s]];
+    const std::string why = overlap::in_line_reason(model[s], parent_count[s], before_node, after_node);
     ++pairs[before + "  ->  " + after + ": " + why];
   }
   std::vector<std::pair<uint32_t, std::string>> top;

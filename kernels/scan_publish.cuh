@@ -285,9 +285,8 @@ __device__ __forceinline__ void count_mirrored(unsigned long long* dev, volatile
 // buffers with findings (their bitmaps are already clear). Every lane loads what it needs at once
 // (the chain of dependent round trips is what a scan with findings costs over a clean one); lane 0
 // reserves every record's slot; then each lane decides its inputs' states, posts its record,
-// fences and releases it,
-// all lanes at the same time (one after the other, a node with eight records paid eight chains of
-// round trips). The state words come out as buffer by buffer in order: a group's later launch sees
+// fences and releases it, all lanes at the same time (one after the other, a node with eight
+// records paid eight chains of round trips). The state words come out as buffer by buffer in order: a group's later launch sees
 // its earlier launches' words (NodeStates), and of two buffers with one word the later one wins.
 template <bool kRows, typename Task>
 __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned int replay, const RowRanges* ranges) {

@@ -284,9 +284,9 @@ void add_decoded_io(const decode::Decoded& d, std::vector<KnownWrite>& exact, st
   inputs.insert(inputs.end(), d.no_nan_reads, d.no_nan_reads + d.no_nan_read_count);
 }
 
-std::string in_line_reason(const Node& scan, uint32_t parents, bool parent_is_scan, const Node* child) {
+std::string in_line_reason(const Node& scan, uint32_t parents, const Node* parent, const Node* child) {
   if (parents != 1) return "the scan has " + std::to_string(parents) + " parents";
-  if (parent_is_scan) return "the scan follows another scan";
+  if (parent && is_scan(parent->kind)) return "the scan follows another scan";
   if (!child) return "nothing runs after the scan";
   if (child->kind == NodeKind::opaque) return "the next node is opaque (may write anything)";
   for (const Range& w : child->writes)

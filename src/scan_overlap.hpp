@@ -46,8 +46,9 @@ struct Edge {
 // kernel only reads (`inputs`), may write from itself to the end of the allocation holding it
 // (`allocation_end(word)`; 0 when it is in none: then the word alone). A decoder leaves out what
 // it cannot scan (integer outputs, unless it knows their range: Write::no_nan), so its writes
-// alone would not be enough: an output it left out is still one of `words`. Scan reads are then exact (a scan reads its buffers only):
-// a write through a pointer below a buffer reaches it through the rest of its allocation.
+// alone would not be enough: an output it left out is still one of `words`. Scan reads are then
+// exact (a scan reads its buffers only): a write through a pointer below a buffer reaches it
+// through the rest of its allocation.
 struct KnownWrite {
   uint64_t ptr = 0, bytes = 0;
 };
@@ -86,11 +87,11 @@ struct Limits {
 };
 
 // Why a scan the planner left in line stays there, for the debug log: a fixed text with sizes
-// (no addresses), so the lines of the same layer repeated in a graph count together. `child`
-// is a node right after the scan; `parents` the scan's parent count, `parent_is_scan` whether
-// its one parent is a scan. The first overlap of the child's writes with the scan's reads is
-// named by its size and offset.
-std::string in_line_reason(const Node& scan, uint32_t parents, bool parent_is_scan, const Node* child);
+// (no addresses), so the lines of the same layer repeated in a graph count together. `parents`
+// is the scan's parent count, `parent` one of them and `child` a node right after the scan
+// (null: none). The first overlap of the child's writes with the scan's reads is named by its
+// size and offset.
+std::string in_line_reason(const Node& scan, uint32_t parents, const Node* parent, const Node* child);
 
 // Plans every detachable scan: a `scan` node with exactly one parent that is not a scan.
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits = {});

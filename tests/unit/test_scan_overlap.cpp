@@ -265,17 +265,18 @@ EdgeSet scans_beside_chain(uint32_t kernels) {
 
 TEST(ScanOverlap, InLineReasonNamesTheOverlapBySizeAndOffset) {
   const Node s = scan({buf(0)});  // 0x1000 .. 0x1800
+  const Node a_kernel = app({buf(0)});  // the scan's writer
   const Node writes_inside = app({Range{0x1100, 0x1200}});
-  EXPECT_EQ(in_line_reason(s, 1, false, &writes_inside), "the next node writes 256 bytes at +256 of a 2048-byte read");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &writes_inside), "the next node writes 256 bytes at +256 of a 2048-byte read");
   const Node writes_from_below = app({Range{0x0800, 0x2000}});  // a pointer word's "to the end of its allocation"
-  EXPECT_EQ(in_line_reason(s, 1, false, &writes_from_below), "the next node writes 6144 bytes at -2048 of a 2048-byte read");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &writes_from_below), "the next node writes 6144 bytes at -2048 of a 2048-byte read");
   const Node elsewhere = app({buf(3)});
-  EXPECT_EQ(in_line_reason(s, 1, false, &elsewhere), "the next node writes none of it (a later node does)");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &elsewhere), "the next node writes none of it (a later node does)");
   const Node opaque{NodeKind::opaque, {}, {}};
-  EXPECT_EQ(in_line_reason(s, 1, false, &opaque), "the next node is opaque (may write anything)");
-  EXPECT_EQ(in_line_reason(s, 2, false, &writes_inside), "the scan has 2 parents");
-  EXPECT_EQ(in_line_reason(s, 1, true, &writes_inside), "the scan follows another scan");
-  EXPECT_EQ(in_line_reason(s, 1, false, nullptr), "nothing runs after the scan");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &opaque), "the next node is opaque (may write anything)");
+  EXPECT_EQ(in_line_reason(s, 2, &a_kernel, &writes_inside), "the scan has 2 parents");
+  EXPECT_EQ(in_line_reason(s, 1, &s, &writes_inside), "the scan follows another scan");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, nullptr), "nothing runs after the scan");
 }
 
 TEST(ScanGroups, ScansBesideAChainMergeEightAtATime) {
