@@ -37,6 +37,8 @@ void add_inputs(Decoded& d, const FamilyMatch& m, const char* data, uint32_t fir
       d.add_read(load<uint64_t>(data, 8 * i));
     } else if (!(m.in_skip >> k & 1u)) {
       d.add_read(load<uint64_t>(data, 8 * i), m.in[k], elements);
+    } else {
+      d.add_no_nan_read(load<uint64_t>(data, 8 * i));  // integer or bool: only read, never scanned
     }
   }
 }
@@ -57,7 +59,10 @@ void add_cast_inputs(Decoded& d, const FamilyMatch& m, const char* data, const c
       d.add_read(p);
       continue;
     }
-    if (!is_float && !(st >= 8 && st <= 10)) continue;  // integer, bool, quantized: no NaN
+    if (!is_float && !(st >= 8 && st <= 10)) {  // integer, bool, quantized: no NaN, only read
+      d.add_no_nan_read(p);
+      continue;
+    }
     d.add_read(p, is_float ? dt : DType::none, elements);  // complex: a read of unknown type
   }
 }
@@ -91,7 +96,10 @@ void add_strided_inputs(Decoded& d, const FamilyMatch& m, const char* blob, uint
   const char* data = blob + legacy_data_at(nargs);
   if (!typed(m, 1, nargs)) return add_inputs(d, m, data, 1, nargs, 0);
   for (uint32_t i = 1; i < nargs; ++i) {
-    if (m.in_skip >> (i - 1) & 1u) continue;
+    if (m.in_skip >> (i - 1) & 1u) {
+      d.add_no_nan_read(load<uint64_t>(data, 8 * i));
+      continue;
+    }
     const DType dt = m.in[i - 1];
     d.add_read(load<uint64_t>(data, 8 * i), dt, strided_elements(blob, nargs, i, dt));
   }

@@ -20,10 +20,10 @@ void add_if(Decoded& d, uint64_t ptr, uint64_t numel, DType dt, uint32_t arg) {
 }
 
 // The one input of a family typed by the name (m.in[0]): none when the name does not say,
-// no read when it is an integer or bool tensor; `elements` only with a known type.
+// a NaN-free read when it is an integer or bool tensor; `elements` only with a known type.
 void add_typed_read(Decoded& d, const FamilyMatch& m, uint64_t ptr, uint64_t elements) {
   if (!m.in_known) return d.add_read(ptr);
-  if (m.in_skip & 1u) return;
+  if (m.in_skip & 1u) return d.add_no_nan_read(ptr);
   d.add_read(ptr, m.in[0], m.in[0] == DType::none ? 0 : elements);
 }
 
@@ -147,7 +147,9 @@ Decoded decode_index_select(const FamilyMatch& m, const LaunchView& v, const Add
   }
   Decoded d;
   if (!(m.in_skip & 1u)) d.add_read(load<uint64_t>(v.params[1], 0), m.in[0], index_select_src(m, v));
+  else d.add_no_nan_read(load<uint64_t>(v.params[1], 0));
   if (!(m.in_skip & 2u)) d.add_read(load<uint64_t>(v.params[2], 0));
+  else d.add_no_nan_read(load<uint64_t>(v.params[2], 0));
   if (m.out_type != OutType::static_dtype || numel == 0) return d;
   const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
   d.add_write(make_write(load<uint64_t>(dst, 0), numel, last * es, m.out, es, 0));

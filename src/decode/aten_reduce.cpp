@@ -65,6 +65,7 @@ Decoded decode_reduce(const FamilyMatch& m, const LaunchView& v, const AddressQu
   Decoded d;
   const uint32_t c = size - kSrc - (fit0 ? 0 : 4) - kHeadBytes;
   if (!(m.in_skip & 1u)) d.add_read(load<uint64_t>(op, size - kSrc), m.in[0], src_elements(op, c, m.in[0]));
+  else d.add_no_nan_read(load<uint64_t>(op, size - kSrc));
   if (m.out_type != OutType::static_dtype) return d;
   // Not the final pass of a split reduction: partials of arg_t go to acc_buf (layout not
   // decoded, so not reported); without acc_buf they are stored as out_scalar_t in dst[0].

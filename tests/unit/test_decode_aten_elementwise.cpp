@@ -371,6 +371,17 @@ TEST(DecodeAtenReads, VectorizedInputsHaveTheFunctorsArgumentTypes) {
   expect_read(vectorized_reads(row("logical_not"), 4), 0, 0x2000, DType::f32, 4);
 }
 
+TEST(DecodeAtenReads, IntegerAndBoolInputsAreNanFreeReads) {
+  // where(bool, bf16, bf16): the condition is never scanned, but the graph planner must know the
+  // launch only reads it (else its pointer counts as a write to the end of its allocation).
+  const Decoded d = vectorized_reads(row("vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::where_kernel_impl"), 6);
+  ASSERT_EQ(d.read_count, 2u);
+  expect_read(d, 0, 0x3000, DType::bf16, 6);
+  expect_read(d, 1, 0x4000, DType::bf16, 6);
+  ASSERT_EQ(d.no_nan_read_count, 1u);
+  EXPECT_EQ(d.no_nan_reads[0], 0x2000u);
+}
+
 TEST(DecodeAtenReads, NamedFunctorInputPositions) {
   // Which template arguments are the tensor inputs: AUnary takes a2, BUnary a1, Binary both.
   FamilyMatch m;
