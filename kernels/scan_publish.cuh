@@ -170,19 +170,19 @@ __device__ __forceinline__ void set_launch_fields(const Task& t, uint32_t launch
   }
 }
 
-// Records what a scan left in buffers[b]: clean, or non-finite since finding `seq`.
-template <typename Task>
-__device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t status, unsigned long long seq) {
-  if (!t.buffer_state || t.out_state[b] == NANSCOPE_ORIGIN_NONE) return;
-  const uint32_t ref = t.out_state[b];
-  t.buffer_state[NS_SLOT_OF(ref)] = status | (unsigned long long)NS_GEN_OF(ref) << 8 | seq << 24;
-}
-
-// The word set_state would store for buffers[b].
+// The state word of buffers[b]: its status (clean, or non-finite since finding `seq`) and the
+// generation of its slot.
 template <typename Task>
 __device__ __forceinline__ unsigned long long state_word(const Task& t, uint32_t b, uint32_t status,
                                                          unsigned long long seq) {
   return status | (unsigned long long)NS_GEN_OF(t.out_state[b]) << 8 | seq << 24;
+}
+
+// Records what a scan left in buffers[b]: clean, or non-finite since finding `seq`.
+template <typename Task>
+__device__ __forceinline__ void set_state(const Task& t, uint32_t b, uint32_t status, unsigned long long seq) {
+  if (!t.buffer_state || t.out_state[b] == NANSCOPE_ORIGIN_NONE) return;
+  t.buffer_state[NS_SLOT_OF(t.out_state[b])] = state_word(t, b, status, seq);
 }
 
 // Whether a buffer's totals are what the previous scan of it saw (`last_state`, six words).
@@ -214,6 +214,8 @@ __device__ __forceinline__ void set_row_ranges(const RowRanges& rr, nanscope_rec
   r.ranges_truncated = rr.truncated;
 }
 
+// The record of buffers[b], scanned for launch `launch` of the task: its totals `c`, the states
+// its inputs had (`in`, for the origin), the replay and, for row-aware buffers, the row ranges.
 template <bool kRows, typename Task>
 __device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const nanscope_scan_counts& c,
                              const InputStates& in, unsigned int replay, bool unchanged, const RowRanges* ranges,
