@@ -6,6 +6,9 @@
 // The shapes are kShapesTable's rows: in line, beside with joins near or far, a scan lane,
 // beside scans after every kernel, every second, every fourth or a scatter of 60%, merged nodes
 // of four writers, each with a plain or a programmatic edge from the scan's writer.
+// Usage: nanscope_graph_topology [KERNELS=400] [ROUNDS=2] [APP_BLOCKS=64] [APP_THREADS=256]
+// (S13-5: the real decode step did not follow the 64-block chain's figures; APP_BLOCKS and
+// APP_THREADS try chains whose kernels fill the GPU).
 // Prints one line per shape: `topology shape=.. replay_us=.. per_scan_us=..` (per_scan_us: the
 // replay time over the chain's, per scan node).
 #include <cuda_runtime.h>
@@ -47,6 +50,7 @@ struct Bufs {
   float* app;
   unsigned* flag;
   int app_n;
+  unsigned app_blocks = 64, app_threads = 256;  // the app kernels' grid
 };
 
 cudaGraphNode_t add_app(cudaGraph_t g, const Bufs& b, const std::vector<cudaGraphNode_t>& deps) {
@@ -55,7 +59,7 @@ cudaGraphNode_t add_app(cudaGraph_t g, const Bufs& b, const std::vector<cudaGrap
   int n = b.app_n;
   void* args[] = {&buf, &n};
   p.func = reinterpret_cast<void*>(app_kernel);
-  p.gridDim = dim3(64), p.blockDim = dim3(256), p.kernelParams = args;
+  p.gridDim = dim3(b.app_blocks), p.blockDim = dim3(b.app_threads), p.kernelParams = args;
   cudaGraphNode_t node;
   CK(cudaGraphAddKernelNode(&node, g, deps.data(), deps.size(), &p));
   return node;
@@ -201,6 +205,12 @@ int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 400, rounds = argc > 2 ? std::atoi(argv[2]) : 2;
   Bufs b;
   b.app_n = 1 << 18;  // 1 MiB of floats
+  if (argc > 3) b.app_blocks = static_cast<unsigned>(std::atoi(argv[3]));
+  if (argc > 4) b.app_threads = static_cast<unsigned>(std::atoi(argv[4]));
+  if (n < 2 || rounds < 1 || b.app_blocks == 0 || b.app_threads == 0 || b.app_threads > 1024) {
+    std::fprintf(stderr, "usage: %s [KERNELS>=2] [ROUNDS>=1] [APP_BLOCKS>=1] [APP_THREADS 1..1024]\n", argv[0]);
+    return 2;
+  }
   CK(cudaMalloc(&b.app, b.app_n * sizeof(float)));
   CK(cudaMemset(b.app, 0, b.app_n * sizeof(float)));
   CK(cudaMalloc(&b.flag, sizeof(unsigned)));
@@ -213,7 +223,8 @@ int main(int argc, char** argv) {
     CK(cudaGraphInstantiate(&exec[s], g, 0));
     CK(cudaGraphDestroy(g));
   }
-  std::printf("graph topology: %d app kernels (64 x 256 threads over 1 MiB), scans of 16 KiB (1 block)\n", n);
+  std::printf("graph topology: %d app kernels (%u x %u threads over 1 MiB), scans of 16 KiB (1 block)\n", n, b.app_blocks,
+              b.app_threads);
   for (int r = 0; r < rounds; ++r) {
     const float chain = replay_us(exec[0], st, 50);
     for (int s = 0; s < kShapes; ++s) {
