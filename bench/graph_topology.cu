@@ -11,22 +11,12 @@
 // APP_THREADS try chains whose kernels fill the GPU).
 // Prints one line per shape: `topology shape=.. replay_us=.. per_scan_us=..` (per_scan_us: the
 // replay time over the chain's, per scan node).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <vector>
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "bench_cuda.hpp"
 
 namespace {
 
@@ -178,25 +168,10 @@ cudaGraph_t build(const Shape& s, const Bufs& b, int n, int& scans) {
   return g;
 }
 
+// Median replay time of `e` over 7 samples of `reps` replays each.
 float replay_us(cudaGraphExec_t e, cudaStream_t st, int reps) {
-  cudaEvent_t a, z;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&z));
-  for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(e, st));
-  std::vector<float> t;
-  for (int k = 0; k < 7; ++k) {
-    CK(cudaEventRecord(a, st));
-    for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(e, st));
-    CK(cudaEventRecord(z, st));
-    CK(cudaEventSynchronize(z));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, z));
-    t.push_back(ms * 1000 / reps);
-  }
-  std::sort(t.begin(), t.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(z));
-  return t[t.size() / 2];
+  const float ms = median_ms([&] { for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(e, st)); }, 7, st);
+  return ms * 1000 / reps;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// What the scan benchmarks share (bench/scan_bench.cu, bench/scan_bench_density.cu): error
-// checks, fills, the read roofline kernel, a channel and tasks for the embedded scan kernels,
-// and timing by events.
+// What the scan benchmarks share (bench/scan_bench.cu, bench/scan_bench_density.cu): fills,
+// the read roofline kernel, a channel and tasks for the embedded scan kernels, and graph replay
+// timing (error checks and event timing: bench_cuda.hpp).
 #pragma once
 
 #include <cuda.h>
@@ -12,29 +12,13 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_cuda.hpp"
 #include "scan_abi.h"
 #include "scan_launch.hpp"
 
 extern "C" {
 extern const unsigned char nanscope_kernels_fatbin[];
 }
-
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-#define CU(x)                                                          \
-  do {                                                                 \
-    CUresult r_ = (x);                                                 \
-    if (r_ != CUDA_SUCCESS) {                                          \
-      std::fprintf(stderr, "%s:%d %s: %d\n", __FILE__, __LINE__, #x, (int)r_); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
 
 namespace {
 
@@ -90,37 +74,6 @@ nanscope_scan_task make_task(const Channel& c, unsigned accum_index, const void*
   t.records = (nanscope_record*)(c.host_dev + sizeof(nanscope_channel_host));
   t.channel_capacity = c.host->capacity;
   return t;
-}
-
-// Median time of `launch` on `s`; `prepare` runs before each launch, outside the timed span (it
-// restores what a fixing scan zeroed).
-template <typename P, typename F>
-float median_prepared_ms(P&& prepare, F&& launch, int reps, cudaStream_t s) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) prepare(), launch();
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    prepare();
-    CK(cudaEventRecord(a, s));
-    launch();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-template <typename F>
-float median_ms(F&& launch, int reps, cudaStream_t s) {
-  return median_prepared_ms([] {}, launch, reps, s);
 }
 
 // Captures what `record` launches on `s` into a graph; returns the graph's median replay time.
