@@ -36,15 +36,15 @@ def eager_forward(model, reps):
     return median_ms(lambda: model(input_ids=ids, use_cache=False), reps)
 
 
-def graph_decode(model, batch, reps):
-    """Prefill CACHED tokens into a StaticCache, then capture the next token's step and replay it.
-    The cache's write position lives on the device and advances with every step (replays
-    included), so the cache has room for every step this runs; the query position stays at
-    CACHED, so each step attends over the same CACHED + 1 keys, as a server's padded step does."""
+def capture_decode(model, batch, replays):
+    """Prefill CACHED tokens into a StaticCache, then capture the next token's step as a CUDA graph
+    and return it. The cache's write position lives on the device and advances with every step
+    (replays included), so the cache has room for the 2 warm-up steps and `replays` replays; the
+    query position stays at CACHED, so each step attends over the same CACHED + 1 keys, as a
+    server's padded step does."""
     from transformers import StaticCache
 
-    steps = 2 + 3 + reps  # warm-up steps, median_ms's warm-up replays, timed replays
-    cache = StaticCache(config=model.config, max_cache_len=CACHED + steps)
+    cache = StaticCache(config=model.config, max_cache_len=CACHED + 2 + replays)
     prompt = torch.randint(0, model.config.vocab_size, (batch, CACHED), device="cuda")
     model(input_ids=prompt, past_key_values=cache)
     token = torch.randint(0, model.config.vocab_size, (batch, 1), device="cuda")
@@ -62,6 +62,12 @@ def graph_decode(model, batch, reps):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step()
+    return graph
+
+
+def graph_decode(model, batch, reps):
+    """Median milliseconds of one replay of the captured decode step (capture_decode)."""
+    graph = capture_decode(model, batch, 3 + reps)  # median_ms's warm-up replays, timed replays
     return median_ms(graph.replay, reps)
 
 
