@@ -5,7 +5,7 @@ profiler, and a comparison of a plain run's timeline with a nanscope run's.
 Usage:
   graph_timeline.py record OUT.json [--batch 8] [--replays 5]
       On the GPU. Replays the step `--replays` times under torch.profiler (CUDA activity only),
-      1 ms apart, and writes every kernel as [name, start_us, duration_us, stream]. Under nanscope
+      1 ms apart, and writes every kernel as [name, start_us, duration_us, stream, grid]. Under nanscope
       set KINETO_USE_DAEMON=1: CUPTI 13.0 takes one subscriber, and without it the profiler
       records nothing (../shared/notes/cupti-field-notes.md).
   graph_timeline.py compare PLAIN.json NANSCOPE.json [--top 20]
@@ -50,8 +50,9 @@ def record(path, batch, replays):
     prof.export_chrome_trace(trace)
     with open(trace) as f:
         events = json.load(f)["traceEvents"]
-    kernels = sorted(([e["name"], float(e["ts"]), float(e["dur"]), e.get("args", {}).get("stream", -1)]
-                      for e in events if e.get("cat") == "kernel"), key=lambda k: k[1])
+    kernels = sorted(([e["name"], float(e["ts"]), float(e["dur"]), e.get("args", {}).get("stream", -1),
+                       e.get("args", {}).get("grid", [])] for e in events if e.get("cat") == "kernel"),
+                     key=lambda k: k[1])
     os.remove(trace)
     with open(path, "w") as f:
         json.dump({"batch": batch, "kernels": kernels}, f)
@@ -127,6 +128,12 @@ def compare(plain_path, ours_path, top):
     print(f"extra gaps between app kernels (us per replay, median): {med(gap_extra):.1f}")
     for cause, us in sorted(by_cause.items(), key=lambda c: -c[1]):
         print(f"  {us / len(pairs):8.1f} us per replay {cause}")
+    ours_by_name = defaultdict(list)
+    for k in ours[len(ours) // 2]:
+        if is_ours(k):
+            ours_by_name[k[0]].append(k[2])
+    for name, durations in sorted(ours_by_name.items()):
+        print(f"  {name}: {len(durations)} per replay, {med(durations):.2f} us median, {sum(durations):.0f} us in all")
     print("the app kernels whose preceding gap grew most (us per replay, summed over the step):")
     for name, us in by_kernel.most_common(top):
         print(f"  {us / len(pairs):8.1f}  {short(name)}")
