@@ -222,7 +222,7 @@ CUDA_KERNEL_NODE_PARAMS ContextState::merged_node_params(nanscope_scan_group& g,
   slot[0] = &g;
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = scan_merged_fn_;
-  p.gridDimX = scan_grid(policy, group_max_bytes(g), sm_count_);
+  p.gridDimX = group_grid(policy, g, sm_count_);
   p.gridDimY = p.gridDimZ = 1;
   p.blockDimX = policy.threads;
   p.blockDimY = p.blockDimZ = 1;
@@ -249,7 +249,7 @@ CUresult ContextState::launch_group(nanscope_scan_group& g, CUstream stream) {
   ScanPolicy policy;
   policy.blocks_per_sm = blocks_per_sm_[static_cast<unsigned>(ScanEntry::plain)];
   void* slot[1] = {&g};
-  return cuLaunchKernel(scan_merged_fn_, scan_grid(policy, group_max_bytes(g), sm_count_), 1, 1, policy.threads, 1, 1,
+  return cuLaunchKernel(scan_merged_fn_, group_grid(policy, g, sm_count_), 1, 1, policy.threads, 1, 1,
                         0, stream, slot, nullptr);
 }
 

@@ -185,6 +185,30 @@ __device__ __forceinline__ void add_block_counts(BlockCounts& s, uint32_t b, con
   }
 }
 
+// The buffer a block of a merged node walks alone, when the node's grid is laid out that way
+// (nanscope_group_part_blocks in scan_abi.h; the host's group_part_grid gives the same count), and
+// its part of it. `alone` false: every block takes a part of every buffer.
+struct GroupPart {
+  bool alone = false;
+  uint32_t buffer = 0;
+  SharePart part{0, 1};
+};
+
+template <typename Task>
+__device__ __forceinline__ GroupPart group_part(const Task& t) {
+  GroupPart g;
+  if constexpr (kIsGroup<Task>) {
+    uint32_t total = 0;
+    for (uint32_t b = 0; b < t.buffer_count; ++b) {
+      const uint32_t n = nanscope_group_part_blocks(t.buffers[b].elements * element_bytes(t.buffers[b].dtype));
+      if (blockIdx.x >= total && blockIdx.x - total < n) g.buffer = b, g.part = {blockIdx.x - total, n};
+      total += n;
+    }
+    g.alone = total == gridDim.x && total <= NANSCOPE_GROUP_MAX_PART_BLOCKS;
+  }
+  return g;
+}
+
 template <bool kRows, typename Task, bool kFixCode = true>
 __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ BlockCounts s_counts;
@@ -206,7 +230,9 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   __syncthreads();
   [[maybe_unused]] uint32_t ranges_built = 0;  // row-aware buffers whose ranges close_row_walk built
 
+  const GroupPart group = group_part(t);
   for (uint32_t b = 0; b < t.buffer_count; ++b) {
+    if (group.alone && b != group.buffer) continue;  // block-uniform
     ThreadCounts c;
     RowFlags flags;
     bool row_aware = false;
@@ -218,7 +244,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
         if (!chunked_walk(s_rows)) stage_row_padding(t.buffers[b], s_rows, flags);
       }
     }
-    scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags);
+    scan_buffer<kRows, kFixCode>(t.buffers[b], c, row_aware ? &s_rows : nullptr, flags, group.alone ? group.part : whole_grid());
     if constexpr (kRows) {
       if (row_aware && close_row_walk(s_rows, flags, c.any(), row_ranges_store()[b])) ranges_built |= 1u << b;
     }

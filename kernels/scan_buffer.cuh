@@ -405,18 +405,28 @@ struct BlockShare {
   uint64_t e_lo, e_hi;  // the elements of the share, [e_lo, e_hi)
 };
 
-__device__ __forceinline__ BlockShare block_share(uint64_t ptr, uint64_t n, uint32_t eb) {
+// Which part of a buffer a block walks: `index` of `count` equal parts. Every block of the grid
+// takes a part of every buffer, except in a merged node of small buffers, whose blocks each walk
+// one part of one buffer (nanscope_group_part_blocks in scan_abi.h).
+struct SharePart {
+  uint32_t index, count;
+};
+
+__device__ __forceinline__ SharePart whole_grid() { return {blockIdx.x, gridDim.x}; }
+
+__device__ __forceinline__ BlockShare block_share(uint64_t ptr, uint64_t n, uint32_t eb, SharePart part = whole_grid()) {
   BlockShare w;
   w.head = ((16 - (ptr & 15)) & 15) / eb;
   if (w.head > n) w.head = n;
   const uint64_t per_vec = 16 / eb;
   w.vecs = (n - w.head) / per_vec;
   w.tail_start = w.head + w.vecs * per_vec;
-  const uint64_t share = ((w.vecs + gridDim.x - 1) / gridDim.x + 31) & ~31ull;  // whole warps of vectors
-  w.v_lo = (uint64_t)blockIdx.x * share < w.vecs ? (uint64_t)blockIdx.x * share : w.vecs;
+  // Whole warps of vectors; a block alone on its buffer (most graph nodes) skips the 64-bit division.
+  const uint64_t share = part.count == 1 ? (w.vecs + 31) & ~31ull : ((w.vecs + part.count - 1) / part.count + 31) & ~31ull;
+  w.v_lo = (uint64_t)part.index * share < w.vecs ? (uint64_t)part.index * share : w.vecs;
   w.v_hi = w.v_lo + share < w.vecs ? w.v_lo + share : w.vecs;
-  w.e_lo = blockIdx.x == 0 ? 0 : w.head + w.v_lo * per_vec;
-  w.e_hi = blockIdx.x == gridDim.x - 1 ? n : w.head + w.v_hi * per_vec;
+  w.e_lo = part.index == 0 ? 0 : w.head + w.v_lo * per_vec;
+  w.e_hi = part.index == part.count - 1 ? n : w.head + w.v_hi * per_vec;
   return w;
 }
 
@@ -438,18 +448,18 @@ __device__ __forceinline__ void load_step(uint4 (&x)[kUnroll], const uint4* vbas
 // thread of the block, so warps stay converged for the ballots.
 template <uint32_t dt, bool kRows, bool kFix>
 __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows,
-                                  const RowFlags& flags) {
+                                  const RowFlags& flags, SharePart part) {
   unsigned char* base = reinterpret_cast<unsigned char*>(b.ptr);
   PaddingCursor cursor;
   constexpr uint32_t eb = kElementBytes<dt>, per_vec = 16 / eb;
   const uint64_t n = b.elements;
-  const BlockShare w = block_share(b.ptr, n, eb);
+  const BlockShare w = block_share(b.ptr, n, eb, part);
   if (!kRows) rows = nullptr;  // lets the plain instantiation drop every row-aware branch
   auto scalar = [&](uint64_t i) {
     c.add(classify(dt, load_bits(base, dt, i)), i, rows, flags);
     if (kFix) zero_if_padding(base, eb, i, *rows, flags, cursor);
   };
-  if (blockIdx.x == 0)
+  if (part.index == 0)
     for (uint64_t i = threadIdx.x; i < w.head; i += kThreads) scalar(i);
 
   const uint4* vbase = reinterpret_cast<const uint4*>(base + w.head * eb);
@@ -476,17 +486,17 @@ __device__ void scan_buffer_typed(const nanscope_scan_buffer b, ThreadCounts& c,
       }
     }
   }
-  if (blockIdx.x == gridDim.x - 1)
+  if (part.index == part.count - 1)
     for (uint64_t i = w.tail_start + threadIdx.x; i < n; i += kThreads) scalar(i);
   c.settle<dt>();
 }
 
 template <bool kRows, bool kFix>
 __device__ void scan_buffer_dispatch(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows,
-                                     const RowFlags& flags) {
+                                     const RowFlags& flags, SharePart part = whole_grid()) {
   switch (b.dtype) {
 #define NS_SCAN_TYPED_(suffix, name, code, bytes) \
-  case NS_##suffix: scan_buffer_typed<NS_##suffix, kRows, kFix>(b, c, rows, flags); break;
+  case NS_##suffix: scan_buffer_typed<NS_##suffix, kRows, kFix>(b, c, rows, flags, part); break;
     NANSCOPE_SCAN_DTYPES(NS_SCAN_TYPED_)
 #undef NS_SCAN_TYPED_
     default: break;

@@ -247,9 +247,9 @@ __device__ __forceinline__ bool chunked_walk(const nanscope_row_spec& s) {
 // registers made the general row kernel spill in its detection loop).
 template <bool kRows, bool kFixCode = true>
 __device__ void scan_buffer(const nanscope_scan_buffer b, ThreadCounts& c, const nanscope_row_spec* rows,
-                            const RowFlags& flags) {
+                            const RowFlags& flags, SharePart part = whole_grid()) {
   if (!kRows || !rows) {
-    scan_buffer_dispatch<false, false>(b, c, nullptr, flags);
+    scan_buffer_dispatch<false, false>(b, c, nullptr, flags, part);
     return;
   }
   if constexpr (!kFixCode) {

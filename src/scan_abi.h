@@ -259,6 +259,19 @@ typedef struct nanscope_scan_group {
   nanscope_launch_meta launches[NANSCOPE_SCAN_MAX_BUFFERS];
 } nanscope_scan_group;
 
+// A merged node of small buffers runs one block per block step (threads x unroll x 16 bytes) of
+// each buffer, so the loads of all its buffers are in flight at once: a one-block node walked its
+// buffers one round trip after another, about 1 us more per member on the H200 (run S14-1). The
+// kernel takes that layout when its grid is exactly the sum of nanscope_group_part_blocks over its
+// buffers; a larger node (more than NANSCOPE_GROUP_MAX_PART_BLOCKS) shares every buffer among
+// all its blocks.
+#define NANSCOPE_GROUP_PART_BYTES ((uint64_t)NANSCOPE_SCAN_THREADS * NANSCOPE_SCAN_UNROLL * 16)
+#define NANSCOPE_GROUP_MAX_PART_BLOCKS 32
+
+static inline NS_HOST_DEVICE uint32_t nanscope_group_part_blocks(uint64_t bytes) {
+  return bytes <= NANSCOPE_GROUP_PART_BYTES ? 1u : (uint32_t)((bytes + NANSCOPE_GROUP_PART_BYTES - 1) / NANSCOPE_GROUP_PART_BYTES);
+}
+
 // The zero-rows kernel's parameter (zero_padding tasks, src/scan_launch.hpp: zero_task_of): only
 // what it needs, so a node reads a few parameter words (a whole task cost about 0.2 us a node).
 typedef struct nanscope_zero_buffer {

@@ -227,4 +227,21 @@ inline uint64_t group_max_bytes(const nanscope_scan_group& g) {
   return most;
 }
 
+
+// Blocks of a merged node whose buffers each get their own blocks (nanscope_group_part_blocks in
+// scan_abi.h, which the kernel recomputes); 0 when the node is too large for that layout.
+inline uint32_t group_part_grid(const nanscope_scan_group& g) {
+  uint64_t total = 0;
+  for (uint32_t b = 0; b < g.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
+    total += nanscope_group_part_blocks(g.buffers[b].elements * scan_dtype_bytes(g.buffers[b].dtype));
+  return total <= NANSCOPE_GROUP_MAX_PART_BLOCKS ? static_cast<uint32_t>(total) : 0u;
+}
+
+// The grid of a merged node: one block per buffer step when it is small, else as scan_grid
+// gives it for the largest buffer.
+inline unsigned group_grid(const ScanPolicy& p, const nanscope_scan_group& g, int sm_count) {
+  const uint32_t parts = group_part_grid(g);
+  return parts ? parts : scan_grid(p, group_max_bytes(g), sm_count);
+}
+
 }  // namespace nanscope

@@ -155,14 +155,18 @@ int main() {
   }
   unsigned long long* states = nullptr;
   cudaMalloc(&states, 8 * sizeof(unsigned long long));
-  float* bufs = nullptr;  // X, Y, Z, W: 1024 floats each
-  cudaMalloc(&bufs, 4 * 1024 * sizeof(float));
-  for (unsigned grid : {1u, 6u}) {
-    std::vector<float> h(4 * 1024, 1.0f);
+  // X, Y, Z, W: 5000 floats each, just over a block step (nanscope_group_part_blocks: 2 blocks
+  // each), so the node runs with every block sharing every buffer (grids 1 and 6) and with a block
+  // per part of each buffer (grid 8: the layout the host gives small merged nodes).
+  constexpr uint32_t kN = 5000;
+  float* bufs = nullptr;
+  cudaMalloc(&bufs, 4 * kN * sizeof(float));
+  for (unsigned grid : {1u, 6u, 8u}) {
+    std::vector<float> h(4 * kN, 1.0f);
     const float qnan = std::numeric_limits<float>::quiet_NaN();
-    h[7] = h[9] = qnan;  // X
-    h[2 * 1024 + 3] = qnan;  // Z (Y stays clean)
-    h[3 * 1024 + 0] = -std::numeric_limits<float>::infinity();  // W
+    h[7] = h[9] = h[4500] = qnan;  // X, in both of its parts
+    h[2 * kN + 3] = qnan;  // Z (Y stays clean)
+    h[3 * kN + 0] = -std::numeric_limits<float>::infinity();  // W
     cudaMemcpy(bufs, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice);
     cudaMemset(states, 0, 8 * sizeof(unsigned long long));
     auto launch = [&](uint64_t id, uint32_t kernel, uint32_t node, std::initializer_list<uint32_t> outs,
@@ -179,7 +183,7 @@ int main() {
       t.channel_capacity = cap;
       t.buffer_state = states;
       for (uint32_t o : outs) {
-        t.buffers[t.buffer_count] = {(uint64_t)(bufs + 1024 * o), 1024, NS_F32, 10 + o};
+        t.buffers[t.buffer_count] = {(uint64_t)(bufs + kN * o), kN, NS_F32, 10 + o};
         t.out_state[t.buffer_count++] = 1 + o;  // slot 1 + buffer index, generation 0
       }
       for (uint32_t i : ins) t.in_state[t.in_count++] = 1 + i;
@@ -193,14 +197,15 @@ int main() {
       std::printf("FAIL: the group did not build\n");
       return 1;
     }
+    if (grid == 8u) EXPECT_EQ_U64(nanscope::group_part_grid(g), 8, "grouped: a block per part");
     void* params[] = {&g};
     cuLaunchKernel(grouped, grid, 1, 1, nanscope::ScanPolicy{}.threads, 1, 1, 0, nullptr, params, nullptr);
     if (cudaDeviceSynchronize() != cudaSuccess) {
       std::printf("FAIL: grouped scan kernel error\n");
       return 1;
     }
-    struct Want { uint64_t launch; uint32_t kernel, node, arg; uint64_t nan, ninf, first; int parent; };
-    const Want want[] = {{501, 20, 5, 10, 2, 0, 7, -1}, {502, 21, 6, 12, 1, 0, 3, 0}, {503, 22, 7, 13, 0, 1, 0, 1}};
+    struct Want { uint64_t launch; uint32_t kernel, node, arg; uint64_t nan, ninf, first, last; int parent; };
+    const Want want[] = {{501, 20, 5, 10, 3, 0, 7, 4500, -1}, {502, 21, 6, 12, 1, 0, 3, 3, 0}, {503, 22, 7, 13, 0, 1, 0, 0, 1}};
     uint64_t seqs[3] = {};
     for (int k = 0; k < 3; ++k) {
       volatile nanscope_record& r = records[consumed % cap];
@@ -220,6 +225,7 @@ int main() {
       EXPECT_EQ_U64(r.nan, want[k].nan, what);
       EXPECT_EQ_U64(r.neg_inf, want[k].ninf, what);
       EXPECT_EQ_U64(r.first_index, want[k].first, what);
+      EXPECT_EQ_U64(r.last_index, want[k].last, what);
       EXPECT_EQ_U64(r.parent_count, want[k].parent < 0 ? 0 : 1, what);
       EXPECT_EQ_U64(r.parents[0], want[k].parent < 0 ? 0 : seqs[want[k].parent], what);
       EXPECT_EQ_U64((r.origin_flags & NS_ORIGIN_TRACKED) != 0, 1, what);

@@ -220,4 +220,25 @@ TEST(ScanGroup, ReplaceKeepsTheLaunchPlacesAndEmptiesTheRest) {
   EXPECT_FALSE(nanscope::replace_launch(g, 2, plain_task(3, 1, 0x300000))) << "no such launch";
 }
 
+TEST(ScanGroup, SmallNodesGetABlockPerBufferStep) {
+  nanscope_scan_group g{};
+  ASSERT_TRUE(nanscope::append_launch(g, plain_task(1, 2, 0x100000)));  // 1 KiB and 2 KiB of f32
+  const nanscope::ScanPolicy beside = nanscope::beside_policy();
+  EXPECT_EQ(nanscope::group_part_grid(g), 2u) << "one block per buffer";
+  EXPECT_EQ(nanscope::group_grid(beside, g, 132), 2u);
+  const uint64_t step = NANSCOPE_GROUP_PART_BYTES;
+  g.buffers[1].elements = (step + 4) / 4;  // one f32 past a block step: two blocks
+  EXPECT_EQ(nanscope::group_part_grid(g), 3u);
+  g.buffers[1].elements = 0;  // a place left over still takes its block, as the kernel counts it
+  EXPECT_EQ(nanscope::group_part_grid(g), 2u);
+  g.buffers[1].elements = 31 * step / 4;
+  EXPECT_EQ(nanscope::group_part_grid(g), 32u) << "up to NANSCOPE_GROUP_MAX_PART_BLOCKS";
+  g.buffers[1].elements = 32 * step / 4;
+  EXPECT_EQ(nanscope::group_part_grid(g), 0u) << "a larger node shares every buffer among its blocks";
+  EXPECT_EQ(nanscope::group_grid(beside, g, 132), nanscope::scan_grid(beside, nanscope::group_max_bytes(g), 132));
+  EXPECT_EQ(nanscope_group_part_blocks(0), 1u);
+  EXPECT_EQ(nanscope_group_part_blocks(step), 1u);
+  EXPECT_EQ(nanscope_group_part_blocks(step + 1), 2u);
+}
+
 }  // namespace
