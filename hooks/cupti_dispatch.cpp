@@ -105,13 +105,20 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
       e.launches().on_launch(cb, cbid);
       return;
     case DriverHook::instantiate:
+      // Every variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph). The exec holds the
+      // programmatic edges now; the app's graph gets its plain edges back, failed call or not.
+      e.graphs().on_graph_copied(static_cast<const cuGraphInstantiateWithFlags_params*>(cb.functionParams)->hGraph);
+      if (succeeded(cb)) on_graph_exit(e, cbid, cb);
+      return;
+    case DriverHook::exec_update:
+      e.graphs().on_graph_copied(static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams)->hGraph);
+      return;
     case DriverHook::node_params:
     case DriverHook::exec_node_params:
     case DriverHook::graph_launch:
       if (succeeded(cb)) on_graph_exit(e, cbid, cb);
       return;
     case DriverHook::end_capture:
-    case DriverHook::exec_update:
     case DriverHook::module_unload:
       return;  // handled at the enter site
     case DriverHook::free:

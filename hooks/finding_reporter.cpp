@@ -190,6 +190,7 @@ SummaryFigures FindingReporter::figures(const Contexts::ChannelTotals& channels)
   s.scans_dropped = counters_.dropped.load();
   s.scans_beside = counters_.scans_beside.load();
   s.scans_merged = counters_.scans_merged.load();
+  s.edges_programmatic = counters_.edges_programmatic.load();
   s.eager_batched = counters_.eager_batched.load();
   s.eager_batches = counters_.eager_group_launches.load();
   s.overflow = channels.overflow;

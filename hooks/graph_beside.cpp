@@ -10,39 +10,12 @@
 
 #include "collectors.hpp"
 #include "graph_instrumenter.hpp"
+#include "graph_view.hpp"
 #include "scan_overlap.hpp"
 
 namespace nanscope {
 
 namespace {
-
-// A graph's nodes and its edges between them, as node indices with the edges' data.
-struct GraphView {
-  std::vector<CUgraphNode> nodes;
-  std::vector<overlap::Edge> edges;
-  std::vector<CUgraphEdgeData> edge_data;  // of edges[i]
-};
-
-bool read_graph(CUgraph g, GraphView& v) {
-  size_t count = 0;
-  if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS) return false;
-  v.nodes.resize(count);
-  if (count && cuGraphGetNodes(g, v.nodes.data(), &count) != CUDA_SUCCESS) return false;
-  size_t nedges = 0;
-  if (cuGraphGetEdges(g, nullptr, nullptr, nullptr, &nedges) != CUDA_SUCCESS) return false;
-  std::vector<CUgraphNode> from(nedges), to(nedges);
-  std::vector<CUgraphEdgeData> data(nedges);
-  if (nedges && cuGraphGetEdges(g, from.data(), to.data(), data.data(), &nedges) != CUDA_SUCCESS) return false;
-  std::unordered_map<CUgraphNode, uint32_t> index;
-  for (uint32_t i = 0; i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
-  for (size_t e = 0; e < nedges; ++e) {
-    const auto f = index.find(from[e]), t = index.find(to[e]);
-    if (f == index.end() || t == index.end()) continue;
-    v.edges.push_back({f->second, t->second});
-    v.edge_data.push_back(data[e]);
-  }
-  return true;
-}
 
 // The model of a node that is not a kernel: what it may write, or opaque.
 overlap::Node non_kernel_model(CUgraphNode node, CUgraphNodeType type, Allocations& allocs) {
@@ -256,6 +229,7 @@ void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
   }
   counters_.scans_beside.fetch_add(moved_scans, std::memory_order_relaxed);
   if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
+  if (moved_scans) use_programmatic_edges(g, cs);
   if (log_.debug_enabled()) {
     const overlap::Chain after = graph_chain(g, cs);
     log_.debug(fmt::format("graph: {} nodes, {} of its scan nodes run beside the app's kernels ({} edge changes "

@@ -225,6 +225,7 @@ void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) {
 void GraphInstrumenter::on_graph_destroy(CUgraph graph) {
   std::lock_guard lock(mu_);
   graph_ids_.erase(graph);
+  pdl_edges_.erase(graph);
 }
 
 void GraphInstrumenter::forget_merged_tasks(CUgraphExec exec) {

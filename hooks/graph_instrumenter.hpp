@@ -57,6 +57,9 @@ class GraphInstrumenter {
   // node after every kernel node with something to scan, then scans beside and merged.
   void on_graph_instantiate(CUgraph graph);
   void on_graph_instantiated(CUgraphExec exec, CUgraph graph);
+  // After instantiate or exec update (exit site): the graph's programmatic edges around scan
+  // nodes go back to full edges, so the app's own graph reads back as it did (hooks/graph_pdl.cpp).
+  void on_graph_copied(CUgraph graph);
   void on_end_capture(CUstream stream);
   // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
   void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
@@ -101,6 +104,9 @@ class GraphInstrumenter {
   void merge_members(CUgraph graph, ContextState& cs, MergePass& pass, const std::vector<uint32_t>& members,
                      uint32_t merge_id);
   void update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task, ContextState& cs);
+  // hooks/graph_pdl.cpp: programmatic edges around the read-only scans beside the chain.
+  overlap::EdgeRole edge_role(CUgraphNode node, ContextState& cs);
+  void use_programmatic_edges(CUgraph graph, ContextState& cs);
 
   const Config& cfg_;
   EventLog& log_;
@@ -127,10 +133,16 @@ class GraphInstrumenter {
   std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
   // A merged node's task as last set on an exec (an exec's parameters cannot be read back).
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
-  std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
+  std::unordered_set<CUgraphExec> updated_execs_;
+  struct PdlEdge {
+    CUgraphNode from, to;
+    CUgraphEdgeData data;
+  };
+  std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made  // took a whole graph's parameters (cuGraphExecUpdate)
 
   std::atomic<bool> warned_update_{false}, warned_beside_{false}, warned_beside_stale_{false};
   std::atomic<bool> warned_merge_{false}, warned_merged_update_{false}, warned_merged_after_update_{false};
+  std::atomic<bool> warned_pdl_{false};
 };
 
 }  // namespace nanscope

@@ -209,6 +209,24 @@ __device__ __forceinline__ GroupPart group_part(const Task& t) {
   return g;
 }
 
+// Programmatic edges (hooks/graph_pdl.cpp, NANSCOPE_GRAPH_PDL). A read-only scan beside the chain
+// may be launched while its kernel's last blocks still run (the LAUNCH_ORDER port): it must wait
+// for that kernel's memory before it reads a buffer. No-ops without such edges.
+__device__ __forceinline__ void wait_for_writers() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the later writers of the scanned buffers launch once every block got here: each block's
+// loads have returned (their values are in its counts), and what is left, the last block's
+// publish, touches only nanscope's memory.
+__device__ __forceinline__ void release_later_writers() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 template <bool kRows, typename Task, bool kFixCode = true>
 __device__ __forceinline__ void scan_main(const Task& t) {
   __shared__ BlockCounts s_counts;
@@ -221,6 +239,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
   // now, so its round trip hides behind the scan.
   unsigned int replay = 0;
   if (threadIdx.x == 0) replay = __ldcg(&t.accum->executions);
+  if constexpr (!kRows) wait_for_writers();
   if (threadIdx.x < NANSCOPE_SCAN_MAX_BUFFERS) {
     s_counts.nan[threadIdx.x] = s_counts.pinf[threadIdx.x] = s_counts.ninf[threadIdx.x] = s_counts.pad[threadIdx.x] = 0;
     s_counts.first[threadIdx.x] = ~0ull;
@@ -251,6 +270,7 @@ __device__ __forceinline__ void scan_main(const Task& t) {
     add_block_counts(s_counts, b, c);
   }
   __syncthreads();
+  if constexpr (!kRows) release_later_writers();  // read-only kernels only: a fix still writes
   if (threadIdx.x == 0) s_close = close_block(t, s_counts, s_tot);
   __syncthreads();
   const BlockClose close = static_cast<BlockClose>(s_close);

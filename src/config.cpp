@@ -199,6 +199,9 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_PYTHON_LINE", c.python_line);
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
   p.boolean("NANSCOPE_GRAPH_MERGE", c.graph_merge);
+  std::string pdl = c.graph_pdl == GraphPdl::off ? "off" : c.graph_pdl == GraphPdl::both ? "both" : "release";
+  p.choice("NANSCOPE_GRAPH_PDL", pdl, {"off", "release", "both"});
+  c.graph_pdl = pdl == "off" ? GraphPdl::off : pdl == "both" ? GraphPdl::both : GraphPdl::release;
   p.eager_batch(c.eager_batch);
   p.integer<uint32_t>("NANSCOPE_EAGER_BATCH_US", c.eager_batch_us, 0, 1000000);
   // Abort mode stops the app at the first finding: a held scan would let it run on further.
@@ -222,13 +225,14 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} eager_batch={} python_line={} "
+      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} graph_pdl={} eager_batch={} python_line={} "
       "rules={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
-      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", eager_batch ? std::to_string(eager_batch) : "off",
+      graph_overlap ? "on" : "off", graph_merge ? "on" : "off",
+      graph_pdl == GraphPdl::off ? "off" : graph_pdl == GraphPdl::both ? "both" : "release", eager_batch ? std::to_string(eager_batch) : "off",
       python_line ? "on" : "off",
       rules_path.empty() ? "(none)" : rules_path);
 }

@@ -13,6 +13,8 @@ namespace nanscope {
 enum class Mode : uint8_t { detect, fix, abort };
 const char* mode_name(Mode);
 
+enum class GraphPdl : uint8_t { off, release, both };
+
 struct Config {
   bool enabled = true;
   std::string log_path;             // NANSCOPE_LOG, "%p" / "%r" already replaced (log_file_name); empty: none
@@ -35,6 +37,10 @@ struct Config {
                                     // the app's next kernels instead of before them (docs/graphs.md)
   bool graph_merge = true;          // NANSCOPE_GRAPH_MERGE: scan nodes beside the app's kernels that may run
                                     // together become one node (docs/graphs.md)
+  // NANSCOPE_GRAPH_PDL: programmatic edges around read-only scan nodes beside the chain
+  // (docs/graphs.md): `release` lets a later writer of a scanned buffer start once the scan's
+  // loads are done, `both` also lets the scan launch during its kernel's last wave, `off` neither.
+  GraphPdl graph_pdl = GraphPdl::release;
   uint32_t eager_batch = 8;         // NANSCOPE_EAGER_BATCH: eager plain scans held per stream and launched
                                     // together, at most this many buffers a launch (2..8; 0: off, on and
                                     // the default: 8; always off in abort mode)

@@ -89,6 +89,7 @@ constexpr const char* kernels_not_inspected = schema::key::kernels_not_inspected
 constexpr const char* scans_dropped = schema::key::scans_dropped;
 constexpr const char* graph_scans_overlapped = schema::key::graph_scans_overlapped;
 constexpr const char* graph_scans_merged = schema::key::graph_scans_merged;
+constexpr const char* graph_edges_programmatic = schema::key::graph_edges_programmatic;
 constexpr const char* eager_scans_batched = schema::key::eager_scans_batched;
 constexpr const char* eager_batch_launches = schema::key::eager_batch_launches;
 constexpr const char* python_line_captures = schema::key::python_line_captures;
@@ -485,6 +486,7 @@ Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) 
   s[key::scans_dropped] = f.scans_dropped;
   s[key::graph_scans_overlapped] = f.scans_beside;
   s[key::graph_scans_merged] = f.scans_merged;
+  s[key::graph_edges_programmatic] = f.edges_programmatic;
   s[key::eager_scans_batched] = f.eager_batched;
   s[key::eager_batch_launches] = f.eager_batches;
   s[key::overflow] = f.overflow;

@@ -100,6 +100,7 @@ inline constexpr char kernels_not_inspected[] = "kernels_not_inspected";
 inline constexpr char scans_dropped[] = "scans_dropped";
 inline constexpr char graph_scans_overlapped[] = "graph_scans_overlapped";
 inline constexpr char graph_scans_merged[] = "graph_scans_merged";
+inline constexpr char graph_edges_programmatic[] = "graph_edges_programmatic";
 inline constexpr char eager_scans_batched[] = "eager_scans_batched";
 inline constexpr char eager_batch_launches[] = "eager_batch_launches";
 inline constexpr char python_line_captures[] = "python_line_captures";
@@ -306,7 +307,8 @@ inline constexpr std::string_view kWarningKeys[] = {key::what, key::message};
 inline constexpr std::string_view kAbortKeys[] = {key::reason, key::launch_id, key::watch};
 inline constexpr std::string_view kSummaryKeys[] = {
     key::launches,          key::scans,   key::findings,    key::kernels_inspected, key::kernels_not_inspected,
-    key::scans_dropped,     key::graph_scans_overlapped,    key::graph_scans_merged, key::eager_scans_batched,
+    key::scans_dropped,     key::graph_scans_overlapped,    key::graph_scans_merged, key::graph_edges_programmatic,
+    key::eager_scans_batched,
     key::eager_batch_launches, key::overflow,
     key::corrupt_records,   key::rescans_unchanged,         key::python_line_captures, key::python_line_ns,
     key::counts,            key::duration_ns,

@@ -119,4 +119,25 @@ struct GroupLimits {
 std::vector<std::vector<uint32_t>> group(uint32_t node_count, const std::vector<Edge>& edges,
                                          const std::vector<uint32_t>& weight, const GroupLimits& limits = {});
 
+// Programmatic edges (PDL) around read-only scan nodes beside the chain (NANSCOPE_GRAPH_PDL,
+// hooks/graph_pdl.cpp). Such a scan's kernel triggers its dependents once every block's loads have
+// returned (what is left, the last block's publish, touches nanscope's memory only), so a later
+// writer of its buffers may start then instead of after the publish. With `both`, the scan also
+// launches once its app kernel's blocks have all begun and waits for that kernel's memory in the
+// kernel (griddepcontrol.wait), so its launch hides behind the kernel's last wave. Nothing else
+// changes: edges into or out of other scans keep full serialization (a later scan reads the state
+// words this one publishes), and so do edges to anything that is not a kernel node.
+enum class PdlMode : uint8_t { off, release, both };
+enum class EdgeRole : uint8_t {
+  app_kernel,      // a kernel node of the app's
+  read_only_scan,  // nanscope's plain or merged scan node, beside the chain
+  other,           // any other scan node of ours (in line, row-aware, a fix) or a non-kernel node
+};
+enum class EdgePort : uint8_t {
+  full,          // complete, with memory visibility (the default edge)
+  programmatic,  // CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC: all blocks triggered or exited
+  launch_order,  // CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER: all blocks have begun
+};
+EdgePort edge_port(PdlMode mode, EdgeRole from, EdgeRole to);
+
 }  // namespace nanscope::overlap

@@ -60,7 +60,7 @@ void report_gpu_presence() {
 
 // The launcher's options, each mapping onto a NANSCOPE_* variable (or the way it attaches).
 struct LaunchOptions {
-  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir;
+  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir, graph_pdl;
   bool no_typed = false, no_graph_overlap = false, no_graph_merge = false, no_aggregate = false;
   bool quiet = false, preload = false, print_env = false;
 };
@@ -85,6 +85,9 @@ void add_options(CLI::App& app, LaunchOptions& o) {
   app.add_flag("--no-typed", o.no_typed, "scan only watches and rules, not the typed outputs found in kernel signatures [NANSCOPE_TYPED=0]");
   app.add_flag("--no-graph-overlap", o.no_graph_overlap, "keep each graph scan node between its kernel and the kernel's dependents [NANSCOPE_GRAPH_OVERLAP=0]");
   app.add_flag("--no-graph-merge", o.no_graph_merge, "keep one graph scan node per kernel; by default scans beside the app's kernels that may run together become one node [NANSCOPE_GRAPH_MERGE=0]");
+  app.add_option("--graph-pdl", o.graph_pdl, "programmatic graph edges around read-only scan nodes: release (the default: a later writer of a "
+                 "scanned buffer starts once the scan's loads are done), both (and the scan launches during its kernel's last wave) or off [NANSCOPE_GRAPH_PDL]")
+      ->check(CLI::IsMember({"off", "release", "both"}));
   app.add_flag("--no-aggregate", o.no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", o.quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
   app.add_flag("--preload", o.preload, "attach with LD_PRELOAD instead of CUDA_INJECTION64_PATH");
@@ -112,6 +115,7 @@ std::vector<std::pair<std::string, std::string>> launch_env(const LaunchOptions&
   set("NANSCOPE_CHANNEL_RECORDS", o.channel);
   set("NANSCOPE_RULES", o.rules);
   set("NANSCOPE_DUMP_DIR", o.dump_dir);
+  set("NANSCOPE_GRAPH_PDL", o.graph_pdl);
   if (o.no_typed) env.emplace_back("NANSCOPE_TYPED", "0");
   if (o.no_graph_overlap) env.emplace_back("NANSCOPE_GRAPH_OVERLAP", "0");
   if (o.no_graph_merge) env.emplace_back("NANSCOPE_GRAPH_MERGE", "0");

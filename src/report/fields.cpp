@@ -105,6 +105,7 @@ const F kTop[] = {
     integer(k::scans_dropped, &Event::scans_dropped, h_scans_dropped),
     special(k::graph_scans_overlapped, K::ignored),
     special(k::graph_scans_merged, K::ignored),
+    special(k::graph_edges_programmatic, K::ignored),
     special(k::eager_scans_batched, K::ignored),
     special(k::eager_batch_launches, K::ignored),
     integer(k::overflow, &Event::overflow, h_overflow),

@@ -6,10 +6,10 @@ bin=${1:?nanscope binary}
 fail() { echo "FAIL: $*"; exit 1; }
 
 env_out=$("$bin" --print-env --mode fix --log run-%p.jsonl --rules r.json --dump-dir d --kernel-filter softmax \
-  --no-aggregate --no-typed --no-graph-merge -q -- true) || fail "--print-env exited $?"
+  --no-aggregate --no-typed --no-graph-merge --graph-pdl both -q -- true) || fail "--print-env exited $?"
 for want in "CUDA_INJECTION64_PATH=" "NANSCOPE_MODE=fix" "NANSCOPE_LOG=run-%p.jsonl" "NANSCOPE_RULES=r.json" \
             "NANSCOPE_DUMP_DIR=d" "NANSCOPE_KERNEL_FILTER=softmax" "NANSCOPE_AGGREGATE=0" "NANSCOPE_TYPED=0" "NANSCOPE_CONSOLE=0" \
-            "NANSCOPE_GRAPH_MERGE=0"; do
+            "NANSCOPE_GRAPH_MERGE=0" "NANSCOPE_GRAPH_PDL=both"; do
   grep -q "^$want" <<<"$env_out" || fail "missing $want in: $env_out"
 done
 grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name libnanscope.so"
@@ -19,6 +19,8 @@ grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name
 [ $? -eq 2 ] || fail "a bad --mode value must exit 2"
 "$bin" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no program must exit 2"
+"$bin" --graph-pdl on -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a bad --graph-pdl value must exit 2"
 
 "$bin" --channel-records abc -- true >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--channel-records abc must exit 2 (it was passed on unchecked)"

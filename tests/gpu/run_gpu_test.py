@@ -758,6 +758,12 @@ def test_graph_overlap():
                        "scan(read_into)->scan(overwrite)", "scan(overwrite)->scan(consume)"},
         "off": chain | {"scan(make_nan)->read_into", "scan(read_into)->overwrite", "scan(overwrite)->consume"},
     }
+    # NANSCOPE_GRAPH_PDL only changes the exec's edges: the app reads back its graph as without it.
+    want["pdl both"] = want["pdl off"] = want["merge"]
+    # Programmatic edges in the exec (graph_edges_programmatic): the read-only scan beside the chain
+    # to the in-place overwrite of its buffer (release, the default); with `both` also each app
+    # kernel to its read-only scan (make_nan's scan, and the merged node's three kernels).
+    programmatic = {"merge": 1, "on": 1, "off": 0, "pdl both": 5, "pdl off": 0}
     # The app's own view of which replays put NaN in d: a finding in another replay is nanscope's
     # (S10-6's extra replay-7 findings were the app's, its poison write racing the graph).
     app_nan = "graph_overlap: nan_replays=3,6"
@@ -765,7 +771,8 @@ def test_graph_overlap():
     if checksum_line(plain, "graph_overlap: nan_replays=") != app_nan:
         fail(f"plain run: {checksum_line(plain, 'graph_overlap: nan_replays=')}, want {app_nan}")
     results = {}
-    modes = (("merge", {}), ("on", {"NANSCOPE_GRAPH_MERGE": "0"}), ("off", {"NANSCOPE_GRAPH_OVERLAP": "0"}))
+    modes = (("merge", {}), ("on", {"NANSCOPE_GRAPH_MERGE": "0"}), ("off", {"NANSCOPE_GRAPH_OVERLAP": "0"}),
+             ("pdl both", {"NANSCOPE_GRAPH_PDL": "both"}), ("pdl off", {"NANSCOPE_GRAPH_PDL": "off"}))
     for mode, env in modes:
         p, events = under_nanscope([app], ["--no-aggregate"], env=env)
         if checksum_line(p.stdout, "graph_overlap: nan_replays=") != app_nan:
@@ -774,9 +781,12 @@ def test_graph_overlap():
         if edges != want[mode]:
             fail(f"overlap {mode}: edges\n{sorted(edges)}\nexpected\n{sorted(want[mode])}")
         summary = [e for e in events if e["event"] == "summary"][0]
+        if summary["graph_edges_programmatic"] != programmatic[mode]:
+            fail(f"overlap {mode}: graph_edges_programmatic = {summary['graph_edges_programmatic']}, "
+                 f"want {programmatic[mode]}")
         if summary["graph_scans_overlapped"] != (0 if mode == "off" else 3):
             fail(f"overlap {mode}: graph_scans_overlapped = {summary['graph_scans_overlapped']}")
-        if summary["graph_scans_merged"] != (3 if mode == "merge" else 0):
+        if summary["graph_scans_merged"] != (0 if mode in ("on", "off") else 3):
             fail(f"overlap {mode}: graph_scans_merged = {summary['graph_scans_merged']}")
         got = sorted((e["kernel"].split("(")[0], e["replay"], e["counts"]["nan"], e["first_index"])
                      for e in findings(events))
@@ -789,7 +799,8 @@ def test_graph_overlap():
         results[mode] = len(edges)
     print(f"ok: with overlap the scans run beside the chain ({results['on']} edges, make_nan's scan ordered "
           f"before the in-place overwrite); merged, two scan nodes ({results['merge']} edges) keep that order; "
-          f"findings and results identical to overlap off and to the plain run")
+          f"findings and results identical to overlap off and to the plain run, with programmatic edges "
+          f"(release: {programmatic['merge']}, both: {programmatic['pdl both']}) and without")
 
 
 def test_graph_fork():

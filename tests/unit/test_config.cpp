@@ -30,6 +30,7 @@ TEST(Config, DefaultsWithEmptyEnvironment) {
   EXPECT_EQ(r.config.channel_records, 4096u);
   EXPECT_TRUE(r.config.graph_overlap);
   EXPECT_TRUE(r.config.graph_merge);
+  EXPECT_EQ(r.config.graph_pdl, GraphPdl::release);
 }
 
 TEST(Config, ReadsEveryVariable) {
@@ -46,7 +47,8 @@ TEST(Config, ReadsEveryVariable) {
                   {"NANSCOPE_MAX_SCAN_BYTES", "1048576"},
                   {"NANSCOPE_TYPED", "0"},
                   {"NANSCOPE_AGGREGATE", "off"},
-                  {"NANSCOPE_GRAPH_MERGE", "0"}},
+                  {"NANSCOPE_GRAPH_MERGE", "0"},
+                  {"NANSCOPE_GRAPH_PDL", "both"}},
                  77);
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const Config& c = r.config;
@@ -63,7 +65,16 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_FALSE(c.typed);
   EXPECT_FALSE(c.aggregate);
   EXPECT_FALSE(c.graph_merge);
+  EXPECT_EQ(c.graph_pdl, GraphPdl::both);
   EXPECT_TRUE(c.graph_overlap);
+}
+
+TEST(Config, GraphPdlTakesOnlyItsThreeValues) {
+  EXPECT_EQ(parse({{"NANSCOPE_GRAPH_PDL", "off"}}).config.graph_pdl, GraphPdl::off);
+  auto r = parse({{"NANSCOPE_GRAPH_PDL", "on"}});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors.front().find("NANSCOPE_GRAPH_PDL"), std::string::npos);
+  EXPECT_EQ(r.config.graph_pdl, GraphPdl::release);
 }
 
 TEST(Config, PidExpandsEverywhereInThePath) {

@@ -493,3 +493,16 @@ TEST(LongestChain, CountsNodesAndTheScansOnTheLongestChain) {
   EXPECT_EQ(longest_chain(kinds, {{0, 1}, {1, 0}}).nodes, 0u) << "a cycle: nothing to say";
   EXPECT_EQ(longest_chain({}, {}).nodes, 0u);
 }
+
+TEST(EdgePort, OnlyAReadOnlyScanBesideTheChainAndTheAppsKernelsAroundItGetProgrammaticEdges) {
+  const EdgeRole roles[] = {EdgeRole::app_kernel, EdgeRole::read_only_scan, EdgeRole::other};
+  for (EdgeRole from : roles)
+    for (EdgeRole to : roles) {
+      EXPECT_EQ(edge_port(PdlMode::off, from, to), EdgePort::full);
+      const bool release = from == EdgeRole::read_only_scan && to == EdgeRole::app_kernel;
+      const bool start = from == EdgeRole::app_kernel && to == EdgeRole::read_only_scan;
+      EXPECT_EQ(edge_port(PdlMode::release, from, to), release ? EdgePort::programmatic : EdgePort::full);
+      EXPECT_EQ(edge_port(PdlMode::both, from, to),
+                release ? EdgePort::programmatic : start ? EdgePort::launch_order : EdgePort::full);
+    }
+}
