@@ -32,6 +32,7 @@ overlap::Node non_kernel_model(CUgraphNode node, CUgraphNodeType type, Allocatio
       if (cuGraphMemsetNodeGetParams(node, &p) != CUDA_SUCCESS) return m;
       const uint64_t row = uint64_t{p.width} * p.elementSize;
       m.kind = NodeKind::app;
+      m.model = overlap::WriteModel::node_params;
       m.writes.push_back({p.dst, p.dst + (p.height > 1 ? uint64_t{p.pitch} * (p.height - 1) : 0) + row});
       return m;
     }
@@ -45,6 +46,7 @@ overlap::Node non_kernel_model(CUgraphNode node, CUgraphNodeType type, Allocatio
       const auto range = allocs.extent(p.dstDevice);
       if (!range) return m;
       m.kind = NodeKind::app;
+      m.model = overlap::WriteModel::node_params;
       m.writes.push_back({range->base, range->base + range->size});  // the whole destination allocation
       return m;
     }
@@ -149,8 +151,12 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
   std::vector<overlap::KnownWrite> exact;
   std::vector<uint64_t> inputs;
   library_io(node, inputs, exact);  // a library call's kernel: what the call only read, and its output
-  decoded_io(k, args, allocs_, exact, inputs);
+  const bool decoded = decoded_io(k, args, allocs_, exact, inputs) || !exact.empty();
   m.kind = overlap::NodeKind::app;
+  if (decoded) {
+    m.model = overlap::WriteModel::decoded;
+    for (const overlap::KnownWrite& w : exact) m.exact_writes += w.ptr && w.bytes ? 1 : 0;
+  }
   m.writes = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
     const auto a = allocs_.allocation(v);
     return a ? a->base + a->size : 0;

@@ -284,18 +284,33 @@ void add_decoded_io(const decode::Decoded& d, std::vector<KnownWrite>& exact, st
   inputs.insert(inputs.end(), d.no_nan_reads, d.no_nan_reads + d.no_nan_read_count);
 }
 
+namespace {
+
+std::string write_source(const Node& n, size_t write) {
+  switch (n.model) {
+    case WriteModel::node_params: return "a memset or memcpy destination";
+    case WriteModel::decoded:
+      return write < n.exact_writes ? "its decoder's exact write"
+                                    : "a pointer word its decoder names neither written nor read, to the end of its allocation";
+    default: return "a pointer word of a kernel without a decoder, to the end of its allocation";
+  }
+}
+
+}  // namespace
+
 std::string in_line_reason(const Node& scan, uint32_t parents, const Node* parent, const Node* child) {
   if (parents != 1) return "the scan has " + std::to_string(parents) + " parents";
   if (parent && is_scan(parent->kind)) return "the scan follows another scan";
   if (!child) return "nothing runs after the scan";
   if (child->kind == NodeKind::opaque) return "the next node is opaque (may write anything)";
-  for (const Range& w : child->writes)
-    for (const Range& r : scan.reads)
-      if (w.overlaps(r)) {
-        const std::string at = w.lo >= r.lo ? "+" + std::to_string(w.lo - r.lo) : "-" + std::to_string(r.lo - w.lo);
-        return "the next node writes " + std::to_string(w.hi - w.lo) + " bytes at " + at + " of a " +
-               std::to_string(r.hi - r.lo) + "-byte read";
-      }
+  for (size_t i = 0; i < child->writes.size(); ++i)
+    for (const Range& r : scan.reads) {
+      const Range& w = child->writes[i];
+      if (!w.overlaps(r)) continue;
+      const std::string at = w.lo >= r.lo ? "+" + std::to_string(w.lo - r.lo) : "-" + std::to_string(r.lo - w.lo);
+      return "the next node writes " + std::to_string(w.hi - w.lo) + " bytes at " + at + " of a " +
+             std::to_string(r.hi - r.lo) + "-byte read (" + write_source(*child, i) + ")";
+    }
   return "the next node writes none of it (a later node does)";
 }
 

@@ -29,10 +29,20 @@ enum class NodeKind : uint8_t {
   pinned_scan,  // a scan that also writes (the fix zeroes padding rows): stays where it is
 };
 
+// Where an app node's writes come from, for the debug log's reasons (in_line_reason).
+enum class WriteModel : uint8_t {
+  pointer_words,  // a kernel without a decoder: each pointer word to the end of its allocation
+  decoded,        // the first `exact_writes` are its decoder's (or library call's) exact writes,
+                  // the rest pointer words it names neither written nor read
+  node_params,    // a memset or memcpy node's destination
+};
+
 struct Node {
   NodeKind kind = NodeKind::app;
   std::vector<Range> writes;  // app, pinned_scan
   std::vector<Range> reads;   // scan, pinned_scan
+  WriteModel model = WriteModel::pointer_words;
+  uint32_t exact_writes = 0;  // WriteModel::decoded: how many of `writes`, first, are exact
 };
 
 struct Edge {

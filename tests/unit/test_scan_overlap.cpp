@@ -267,9 +267,9 @@ TEST(ScanOverlap, InLineReasonNamesTheOverlapBySizeAndOffset) {
   const Node s = scan({buf(0)});  // 0x1000 .. 0x1800
   const Node a_kernel = app({buf(0)});  // the scan's writer
   const Node writes_inside = app({Range{0x1100, 0x1200}});
-  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &writes_inside), "the next node writes 256 bytes at +256 of a 2048-byte read");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &writes_inside), "the next node writes 256 bytes at +256 of a 2048-byte read (a pointer word of a kernel without a decoder, to the end of its allocation)");
   const Node writes_from_below = app({Range{0x0800, 0x2000}});  // a pointer word's "to the end of its allocation"
-  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &writes_from_below), "the next node writes 6144 bytes at -2048 of a 2048-byte read");
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &writes_from_below), "the next node writes 6144 bytes at -2048 of a 2048-byte read (a pointer word of a kernel without a decoder, to the end of its allocation)");
   const Node elsewhere = app({buf(3)});
   EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &elsewhere), "the next node writes none of it (a later node does)");
   const Node opaque{NodeKind::opaque, {}, {}};
@@ -277,6 +277,25 @@ TEST(ScanOverlap, InLineReasonNamesTheOverlapBySizeAndOffset) {
   EXPECT_EQ(in_line_reason(s, 2, &a_kernel, &writes_inside), "the scan has 2 parents");
   EXPECT_EQ(in_line_reason(s, 1, &s, &writes_inside), "the scan follows another scan");
   EXPECT_EQ(in_line_reason(s, 1, &a_kernel, nullptr), "nothing runs after the scan");
+}
+
+TEST(ScanOverlap, InLineReasonSaysWhereTheOverlappingWriteCameFrom) {
+  const Node s = scan({buf(0)});  // 0x1000 .. 0x1800
+  const Node a_kernel = app({buf(0)});
+  Node decoded = app({Range{0x4000, 0x4100}, Range{0x1000, 0x1100}, Range{0x1000, 0x9000}});
+  decoded.model = WriteModel::decoded;
+  decoded.exact_writes = 2;  // the first two are exact, the third a word it did not name
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &decoded),
+            "the next node writes 256 bytes at +0 of a 2048-byte read (its decoder's exact write)");
+  decoded.writes.erase(decoded.writes.begin() + 1);
+  decoded.exact_writes = 1;
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &decoded),
+            "the next node writes 32768 bytes at +0 of a 2048-byte read (a pointer word its decoder names neither "
+            "written nor read, to the end of its allocation)");
+  Node memset_node = app({Range{0x1400, 0x1500}});
+  memset_node.model = WriteModel::node_params;
+  EXPECT_EQ(in_line_reason(s, 1, &a_kernel, &memset_node),
+            "the next node writes 256 bytes at +1024 of a 2048-byte read (a memset or memcpy destination)");
 }
 
 TEST(ScanGroups, ScansBesideAChainMergeEightAtATime) {
