@@ -133,16 +133,16 @@ class GraphInstrumenter {
   std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
   // A merged node's task as last set on an exec (an exec's parameters cannot be read back).
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
-  std::unordered_set<CUgraphExec> updated_execs_;
+  std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
   struct PdlEdge {
     CUgraphNode from, to;
     CUgraphEdgeData data;
   };
-  std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made  // took a whole graph's parameters (cuGraphExecUpdate)
+  std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made
 
   std::atomic<bool> warned_update_{false}, warned_beside_{false}, warned_beside_stale_{false};
   std::atomic<bool> warned_merge_{false}, warned_merged_update_{false}, warned_merged_after_update_{false};
-  std::atomic<bool> warned_pdl_{false};
+  std::atomic<bool> warned_pdl_{false}, warned_pdl_restore_{false};
 };
 
 }  // namespace nanscope

@@ -18,10 +18,6 @@ namespace nanscope {
 
 namespace {
 
-overlap::PdlMode pdl_mode(GraphPdl g) {
-  return g == GraphPdl::off ? overlap::PdlMode::off : g == GraphPdl::both ? overlap::PdlMode::both : overlap::PdlMode::release;
-}
-
 bool default_edge(const CUgraphEdgeData& d) {
   return d.from_port == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT && d.to_port == 0 && d.type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;
 }
@@ -50,8 +46,8 @@ overlap::EdgeRole GraphInstrumenter::edge_role(CUgraphNode node, ContextState& c
 }
 
 void GraphInstrumenter::use_programmatic_edges(CUgraph g, ContextState& cs) {
-  const overlap::PdlMode mode = pdl_mode(cfg_.graph_pdl);
-  if (mode == overlap::PdlMode::off) return;
+  const GraphPdl mode = cfg_.graph_pdl;
+  if (mode == GraphPdl::off) return;
   GraphView view;
   if (!read_graph(g, view) || view.nodes.empty()) return;
   std::vector<overlap::EdgeRole> roles;
@@ -115,7 +111,7 @@ void GraphInstrumenter::on_graph_copied(CUgraph graph) {
     failed += cuGraphAddDependencies(graph, &e.from, &e.to, &full, 1) != CUDA_SUCCESS;
   }
   if (failed)
-    warn_once(log_, warned_pdl_, "graph_pdl",
+    warn_once(log_, warned_pdl_restore_, "graph_pdl",
               fmt::format("{} programmatic edge(s) of an instantiated graph could not be made full again in the "
                           "app's graph; a later instantiate of it may let a scan see a later kernel's values",
                           failed));

@@ -24,6 +24,15 @@ const char* mode_name(Mode m) {
   return "detect";
 }
 
+const char* graph_pdl_name(GraphPdl g) {
+  switch (g) {
+    case GraphPdl::off: return "off";
+    case GraphPdl::release: return "release";
+    case GraphPdl::both: return "both";
+  }
+  return "release";
+}
+
 namespace {
 
 struct Parser {
@@ -199,7 +208,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.boolean("NANSCOPE_PYTHON_LINE", c.python_line);
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
   p.boolean("NANSCOPE_GRAPH_MERGE", c.graph_merge);
-  std::string pdl = c.graph_pdl == GraphPdl::off ? "off" : c.graph_pdl == GraphPdl::both ? "both" : "release";
+  std::string pdl = graph_pdl_name(c.graph_pdl);
   p.choice("NANSCOPE_GRAPH_PDL", pdl, {"off", "release", "both"});
   c.graph_pdl = pdl == "off" ? GraphPdl::off : pdl == "both" ? GraphPdl::both : GraphPdl::release;
   p.eager_batch(c.eager_batch);
@@ -231,8 +240,7 @@ std::string Config::describe() const {
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
-      graph_overlap ? "on" : "off", graph_merge ? "on" : "off",
-      graph_pdl == GraphPdl::off ? "off" : graph_pdl == GraphPdl::both ? "both" : "release", eager_batch ? std::to_string(eager_batch) : "off",
+      graph_overlap ? "on" : "off", graph_merge ? "on" : "off", graph_pdl_name(graph_pdl), eager_batch ? std::to_string(eager_batch) : "off",
       python_line ? "on" : "off",
       rules_path.empty() ? "(none)" : rules_path);
 }

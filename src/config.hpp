@@ -13,7 +13,9 @@ namespace nanscope {
 enum class Mode : uint8_t { detect, fix, abort };
 const char* mode_name(Mode);
 
+// NANSCOPE_GRAPH_PDL (overlap::edge_port in scan_overlap.hpp says which edges each value changes).
 enum class GraphPdl : uint8_t { off, release, both };
+const char* graph_pdl_name(GraphPdl);
 
 struct Config {
   bool enabled = true;

@@ -333,10 +333,10 @@ Chain longest_chain(const std::vector<NodeKind>& kinds, const std::vector<Edge>&
   return top;
 }
 
-EdgePort edge_port(PdlMode mode, EdgeRole from, EdgeRole to) {
-  if (mode == PdlMode::off) return EdgePort::full;
+EdgePort edge_port(GraphPdl mode, EdgeRole from, EdgeRole to) {
+  if (mode == GraphPdl::off) return EdgePort::full;
   if (from == EdgeRole::read_only_scan && to == EdgeRole::app_kernel) return EdgePort::programmatic;
-  if (mode == PdlMode::both && from == EdgeRole::app_kernel && to == EdgeRole::read_only_scan)
+  if (mode == GraphPdl::both && from == EdgeRole::app_kernel && to == EdgeRole::read_only_scan)
     return EdgePort::launch_order;
   return EdgePort::full;
 }

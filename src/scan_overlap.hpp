@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"  // GraphPdl
+
 namespace nanscope::decode {
 struct Decoded;
 }
@@ -137,7 +139,6 @@ std::vector<std::vector<uint32_t>> group(uint32_t node_count, const std::vector<
 // kernel (griddepcontrol.wait), so its launch hides behind the kernel's last wave. Nothing else
 // changes: edges into or out of other scans keep full serialization (a later scan reads the state
 // words this one publishes), and so do edges to anything that is not a kernel node.
-enum class PdlMode : uint8_t { off, release, both };
 enum class EdgeRole : uint8_t {
   app_kernel,      // a kernel node of the app's
   read_only_scan,  // nanscope's plain or merged scan node, beside the chain
@@ -148,6 +149,6 @@ enum class EdgePort : uint8_t {
   programmatic,  // CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC: all blocks triggered or exited
   launch_order,  // CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER: all blocks have begun
 };
-EdgePort edge_port(PdlMode mode, EdgeRole from, EdgeRole to);
+EdgePort edge_port(GraphPdl mode, EdgeRole from, EdgeRole to);
 
 }  // namespace nanscope::overlap

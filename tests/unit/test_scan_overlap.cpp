@@ -9,6 +9,7 @@
 #include <set>
 
 using namespace nanscope::overlap;
+using nanscope::GraphPdl;
 
 namespace {
 
@@ -517,11 +518,11 @@ TEST(EdgePort, OnlyAReadOnlyScanBesideTheChainAndTheAppsKernelsAroundItGetProgra
   const EdgeRole roles[] = {EdgeRole::app_kernel, EdgeRole::read_only_scan, EdgeRole::other};
   for (EdgeRole from : roles)
     for (EdgeRole to : roles) {
-      EXPECT_EQ(edge_port(PdlMode::off, from, to), EdgePort::full);
+      EXPECT_EQ(edge_port(GraphPdl::off, from, to), EdgePort::full);
       const bool release = from == EdgeRole::read_only_scan && to == EdgeRole::app_kernel;
       const bool start = from == EdgeRole::app_kernel && to == EdgeRole::read_only_scan;
-      EXPECT_EQ(edge_port(PdlMode::release, from, to), release ? EdgePort::programmatic : EdgePort::full);
-      EXPECT_EQ(edge_port(PdlMode::both, from, to),
+      EXPECT_EQ(edge_port(GraphPdl::release, from, to), release ? EdgePort::programmatic : EdgePort::full);
+      EXPECT_EQ(edge_port(GraphPdl::both, from, to),
                 release ? EdgePort::programmatic : start ? EdgePort::launch_order : EdgePort::full);
     }
 }
