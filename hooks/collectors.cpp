@@ -50,7 +50,8 @@ void WatchesCollector::collect(TaskDraft& draft) {
 
 namespace {
 
-// A plain output of `elements` values at `ptr`; rows come from the global padding spec when
+// A plain output of `elements` values at `ptr` (`arg`: its parameter, with NS_INTENT_* bits above);
+// rows come from the global padding spec when
 // its row count divides the elements evenly (then only reported, never fixed).
 void add_output(TaskDraft& draft, const Watches& watches, uint64_t ptr, uint64_t elements, DType dtype, uint32_t arg) {
   if (elements == 0 || draft.full()) return;
@@ -62,7 +63,7 @@ void add_output(TaskDraft& draft, const Watches& watches, uint64_t ptr, uint64_t
     w.rows = global->rows;
     w.row_elements = elements / global->rows;
     w.padding = *global;
-    draft.add_rows(w, kGlobalWatchBit | arg, arg, /*inferred=*/true);
+    draft.add_rows(w, kGlobalWatchBit | NS_BUFFER_ARG(arg), arg, /*inferred=*/true);
     return;
   }
   draft.add_plain(ptr, elements, dtype, arg, elements * dtype_size(dtype));
@@ -177,7 +178,8 @@ void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w)
     draft.refused_extent = true;
     return;
   }
-  add_output(draft, watches_, w.ptr, elements, dtype, w.arg);
+  static_assert(decode::kIntendNegInf == NS_INTENT_NEG_INF && decode::kIntendPosInf == NS_INTENT_POS_INF);
+  add_output(draft, watches_, w.ptr, elements, dtype, NS_BUFFER_ARG_WITH_INTENT(w.arg, w.intended_inf));
 }
 
 void TypedOutputsCollector::collect(TaskDraft& draft) {

@@ -94,6 +94,10 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   const uint64_t id = log_.reserve_id();
   const auto origin = classify(lineage_input, id, /*repeat=*/false);
   add_launch_facts(facts, candidates, origin && origin->origin == lineage::Origin::candidate);
+  if (origin && origin->last_writer) {  // preexisting: the launch that left the values
+    const lineage::Verdict::LastWriter& w = *origin->last_writer;
+    facts.last_writer = CandidateFacts{kernel_name(w.kernel_id), w.launch_id, 0, python_.resolve(python_.recall(w.launch_id))};
+  }
   Json j = finding_event(facts, origin);
   // The first finding at each site, and the one that aborts, get a tensor dump.
   // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
@@ -229,14 +233,16 @@ void FindingReporter::write_summary(SummaryContexts contexts) {
   const SummaryFigures s = figures(channels);
   // Origins: try-lock only, a fatal-signal flush may have interrupted a drain holding it.
   std::unique_lock lineage_lock(lineage_mu_, std::try_to_lock);
-  const lineage::Summary origins = lineage_lock ? lineage_.summary() : lineage::Summary{};
-  if (lineage_lock) lineage_lock.unlock();
+  const bool have_origins = lineage_lock.owns_lock();
+  const lineage::Summary origins = have_origins ? lineage_.summary() : lineage::Summary{};
+  if (have_origins) lineage_lock.unlock();
   const KernelName name = [this](uint32_t id) { return kernel_name(id); };
   Json summary = summary_event(s, cfg_.origin ? std::optional<Json>(origins_json(origins, name)) : std::nullopt);
+  if (cfg_.origin && have_origins) add_verdict_totals(summary, origins);
   summary[schema::key::coverage] = counters_.coverage.to_json();
   summary[schema::key::tensor_extents] = tensor_extents_json();
   log_.emit(event_name::summary, summary);
-  for (const std::string& line : cause_lines(origins, name)) log_.info(line);
+  for (const std::string& line : cause_lines(origins, name, cfg_.inf_faults)) log_.info(line);
   log_.info(summary_line(s));
 }
 

@@ -30,7 +30,8 @@ class FindingReporter {
                   Allocations& allocs, GraphInstrumenter& graphs, Counters& counters, PythonFrames& python,
                   uint64_t start_ns)
       : cfg_(cfg), log_(log), kernels_(kernels), watches_(watches), contexts_(contexts), allocs_(allocs),
-        graphs_(graphs), counters_(counters), python_(python), start_ns_(start_ns) {}
+        graphs_(graphs), counters_(counters), python_(python), start_ns_(start_ns),
+        lineage_({}, lineage::Policy{cfg.inf_faults}) {}
 
   void start();      // the drain thread, every NANSCOPE_POLL_US
   void drain_all();  // every context, now

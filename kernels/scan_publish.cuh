@@ -148,6 +148,18 @@ __device__ InputStates read_inputs(const Task& t, uint32_t launch, const NodeSta
   return in;
 }
 
+// The finding that left buffers[b] non-finite before its launch, from its own word as the launch
+// found it (an earlier launch of this node may have set it); 0 when the word was clean, unknown or
+// another generation's.
+template <typename Task>
+__device__ __forceinline__ unsigned long long prior_finding(const Task& t, uint32_t b, const NodeStates* node,
+                                                            unsigned long long device_word) {
+  const uint32_t ref = t.out_state[b];
+  const unsigned long long w = input_word(t, launch_of_buffer(t, b), ref, node, device_word);
+  if (((w >> 8) & 0xffffu) != NS_GEN_OF(ref) || (uint32_t)(w & 0xffu) != NS_STATE_NONFINITE) return 0;
+  return w >> 24;
+}
+
 template <typename Task>
 __device__ __forceinline__ uint32_t launch_origin_flags(const Task& t, uint32_t launch) {
   if constexpr (kIsGroup<Task>) return t.launches[launch].origin_flags;
@@ -218,8 +230,8 @@ __device__ __forceinline__ void set_row_ranges(const RowRanges& rr, nanscope_rec
 // its inputs had (`in`, for the origin), the replay and, for row-aware buffers, the row ranges.
 template <bool kRows, typename Task>
 __device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const nanscope_scan_counts& c,
-                             const InputStates& in, unsigned int replay, bool unchanged, const RowRanges* ranges,
-                             nanscope_record& r) {
+                             const InputStates& in, unsigned long long prior_seq, unsigned int replay, bool unchanged,
+                             const RowRanges* ranges, nanscope_record& r) {
   set_launch_fields(t, launch, r);
   r.stream = t.stream;
   r.ptr = t.buffers[b].ptr;
@@ -231,7 +243,8 @@ __device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const n
   r.last_index = c.last;
   r.graph_id = t.graph_id;
   r.replay = replay;
-  r.arg = (uint16_t)t.buffers[b].arg;
+  r.arg = (uint16_t)NS_BUFFER_ARG(t.buffers[b].arg);
+  r.intent = NS_BUFFER_INTENT(t.buffers[b].arg);
   r.dtype = (uint8_t)t.buffers[b].dtype;
   r.flags = t.graph_id ? NS_RECORD_CAPTURED : 0;
   r.counts_padding = c.padding;
@@ -239,6 +252,7 @@ __device__ void build_record(const Task& t, uint32_t b, uint32_t launch, const n
     for (uint32_t j = 0; j < NANSCOPE_ORIGIN_MAX_PARENTS; ++j) r.parents[j] = j < in.parent_count ? in.parents[j] : 0;
     r.parent_count = in.parent_count;
     r.origin_flags = launch_origin_flags(t, launch) | NS_ORIGIN_TRACKED | (in.unknown ? NS_ORIGIN_INPUT_UNKNOWN : 0u);
+    r.prior_seq = prior_seq;
   }
   if constexpr (kRows) {
     if ((t.row_aware_mask >> b) & 1u) {
@@ -301,6 +315,9 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
   SlotGuess guess{};
   if (lane == 0) guess = guess_slots(t);
   const InputWords loaded = load_input_words(t, launch_of_buffer(t, may_post ? lane : 0), may_post);
+  // The word this lane's own buffer had before the launch, for origin preexisting.
+  const bool tracks_out = may_post && t.buffer_state && t.out_state[lane] != NANSCOPE_ORIGIN_NONE;
+  const unsigned long long own_word = tracks_out ? __ldcg(&t.buffer_state[NS_SLOT_OF(t.out_state[lane])]) : 0;
   const LaneVerdict v = lane_verdict<kRows>(t, tot, lane);
   const uint32_t record_mask = __ballot_sync(0xffffffffu, v.bad && !v.quiet);
   const uint32_t quiet_mask = __ballot_sync(0xffffffffu, v.quiet);
@@ -338,7 +355,9 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
   }
   __syncwarp();
   InputStates in{};
+  unsigned long long prior_seq = 0;
   if (posts) in = read_inputs(t, launch_of_buffer(t, lane), &s_node, loaded);
+  if (posts && tracks_out) prior_seq = prior_finding(t, lane, &s_node, own_word);
   // Every lane has read its inputs before any word changes; of two buffers with one word, the
   // later one's stays.
   for (uint32_t b = lane + 1; sets && b < t.buffer_count; ++b) sets = s_node.slot[b] != s_node.slot[lane];
@@ -346,7 +365,7 @@ __device__ void publish(const Task& t, const nanscope_scan_counts* tot, unsigned
   if (sets) t.buffer_state[NS_SLOT_OF(t.out_state[lane])] = word;
   if (posts) {
     alignas(16) nanscope_record r = {};  // posted with 16-byte loads and stores
-    build_record<kRows>(t, lane, launch_of_buffer(t, lane), v.c, in, replay, v.unchanged, ranges, r);
+    build_record<kRows>(t, lane, launch_of_buffer(t, lane), v.c, in, prior_seq, replay, v.unchanged, ranges, r);
     nanscope_record* dst = &t.records[slot % t.channel_capacity];
     post_record(dst, r);
     __threadfence_system();  // the record before its seq: the host reads it once the seq is there

@@ -24,6 +24,8 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   out.replay = r.replay;
   out.graph_node = r.graph_node;
   out.arg = r.arg;
+  if (r.intent > (NS_INTENT_NEG_INF | NS_INTENT_POS_INF)) return false;
+  out.intent = static_cast<uint8_t>(r.intent);
   out.dtype = static_cast<DType>(r.dtype);
   out.captured = (r.flags & NS_RECORD_CAPTURED) != 0;
   out.row_aware = (r.flags & NS_RECORD_ROWS) != 0;
@@ -32,12 +34,14 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   out.seq = r.seq;
   out.origin_tracked = (r.origin_flags & NS_ORIGIN_TRACKED) != 0;
   out.parents.clear();
+  out.prior_seq = 0;
   if (out.origin_tracked) {
     out.parent_count = r.parent_count;
     for (uint32_t i = 0; i < r.parent_count && i < NANSCOPE_ORIGIN_MAX_PARENTS; ++i) out.parents.push_back(r.parents[i]);
     out.reads_untracked = (r.origin_flags & NS_ORIGIN_READS_UNTRACKED) != 0;
     out.input_unknown = (r.origin_flags & NS_ORIGIN_INPUT_UNKNOWN) != 0;
     out.host_write = (r.origin_flags & NS_ORIGIN_HOST) != 0;
+    out.prior_seq = r.prior_seq;
   }
   out.verdict = RowVerdict{};
   if (!out.row_aware) return true;

@@ -44,6 +44,8 @@ struct Finding {
   bool reads_untracked = false;
   bool input_unknown = false;
   bool host_write = false;        // the values came from a host copy or memset
+  uint8_t intent = 0;             // NS_INTENT_*: infinities the launch writes here on purpose
+  uint64_t prior_seq = 0;         // the finding that left the buffer non-finite before (0: none)
 
   uint64_t total() const { return nan + pos_inf + neg_inf; }
 };

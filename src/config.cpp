@@ -204,6 +204,9 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.integer<uint64_t>("NANSCOPE_MAX_SCAN_BYTES", c.max_scan_bytes, 0, UINT64_MAX);
   p.boolean("NANSCOPE_TYPED", c.typed);
   p.boolean("NANSCOPE_ORIGIN", c.origin);
+  std::string inf = c.inf_faults ? "fault" : "ignore";
+  p.choice("NANSCOPE_INF", inf, {"ignore", "fault"});
+  c.inf_faults = inf == "fault";
   p.boolean("NANSCOPE_AGGREGATE", c.aggregate);
   p.boolean("NANSCOPE_PYTHON_LINE", c.python_line);
   p.boolean("NANSCOPE_GRAPH_OVERLAP", c.graph_overlap);
@@ -235,14 +238,14 @@ std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
       "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} graph_pdl={} eager_batch={} python_line={} "
-      "rules={}",
+      "rules={} inf={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
       graph_overlap ? "on" : "off", graph_merge ? "on" : "off", graph_pdl_name(graph_pdl), eager_batch ? std::to_string(eager_batch) : "off",
       python_line ? "on" : "off",
-      rules_path.empty() ? "(none)" : rules_path);
+      rules_path.empty() ? "(none)" : rules_path, inf_faults ? "fault" : "ignore");
 }
 
 }  // namespace nanscope

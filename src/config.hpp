@@ -33,6 +33,8 @@ struct Config {
   uint32_t poll_us = 500;           // NANSCOPE_POLL_US
   uint64_t max_scan_bytes = 0;      // NANSCOPE_MAX_SCAN_BYTES, 0 = whole allocation
   bool origin = true;               // NANSCOPE_ORIGIN: per-buffer state on the device, origin of each finding
+  bool inf_faults = false;          // NANSCOPE_INF=fault: every infinity is a fault (default `ignore`: only
+                                    // NaN, and the infinities a NaN was made from; docs/origin.md)
   bool typed = true;                // NANSCOPE_TYPED: scan typed outputs found in kernel signatures
                                     // (off: only watches and rules are scanned)
   bool graph_overlap = true;        // NANSCOPE_GRAPH_OVERLAP: scan nodes of instantiated graphs run beside

@@ -118,6 +118,15 @@ constexpr const char* file = schema::python_key::file;
 constexpr const char* line = schema::python_key::line;
 constexpr const char* function = schema::python_key::function;
 constexpr const char* collective = schema::key::collective;
+constexpr const char* inf = schema::key::inf;
+constexpr const char* fault = schema::key::fault;
+constexpr const char* cause = schema::key::cause;
+constexpr const char* intended_from = schema::key::intended_from;
+constexpr const char* spread = schema::key::spread;
+constexpr const char* last_writer = schema::key::last_writer;
+constexpr const char* preexisting = schema::origins_key::preexisting;
+constexpr const char* faults = schema::key::faults;
+constexpr const char* infinities = schema::key::infinities;
 }  // namespace key
 
 // Values the log spells out.
@@ -159,6 +168,18 @@ void add_rows_fields(Json& j, const FindingFacts& facts) {
   if (f.fixed) j[key::action] = kZeroed;
 }
 
+// NaN-first: what an infinity-only finding is, the first cause(s), the intended infinities the
+// cause was made from, and a spread point's shares.
+void add_nan_first_fields(Json& j, const lineage::Verdict& v) {
+  if (v.inf != lineage::InfKind::none) {
+    j[key::inf] = lineage::inf_kind_name(v.inf);
+    if (v.fault) j[key::fault] = true;  // NANSCOPE_INF=fault
+  }
+  if (!v.causes.empty()) j[key::cause] = v.causes;
+  if (!v.intended_from.empty()) j[key::intended_from] = v.intended_from;
+  if (v.spread) j[key::spread] = {{schema::spread_key::before, v.spread->before}, {schema::spread_key::after, v.spread->after}};
+}
+
 void add_origin_fields(Json& j, const lineage::Verdict& origin) {
   j[key::origin] = lineage::origin_name(origin.origin);
   if (origin.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(origin.why);
@@ -168,8 +189,11 @@ void add_origin_fields(Json& j, const lineage::Verdict& origin) {
   if (origin.leak) {
     j[key::leak] = true;
     j[key::rows_before] = rowset_json(origin.rows_before);
-    j[key::rows_after] = rowset_json(origin.rows_after);
+    // A leak through a buffer with no padding spec (a per-tensor amax) has no rows to show.
+    if (lineage::rows_known(origin.rows_after) || !origin.rows_after.ranges.empty())
+      j[key::rows_after] = rowset_json(origin.rows_after);
   }
+  add_nan_first_fields(j, origin);
 }
 
 Json candidates_json(const std::vector<CandidateFacts>& candidates) {
@@ -198,6 +222,9 @@ Json root_json(const lineage::RootSummary& r, const KernelName& kernel_name) {
          {key::buffers_reached, r.buffers.size()},
          {key::last_event, r.last_event_id}};
   if (r.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(r.why);
+  if (r.inf != lineage::InfKind::none) j[key::inf] = lineage::inf_kind_name(r.inf);
+  j[key::fault] = r.nan_cause;  // a NaN names it as its first cause
+  if (!r.intended_from.empty()) j[key::intended_from] = r.intended_from;
   if (r.origin == lineage::Origin::candidate) {
     Json names = Json::array();
     for (uint32_t id : r.candidates) names.push_back(kernel_name(id));
@@ -268,6 +295,8 @@ bool aborts(const Finding& f, Action action) {
   return f.row_aware && !rows_inferred(f) && action == Action::abort && f.verdict.counts_real > 0;
 }
 
+static_assert(lineage::kIntendNegInf == NS_INTENT_NEG_INF && lineage::kIntendPosInf == NS_INTENT_POS_INF);
+
 std::optional<lineage::DeviceFinding> device_finding(const Finding& f, int device) {
   if (!f.origin_tracked) return std::nullopt;
   // Sequence numbers are per context: the device ordinal keeps contexts apart.
@@ -283,6 +312,9 @@ std::optional<lineage::DeviceFinding> device_finding(const Finding& f, int devic
   d.reads_untracked = f.reads_untracked;
   d.host = f.host_write;
   d.fixed = f.fixed;
+  d.values = {f.nan, f.pos_inf, f.neg_inf, f.elements};
+  d.intent = f.intent;
+  d.prior_seq = f.prior_seq ? ctx_bits | f.prior_seq : 0;
   return d;
 }
 
@@ -379,6 +411,11 @@ Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdi
   if (f.row_aware) add_rows_fields(j, facts);
   if (origin) add_origin_fields(j, *origin);
   if (origin && origin->origin == lineage::Origin::candidate) j[key::candidates] = candidates_json(facts.candidates);
+  if (origin && origin->last_writer && facts.last_writer)
+    j[key::last_writer] = {{schema::last_writer_key::event, origin->last_writer->event_id},
+                           {key::kernel, facts.last_writer->kernel},
+                           {key::launch_id, facts.last_writer->launch_id},
+                           {key::python, python_json(facts.last_writer->python)}};
   j[key::python] = python_json(facts.python);
   if (facts.collective) j[key::collective] = collective_json(*facts.collective, origin);
   return j;
@@ -472,7 +509,7 @@ Json origins_json(const lineage::Summary& o, const KernelName& kernel_name) {
   return Json{{key::roots, roots},          {key::roots_not_listed, o.roots_not_listed},
               {key::introduced, o.introduced}, {key::propagated, o.propagated},
               {key::host, o.host},            {key::unknown, o.unknown},
-              {key::candidate, o.candidate},
+              {key::candidate, o.candidate},  {key::preexisting, o.preexisting},
               {key::leaks, o.leaks},          {key::evictions, o.evictions}};
 }
 
@@ -507,21 +544,45 @@ std::string summary_line(const SummaryFigures& f) {
                      f.kernels_not_inspected, f.scans_dropped);
 }
 
-std::vector<std::string> cause_lines(const lineage::Summary& origins, const KernelName& kernel_name) {
+void add_verdict_totals(Json& summary, const lineage::Summary& origins) {
+  summary[key::faults] = origins.faults;
+  summary[key::infinities] = {{schema::infinities_key::intended, origins.inf_intended},
+                              {schema::infinities_key::arithmetic, origins.inf_arithmetic}};
+}
+
+namespace {
+
+std::string cause_line(const lineage::RootSummary& r, bool first, const KernelName& kernel_name) {
+  std::string line = fmt::format("{} cause: {} {} (event {}, launch {}{}) in {}", first ? "first" : "also",
+                                 lineage::origin_name(r.origin), short_name(kernel_name(r.site.kernel_id)),
+                                 r.event_id, r.site.launch_id,
+                                 graph_where(r.site.captured, r.site.graph_id, r.site.graph_node, r.site.replay),
+                                 hex(r.buffer.ptr));
+  if (r.inf != lineage::InfKind::none) line += fmt::format(" ({} infinity)", lineage::inf_kind_name(r.inf));
+  if (!r.intended_from.empty())
+    line += fmt::format("; made NaN from the intended infinities of event{} {}", r.intended_from.size() > 1 ? "s" : "",
+                        fmt::join(r.intended_from, ", "));
+  if (r.first_leak)
+    line += fmt::format("; leaked into real rows at {} (event {})", short_name(kernel_name(r.first_leak->site.kernel_id)),
+                        r.first_leak->event_id);
+  line += fmt::format("; reached {} kernel(s), {} buffer(s)", r.kernels.size(), r.buffers.size());
+  return line;
+}
+
+}  // namespace
+
+std::vector<std::string> cause_lines(const lineage::Summary& origins, const KernelName& kernel_name, bool inf_faults) {
   std::vector<std::string> lines;
-  for (std::size_t i = 0; i < origins.roots.size() && i < 5; ++i) {
-    const lineage::RootSummary& r = origins.roots[i];
-    std::string line = fmt::format("{} cause: {} {} (event {}, launch {}{}) in {}", i == 0 ? "first" : "also",
-                                   lineage::origin_name(r.origin), short_name(kernel_name(r.site.kernel_id)),
-                                   r.event_id, r.site.launch_id,
-                                   graph_where(r.site.captured, r.site.graph_id, r.site.graph_node, r.site.replay),
-                                   hex(r.buffer.ptr));
-    if (r.first_leak)
-      line += fmt::format("; leaked into real rows at {} (event {})",
-                          short_name(kernel_name(r.first_leak->site.kernel_id)), r.first_leak->event_id);
-    line += fmt::format("; reached {} kernel(s), {} buffer(s)", r.kernels.size(), r.buffers.size());
-    lines.push_back(std::move(line));
+  // NaN-first: the roots a NaN names as its cause; every root when every infinity is a fault.
+  for (const lineage::RootSummary& r : origins.roots) {
+    if (lines.size() == 5) break;
+    if (r.nan_cause || inf_faults) lines.push_back(cause_line(r, lines.empty(), kernel_name));
   }
+  const uint64_t infinities = origins.inf_intended + origins.inf_arithmetic;
+  if (infinities && !inf_faults)
+    lines.push_back(fmt::format("{} infinity-only finding(s) are not faults ({} intended, {} arithmetic); "
+                                "NANSCOPE_INF=fault counts them",
+                                infinities, origins.inf_intended, origins.inf_arithmetic));
   return lines;
 }
 

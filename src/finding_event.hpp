@@ -143,6 +143,8 @@ struct FindingFacts {
   std::optional<PythonLine> python;      // where the launch the finding is named after came from
   std::vector<CandidateFacts> candidates;  // origin candidate: newest last
   std::optional<CollectiveFacts> collective;  // the scan was an NCCL collective's buffer
+  // origin preexisting: the launch that left the buffer non-finite (kernel_id: the Verdict's).
+  std::optional<CandidateFacts> last_writer;
 };
 // nonfinite.collective: the facts, and send_state from the finding's origin (a recv scan's only
 // input is this rank's sendbuff: introduced means it was finite, propagated non-finite).
@@ -181,7 +183,12 @@ Json origins_json(const lineage::Summary& origins, const KernelName& kernel_name
 // `origins`: origins_json(), or nullopt when origin tracking is off.
 Json summary_event(const SummaryFigures& s, const std::optional<Json>& origins);
 std::string summary_line(const SummaryFigures& s);
-// First causes up front: each independent origin, in time order, with its first leak (5 at most).
-std::vector<std::string> cause_lines(const lineage::Summary& origins, const KernelName& kernel_name);
+// The summary's NaN-first totals: faults, and infinity-only findings by kind.
+void add_verdict_totals(Json& summary, const lineage::Summary& origins);
+// First causes up front, NaN-first: each root a NaN names as its cause, in time order, with its
+// first leak (5 at most; every root when `inf_faults`), then a line on the infinities that are
+// not faults.
+std::vector<std::string> cause_lines(const lineage::Summary& origins, const KernelName& kernel_name,
+                                     bool inf_faults = false);
 
 }  // namespace nanscope

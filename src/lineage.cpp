@@ -82,7 +82,7 @@ void union_roots(std::vector<uint64_t>& into, const std::vector<uint64_t>& add, 
   into = std::move(out);
 }
 
-Tracker::Tracker(Limits limits) : limits_(limits) {
+Tracker::Tracker(Limits limits, Policy policy) : limits_(limits), policy_(policy) {
   limits_.max_buffers = std::max<std::size_t>(limits_.max_buffers, 1);
   limits_.max_roots_per_finding = std::max<std::size_t>(limits_.max_roots_per_finding, 1);
   limits_.max_row_ranges = std::max<std::size_t>(limits_.max_row_ranges, 1);
@@ -98,6 +98,7 @@ void Tracker::count(const Verdict& v) {
     case Origin::host: ++totals_.host; break;
     case Origin::unknown: ++totals_.unknown; break;
     case Origin::candidate: ++totals_.candidate; break;
+    case Origin::preexisting: ++totals_.preexisting; break;
     case Origin::none: break;  // never classified so
   }
   if (v.leak) ++totals_.leaks;
@@ -117,6 +118,8 @@ void Tracker::add_root(const Verdict& v, const Site& site) {
   r.site = site;
   r.buffer = v.buffer;
   r.rows = v.rows_after;
+  r.inf = v.inf;
+  r.intended_from = v.intended_from;
   root_index_.emplace(v.event_id, roots_.size());
   roots_.push_back(std::move(r));
 }
@@ -130,7 +133,11 @@ void Tracker::reach_buffer(uint64_t root_event, uint64_t ptr, uint64_t event_id)
 }
 
 void Tracker::reach(const Verdict& v, const Site& site) {
-  for (uint64_t id : v.roots) {
+  std::vector<uint64_t> ids = v.roots;  // and a NaN's causes that are no lineage root (made from intended infinities)
+  bool unused = false;
+  union_roots(ids, v.causes, limits_.max_roots_per_finding * 2, &unused);
+  for (uint64_t id : ids) {
+    if (id == v.event_id) continue;
     auto it = root_index_.find(id);
     if (it == root_index_.end()) continue;  // a root past max_roots
     RootSummary& r = roots_[it->second];
@@ -180,41 +187,41 @@ Verdict Tracker::on_device_finding(const DeviceFinding& f) {
   v.buffer = f.buffer;
   v.rows_after = f.rows;
   v.origin = device_origin(f);
+  SeqInfo info;
   if (v.origin == Origin::propagated) {
-    std::vector<const RowSet*> parent_rows;
-    bool lost = f.parent_count > f.parent_seqs.size(), parents_padding_only = true;
-    for (uint64_t seq : f.parent_seqs) {
-      const SeqInfo* p = seq ? find_seq(seq) : nullptr;
-      if (!p) {  // dropped on the device (channel full) or evicted here
-        lost = true;
-        continue;
-      }
-      v.parents.push_back(p->event_id);
-      parent_rows.push_back(&p->rows);
-      parents_padding_only = parents_padding_only && padding_only(p->rows);
-      v.roots_truncated = v.roots_truncated || p->roots_truncated;
-      union_roots(v.roots, p->roots, limits_.max_roots_per_finding, &v.roots_truncated);
-    }
-    std::sort(v.parents.begin(), v.parents.end());
-    v.parents.erase(std::unique(v.parents.begin(), v.parents.end()), v.parents.end());
-    v.incomplete = lost;
-    v.rows_before = merge_rows(parent_rows, limits_.max_row_ranges);
-    v.leak = !lost && parents_padding_only && rows_known(f.rows) && f.rows.counts_real > 0;
-    if (!f.repeat) reach(v, f.site);
+    from_parents(f, f.parent_seqs, f.parent_count, v, info);
+  } else if (v.origin == Origin::introduced && preexisting(f, v)) {
+    from_parents(f, {f.prior_seq}, 1, v, info);  // the earlier finding is its parent
   } else {
-    if (v.origin == Origin::candidate) v.candidates = f.candidates;
-    v.why = v.origin != Origin::unknown ? Unknown::none
-            : f.input_unknown ? Unknown::state_lost
-            : f.reads_untracked ? Unknown::untracked_read : Unknown::none;
-    v.roots = {f.event_id};
-    if (!f.repeat) add_root(v, f.site);
+    as_root(f, v, info);
   }
-  if (!f.repeat) count(v);
+  v.fault = v.inf == InfKind::none || policy_.infinities_are_faults;
+  if (!f.repeat) {
+    const bool root = v.origin != Origin::propagated && v.origin != Origin::preexisting;
+    const bool converted = v.inf == InfKind::none && v.causes.size() == 1 && v.causes[0] == v.event_id;
+    if (root || converted) add_root(v, f.site);  // a NaN made from intended infinities is a cause
+    if (!root) reach(v, f.site);
+    mark_nan_causes(v);
+    count(v);
+  }
+  // Faults and infinities count every finding, folded repeats too (the summary's findings do).
+  if (v.fault) ++totals_.faults;
+  if (v.inf == InfKind::intended) ++totals_.inf_intended;
+  if (v.inf == InfKind::arithmetic) ++totals_.inf_arithmetic;
   if (f.seq) {
-    SeqInfo info{v.event_id, f.rows, v.roots, v.roots_truncated, {}};
+    info.event_id = v.event_id;
+    info.rows = f.rows;
+    info.roots = v.roots;
+    info.roots_truncated = v.roots_truncated;
+    info.origin = v.origin;
+    info.kernel_id = f.site.kernel_id;
+    info.launch_id = f.site.launch_id;
+    info.last_writer = v.last_writer;
+    info.nonfinite = f.values.nan + f.values.pos_inf + f.values.neg_inf;
     if (f.fixed) {  // only the real rows are left
       std::erase_if(info.rows.ranges, [](const RowRange& r) { return r.padding; });
       info.rows.counts_padding = 0;
+      info.confined = false;
     }
     put_seq(f.seq, std::move(info));
   }

@@ -47,6 +47,25 @@ struct Site {
 // The log's origin values (log_schema.hpp); a classified finding is never Origin::none.
 using schema::Origin;
 using schema::origin_name;
+// What an infinity-only finding's infinities are (docs/origin.md#nan-first-verdicts); `none` for
+// a finding that holds NaN (always a fault).
+enum class InfKind : uint8_t { none, intended, arithmetic };
+const char* inf_kind_name(InfKind);  // "" for none
+// The signs of infinity a launch writes on purpose into a buffer (the decoder's Write::intended_inf
+// as the scan record carries it): NS_INTENT_NEG_INF | NS_INTENT_POS_INF.
+inline constexpr uint8_t kIntendNegInf = 1, kIntendPosInf = 2;
+
+// The non-finite values of one finding, for NaN-first verdicts: kinds and the share of its
+// buffer's elements (elements 0: the share is not known).
+struct Values {
+  uint64_t nan = 0, pos_inf = 0, neg_inf = 0, elements = 0;
+  // A finding with no counts (older callers) counts as NaN: never less of a fault than it was.
+  bool has_nan() const { return nan > 0 || pos_inf + neg_inf == 0; }
+  double share() const { return elements ? double(nan + pos_inf + neg_inf) / double(elements) : -1.0; }
+};
+// Whether `intent` (kIntend* bits) covers every sign of infinity in `v`.
+bool intended_signs(const Values& v, uint8_t intent);
+
 // Why an origin is unknown: an untracked read, or an input whose state was evicted.
 enum class Unknown : uint8_t { none, untracked_read, state_lost };
 const char* unknown_name(Unknown);
@@ -64,7 +83,30 @@ struct Verdict {
   bool leak = false;
   RowSet rows_before;             // propagated: union of the parents' rows
   RowSet rows_after;              // this finding's rows
+  // NaN-first (docs/origin.md#nan-first-verdicts).
+  InfKind inf = InfKind::none;    // infinity-only: intended or arithmetic
+  bool fault = true;              // NaN always; an infinity only under Policy::infinities_are_faults
+  std::vector<uint64_t> causes;         // first cause(s), NaN-first; empty when every parent was lost
+  std::vector<uint64_t> intended_from;  // intended infinities the cause's inputs held
+  struct Spread {
+    double before = 0, after = 0;  // largest parent share, own share
+  };
+  std::optional<Spread> spread;   // NaN confined to part of its inputs became (nearly) all of it
+  struct LastWriter {
+    uint64_t event_id = 0, launch_id = 0;
+    uint32_t kernel_id = 0;
+  };
+  std::optional<LastWriter> last_writer;  // preexisting: the finding that left the buffer non-finite
 };
+
+// What counts as a fault. TensorFlow's check_numerics and Inductor's asserts flag every infinity;
+// JAX, XLA and PyTorch's anomaly mode do not by default (NANSCOPE_INF=fault sets it).
+struct Policy {
+  bool infinities_are_faults = false;
+};
+
+// Spread points (Verdict::spread): every parent at most this share non-finite, the finding at least.
+inline constexpr double kSpreadBefore = 0.5, kSpreadAfter = 0.9;
 
 struct Limits {
   std::size_t max_buffers = 1 << 16;       // findings remembered for their children; LRU beyond
@@ -90,6 +132,9 @@ struct RootSummary {
     RowSet rows_before, rows_after;
   };
   std::optional<Leak> first_leak;
+  InfKind inf = InfKind::none;          // an infinity-only root: what its infinities are
+  bool nan_cause = false;               // a NaN finding names it as its first cause
+  std::vector<uint64_t> intended_from;  // a NaN made from intended infinities: their events
   uint64_t leaks = 0;                   // leak findings descending from this root
   uint64_t findings = 0;                // propagated findings descending from it
   uint64_t last_event_id = 0;           // latest finding (or copy) it reached
@@ -102,7 +147,8 @@ struct Summary {
   std::vector<RootSummary> roots;  // independent origins in time order (event id)
   uint64_t roots_not_listed = 0;   // roots past Limits::max_roots
   uint64_t findings = 0;
-  uint64_t introduced = 0, propagated = 0, host = 0, unknown = 0, candidate = 0, leaks = 0;
+  uint64_t introduced = 0, propagated = 0, host = 0, unknown = 0, candidate = 0, preexisting = 0, leaks = 0;
+  uint64_t faults = 0, inf_intended = 0, inf_arithmetic = 0;  // NaN-first: faults, infinity-only findings
   uint64_t evictions = 0;          // remembered findings dropped by the LRU bound
 };
 
@@ -123,6 +169,11 @@ struct DeviceFinding {
   bool reads_untracked = false;       // the launch may read memory nanscope does not track
   bool host = false;                  // written by a host copy or memset
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
+  Values values;                      // its non-finite values and its buffer's elements
+  uint8_t intent = 0;                 // kIntend* bits: infinities its launch writes on purpose
+  // The finding that left this buffer non-finite before the launch (its word on the device; 0:
+  // none): a launch with finite inputs that finds them still there may not have written them.
+  uint64_t prior_seq = 0;
   // Launches nanscope could not see into that referenced the buffer (or an input the launch
   // read) since a scan last judged it: their kernel ids (src/candidate.hpp). Without a tracked
   // non-finite input or a host write, they are the finding's candidate origin.
@@ -137,7 +188,7 @@ Origin device_origin(const DeviceFinding& f);
 // Not thread-safe: the engine calls it from its drain thread, in device order per stream.
 class Tracker {
  public:
-  explicit Tracker(Limits limits = {});
+  explicit Tracker(Limits limits = {}, Policy policy = {});
 
   // A finding classified from device state (see DeviceFinding). Parents must have been fed
   // first, which device order guarantees: a parent's scan ran before its child's.
@@ -154,6 +205,7 @@ class Tracker {
   void count(const Verdict& v);
 
   Limits limits_;
+  Policy policy_;
   Summary totals_;
 
  private:
@@ -163,10 +215,29 @@ class Tracker {
     RowSet rows;
     std::vector<uint64_t> roots;
     bool roots_truncated = false;
+    // NaN-first: what its values are, where they came from, whether they stayed in padding rows.
+    bool has_nan = true;
+    InfKind inf = InfKind::none;
+    std::vector<uint64_t> causes, intended_from;
+    double share = -1;
+    uint64_t nonfinite = 0;  // its non-finite values (0: not counted)
+    bool confined = false;  // non-finite in padding rows only: proven by rows, or carried without spreading
+    Origin origin = Origin::introduced;
+    uint32_t kernel_id = 0;
+    uint64_t launch_id = 0;
+    std::optional<Verdict::LastWriter> last_writer;  // preexisting: the writer it names
     std::list<uint64_t>::iterator lru;
   };
   const SeqInfo* find_seq(uint64_t seq);
   void put_seq(uint64_t seq, SeqInfo info);
+  // Lineage from the findings behind the inputs: parents, roots, rows, leak, spread and the
+  // NaN-first cause (lineage_verdict.cpp).
+  void from_parents(const DeviceFinding& f, const std::vector<uint64_t>& seqs, uint32_t count, Verdict& v,
+                    SeqInfo& info);
+  void as_root(const DeviceFinding& f, Verdict& v, SeqInfo& info);
+  // A launch with finite inputs whose output still held an earlier finding's values.
+  bool preexisting(const DeviceFinding& f, Verdict& v);
+  void mark_nan_causes(const Verdict& v);
 
   std::unordered_map<uint64_t, SeqInfo> seqs_;
   std::list<uint64_t> seq_lru_;

@@ -124,8 +124,18 @@ typedef struct nanscope_scan_buffer {
   uint64_t ptr;       // device address of element 0
   uint64_t elements;  // number of scalar elements
   uint32_t dtype;     // nanscope_scan_dtype
-  uint32_t arg;       // kernel parameter index (for the record)
+  uint32_t arg;       // kernel parameter index (for the record), NS_INTENT_* << 16
 } nanscope_scan_buffer;
+
+// Infinities a launch writes on purpose into a buffer (a mask fill with -inf, an attention
+// kernel's logsumexp padding): the decoder knows them, the scan carries them to the record in
+// the high half of nanscope_scan_buffer::arg, and an infinity-only finding they cover is not a
+// fault (docs/origin.md#nan-first-verdicts).
+#define NS_INTENT_NEG_INF 1u
+#define NS_INTENT_POS_INF 2u
+#define NS_BUFFER_ARG(arg) ((arg) & 0xffffu)
+#define NS_BUFFER_INTENT(arg) ((arg) >> 16)
+#define NS_BUFFER_ARG_WITH_INTENT(arg, intent) (((arg) & 0xffffu) | ((uint32_t)(intent) << 16))
 
 // Per-scan accumulator in device memory. Blocks add into it; the last block to finish
 // publishes records and resets it, so the same accumulator works for every graph replay.
@@ -169,7 +179,7 @@ typedef struct nanscope_record {
   uint8_t ranges_truncated;
   uint8_t padding_source;  // nanscope_padding_source: 0 means no spec, region unknown
   uint32_t range_padding_bits;  // bit i: range i is made of padding rows
-  uint32_t reserved;
+  uint32_t intent;         // NS_INTENT_*: the infinities the launch writes into this buffer on purpose
   uint32_t range_first[NANSCOPE_MAX_ROW_RANGES];
   uint32_t range_last[NANSCOPE_MAX_ROW_RANGES];
   // Origin (flags & NS_ORIGIN_TRACKED): the findings that made the launch's tracked inputs
@@ -177,7 +187,10 @@ typedef struct nanscope_record {
   uint64_t parents[NANSCOPE_ORIGIN_MAX_PARENTS];
   uint32_t parent_count;   // non-finite tracked inputs (may exceed the parents listed)
   uint32_t origin_flags;   // NS_ORIGIN_*
-  uint64_t reserved2;
+  // The finding that left this buffer non-finite before the launch, as its word said (0: none,
+  // or the word was clean, unknown or another generation's): a launch with finite inputs that
+  // finds the values still there may not have written them (origin preexisting).
+  uint64_t prior_seq;
 } nanscope_record;
 
 #define NS_RECORD_CAPTURED 1u

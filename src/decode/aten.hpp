@@ -91,6 +91,9 @@ struct FamilyMatch {
   // dtypes[0] must hold (the copy lambda's argument type). 0xff: unset.
   uint8_t out_st = 0xff;
   uint8_t index_bytes = 0;   // with_index: width of N (index_t int or long)
+  // The functor's first member is the one value it writes (FillFunctor, masked_fill's lambda),
+  // of this type: a +-inf there is an intended infinity. none: not such a functor.
+  DType constant = DType::none;
 };
 
 // Once per kernel. `mangled` is the device-side name, `demangled` its demangled text (pass an

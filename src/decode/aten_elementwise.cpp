@@ -74,7 +74,12 @@ Decoded contiguous_out(const FamilyMatch& m, const LaunchView& v, DType dt, bool
   if (n < 0) return Decoded::mismatch("negative N");
   Decoded d;
   const char* data = v.params[2];
-  if (dt != DType::none) d.add_write(dense_write(load<uint64_t>(data, 0), static_cast<uint64_t>(n), dt, 2));
+  if (dt != DType::none) {
+    Write w = dense_write(load<uint64_t>(data, 0), static_cast<uint64_t>(n), dt, 2);
+    // A fill or masked_fill writes its one value: the functor (param 1) holds it first.
+    if (m.constant != DType::none && v.count > 1) w.intended_inf = infinity_of(v.params[1], m.constant);
+    d.add_write(w);
+  }
   const uint64_t elements = trivial_in ? static_cast<uint64_t>(n) : 0;
   if (m.load_cast)
     add_cast_inputs(d, m, data, v.params[5], elements);

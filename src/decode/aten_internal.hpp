@@ -46,6 +46,11 @@ void input_type(std::string_view type, DType& dt, bool& skip);
 // in_count / in_known: named functors by which template arguments their operator() takes
 // (Loops.cuh, the ufunc functors), lambdas by their parameter types. False: not knowable.
 bool functor_inputs(std::string_view functor, FamilyMatch& m);
+// The type of the one value a functor writes when its first member holds it (FillFunctor<T>,
+// masked_fill_kernel's lambda capturing `value_`); none for any other functor (aten_intent.cpp).
+DType constant_functor(std::string_view functor);
+// kIntend* bits for a value of type `dt` at `p`: +inf, -inf, or 0 (finite, NaN, no such type).
+uint8_t infinity_of(const char* p, DType dt);
 // The number of parameters of the last "{lambda(...)#n}" in `functor`; -1 when there is none.
 int lambda_arity(std::string_view functor);
 // Removes "{lambda(<params>)#<n>}" from the front of `s`: `params` gets the parameter text,

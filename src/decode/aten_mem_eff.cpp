@@ -50,7 +50,10 @@ Decoded decode_mem_eff(const FamilyMatch& m, const LaunchView& v, const AddressQ
   d.add_write(dense_write(load<uint64_t>(p, 64), out, m.out, 0));
   if (const uint64_t lse = load<uint64_t>(p, 80)) {
     const uint64_t lse_dim = (uint64_t(s.nq) + kAlignLse - 1) / kAlignLse * kAlignLse;
-    d.add_write(dense_write(lse, uint64_t(s.b) * uint64_t(s.h) * lse_dim, DType::f32, 0));
+    // Its padded tail (rows past nq, to kAlignLse) and fully masked rows hold +-inf by design.
+    Write w = dense_write(lse, uint64_t(s.b) * uint64_t(s.h) * lse_dim, DType::f32, 0);
+    w.intended_inf = kIntendBothInf;
+    d.add_write(w);
   }
   return d;
 }

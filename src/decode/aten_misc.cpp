@@ -281,7 +281,12 @@ Decoded decode_flash_fwd(const FamilyMatch& m, const LaunchView& v, const Addres
   const uint64_t numel = uint64_t(b) * uint64_t(sq) * uint64_t(h) * uint64_t(hd);
   const uint64_t last = uint64_t(b - 1) * ob + uint64_t(sq - 1) * orow + uint64_t(h - 1) * oh + (hd - 1);
   d.add_write(make_write(load<uint64_t>(p, 112), numel, last * es, m.out, es, 0));
-  add_if(d, load<uint64_t>(p, 160), uint64_t(b) * uint64_t(h) * uint64_t(sq), DType::f32, 0);
+  // The logsumexp of a row that sees no key is +inf by design (flash: `sum == 0 ? INFINITY`).
+  if (const uint64_t lse = load<uint64_t>(p, 160)) {
+    Write w = dense_write(lse, uint64_t(b) * uint64_t(h) * uint64_t(sq), DType::f32, 0);
+    w.intended_inf = kIntendBothInf;
+    d.add_write(w);
+  }
   return d;
 }
 

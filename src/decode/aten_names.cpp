@@ -48,12 +48,14 @@ constexpr std::array<ConvertingOp, 4> kConvertingOps{
 };
 
 // Ops whose lambda returns one of its parameters (the others are conditions): the result type
-// is parameter `param`'s, e.g. where's (bool cond, T self, T other) -> T (TensorCompare.cu).
+// is parameter `param`'s, e.g. where's (bool cond, T self, T other) -> T (TensorCompare.cu),
+// masked_fill's (T src, bool mask) -> T returning src or its captured value_ (Indexing.cu).
 struct SelectingOp {
   std::string_view name;
   uint32_t param;
 };
-constexpr std::array<SelectingOp, 1> kSelectingOps{SelectingOp{"::where_kernel_impl", 1}};
+constexpr std::array<SelectingOp, 2> kSelectingOps{SelectingOp{"::where_kernel_impl", 1},
+                                                   SelectingOp{"::masked_fill_kernel(", 0}};
 
 // Named functors whose result type is template argument `index` (0-based) and whose
 // operator() takes `inputs` tensor arguments of template arguments in[0..inputs-1]:

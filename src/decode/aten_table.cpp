@@ -46,6 +46,7 @@ FamilyMatch match_vectorized(std::string_view dem, const Layout& l) {
   m.nargs = static_cast<uint8_t>(n);
   if (!set_out(m, args[1])) return mismatch(AtenFamily::vectorized, "functor result type unknown");
   functor_inputs(args[1], m);  // no casting on this path: each input has its argument's type
+  m.constant = constant_functor(args[1]);
   return m;
 }
 
@@ -78,6 +79,7 @@ FamilyMatch match_unrolled(std::string_view dem, const Layout& l) {
   FamilyMatch m = matched(AtenFamily::unrolled, l);
   m.nargs = static_cast<uint8_t>(n);
   set_unrolled_inputs(m, args, l);
+  m.constant = constant_functor(args[0]);
   if (args[6] == "at::native::memory::StoreWithCast<1>" && l[6].second == 8) {
     m.out_type = OutType::runtime;
     return m;

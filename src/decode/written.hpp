@@ -50,7 +50,12 @@ struct Write {
   // planner takes it instead of "to the end of the allocation", but it holds no NaN: never
   // scanned, and not counted among the bytes decoded launches wrote (coverage's denominator).
   bool no_nan = false;
+  // Infinities the launch writes here on purpose (kIntend* bits): a fill or masked_fill whose
+  // value is +-inf, an attention kernel's logsumexp for rows that see no key. An infinity-only
+  // finding they cover is intended, not a fault (docs/origin.md#nan-first-verdicts).
+  uint8_t intended_inf = 0;
 };
+inline constexpr uint8_t kIntendNegInf = 1, kIntendPosInf = 2, kIntendBothInf = 3;
 
 inline constexpr uint32_t kMaxWrites = 8;  // Inductor's fused kernels write up to ~8 outputs
 inline constexpr uint32_t kMaxReads = 8;

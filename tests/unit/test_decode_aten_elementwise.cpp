@@ -1,6 +1,8 @@
 // ATen TensorIterator and reduction decoders against real torch 2.11 sm_90 layouts.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "aten_fixture.hpp"
 #include "test_decode_reads.hpp"
 #include "decode/aten_internal.hpp"
@@ -523,4 +525,76 @@ TEST(DecodeAtenReads, ReduceSourceIsScalarTOverBothCalculators) {
   // A bool reduction's source holds no NaN: no read.
   const auto& any = row("ReduceOp<bool, at::native::MinMaxOps<bool, bool, int>");
   EXPECT_EQ(decode_aten(match(any), reduce_launch(any, any.layout[0].second - 68 - 972, 4, 1, true, 0, 1).view, kNoQuery).read_count, 0u);
+}
+
+// Intended infinities (docs/origin.md#nan-first-verdicts): a fill or masked_fill writes the one
+// value its functor holds; the decoder reads it from the launch and marks a +-inf as intended.
+namespace {
+
+template <class T>
+Decoded fill_with(const KernelRow& r, T value) {
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 256);
+  l.template set<T>(1, 0, value);
+  l.set<uint64_t>(2, 0, 0x1000);
+  return decode_aten(match(r), l.view, kNoQuery);
+}
+
+}  // namespace
+
+TEST(DecodeAtenIntent, FillWithInfinityIsIntended) {
+  const auto& f32 = row("vectorized_elementwise_kernel<4, at::native::FillFunctor<float>");
+  ASSERT_EQ(match(f32).constant, DType::f32);
+  const Decoded neg = fill_with(f32, -std::numeric_limits<float>::infinity());
+  ASSERT_EQ(neg.write_count, 1u);
+  EXPECT_EQ(neg.writes[0].intended_inf, nanscope::decode::kIntendNegInf);
+  EXPECT_EQ(fill_with(f32, std::numeric_limits<float>::infinity()).writes[0].intended_inf,
+            nanscope::decode::kIntendPosInf);
+  EXPECT_EQ(fill_with(f32, 0.0f).writes[0].intended_inf, 0u);
+  EXPECT_EQ(fill_with(f32, std::numeric_limits<float>::lowest()).writes[0].intended_inf, 0u);  // finfo.min
+  EXPECT_EQ(fill_with(f32, std::numeric_limits<float>::quiet_NaN()).writes[0].intended_inf, 0u);
+  // fp16: the value is two bytes at param 1 (layout 1@4:2).
+  const auto& f16 = row("vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>");
+  ASSERT_EQ(match(f16).constant, DType::f16);
+  EXPECT_EQ(fill_with<uint16_t>(f16, 0xfc00).writes[0].intended_inf, nanscope::decode::kIntendNegInf);
+  EXPECT_EQ(fill_with<uint16_t>(f16, 0x7bff).writes[0].intended_inf, 0u);  // 65504, the largest finite
+}
+
+TEST(DecodeAtenIntent, UnrolledFillWithCast) {
+  const auto& r = row("unrolled_elementwise_kernel<at::native::FillFunctor<float>, std::array<char*, 1ul>, 4, TrivialOffsetCalculator<0, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<0>, at::native::memory::StoreWithCast<1> >");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.constant, DType::f32);
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 64).set<float>(1, 0, -std::numeric_limits<float>::infinity()).set<uint64_t>(2, 0, 0xA000);
+  l.set<uint8_t>(6, 0, 15).set<uint32_t>(6, 4, 2);  // the tensor is bf16: the value was cast on the way
+  const Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 1u);
+  EXPECT_EQ(d.writes[0].dtype, DType::bf16);
+  EXPECT_EQ(d.writes[0].intended_inf, nanscope::decode::kIntendNegInf);
+}
+
+TEST(DecodeAtenIntent, MaskedFillLambdaHoldsItsValue) {
+  const auto& r = row("masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float, bool)#1}, std::array<char*, 3ul> >(int");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.constant, DType::f32);
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 128).set<float>(1, 0, -std::numeric_limits<float>::infinity());
+  l.set<uint64_t>(2, 0, 0x1000).set<uint64_t>(2, 8, 0x2000).set<uint64_t>(2, 16, 0x3000);
+  const Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.write_count, 1u);
+  EXPECT_EQ(d.writes[0].intended_inf, nanscope::decode::kIntendNegInf);
+  ASSERT_EQ(d.read_count, 1u);  // self; the bool mask is a NaN-free read
+  EXPECT_EQ(d.reads[0], 0x2000u);
+}
+
+TEST(DecodeAtenIntent, OtherFunctorsWriteNoConstant) {
+  EXPECT_EQ(match(add_bf16()).constant, DType::none);
+  EXPECT_EQ(nanscope::decode::aten::constant_functor("at::native::CUDAFunctor_add<float>"), DType::none);
+  EXPECT_EQ(nanscope::decode::aten::infinity_of(nullptr, DType::f32), 0u);
+  const uint8_t e5m2_neg_inf = 0xfc, e4m3_max = 0x7e;
+  EXPECT_EQ(nanscope::decode::aten::infinity_of(reinterpret_cast<const char*>(&e5m2_neg_inf), DType::f8e5m2),
+            nanscope::decode::kIntendNegInf);
+  EXPECT_EQ(nanscope::decode::aten::infinity_of(reinterpret_cast<const char*>(&e4m3_max), DType::f8e4m3), 0u);
 }

@@ -331,22 +331,55 @@ TEST(FindingEvent, OriginsAndFirstCauses) {
   leak.site.launch_id = 9;
   leak.buffer = {0x2000};
   r.first_leak = leak;
+  r.nan_cause = true;  // a NaN names it as its cause
   o.roots = {r};
   o.introduced = 1, o.propagated = 2, o.leaks = 1;
   const KernelName name = [](uint32_t id) { return id == 2 ? std::string("k2") : std::string("?"); };
   EXPECT_EQ(origins_json(o, name).dump(),
             R"j({"roots":[{"event":3,"kernel":"k2","origin":"introduced","launch_id":7,"stream":"0x5000",)j"
             R"j("buffer":"0x1000","rows":{"padding":[],"real":[],"truncated":false},"findings":2,"leaks":0,)j"
-            R"j("kernels_reached":2,"buffers_reached":1,"last_event":8,"graph_id":1,"graph_node":4,"replay":9,)j"
+            R"j("kernels_reached":2,"buffers_reached":1,"last_event":8,"fault":true,"graph_id":1,"graph_node":4,"replay":9,)j"
             R"j("first_leak":{"event":6,"kernel":"?","launch_id":9,"buffer":"0x2000",)j"
             R"j("rows_before":{"padding":[],"real":[],"truncated":false},"rows_after":{"padding":[],"real":[],"truncated":false}}}],)j"
-            R"j("roots_not_listed":0,"introduced":1,"propagated":2,"host":0,"unknown":0,"candidate":0,"leaks":1,)j"
+            R"j("roots_not_listed":0,"introduced":1,"propagated":2,"host":0,"unknown":0,"candidate":0,"preexisting":0,"leaks":1,)j"
             R"j("evictions":0})j");
   const std::vector<std::string> lines = cause_lines(o, name);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "first cause: introduced k2 (event 3, launch 7, graph 1 node 4 replay 9) in 0x1000; leaked into real rows "
             "at ? (event 6); reached 2 kernel(s), 1 buffer(s)");
+}
+
+// NaN-first: an infinity-only root no NaN names is no cause; one line counts the infinities that
+// are not faults; under NANSCOPE_INF=fault every root is listed.
+TEST(FindingEvent, CauseLinesAreNanFirst) {
+  lineage::Summary o;
+  lineage::RootSummary mask;
+  mask.event_id = 1;
+  mask.inf = lineage::InfKind::intended;
+  mask.site.kernel_id = 2;
+  lineage::RootSummary softmax;
+  softmax.event_id = 4;
+  softmax.origin = lineage::Origin::propagated;
+  softmax.nan_cause = true;
+  softmax.intended_from = {1};
+  softmax.site.kernel_id = 3;
+  o.roots = {mask, softmax};
+  o.inf_intended = 2;
+  o.faults = 3;
+  const KernelName name = [](uint32_t id) { return id == 2 ? std::string("fill") : std::string("softmax"); };
+  const std::vector<std::string> lines = cause_lines(o, name);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0],
+            "first cause: propagated softmax (event 4, launch 0) in 0x0; made NaN from the intended infinities of "
+            "event 1; reached 0 kernel(s), 0 buffer(s)");
+  EXPECT_EQ(lines[1], "2 infinity-only finding(s) are not faults (2 intended, 0 arithmetic); NANSCOPE_INF=fault counts them");
+  const std::vector<std::string> all = cause_lines(o, name, /*inf_faults=*/true);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].substr(0, 33), "first cause: introduced fill (eve");
+  Json summary;
+  add_verdict_totals(summary, o);
+  EXPECT_EQ(summary.dump(), R"j({"faults":3,"infinities":{"intended":2,"arithmetic":0}})j");
 }
 
 }  // namespace
