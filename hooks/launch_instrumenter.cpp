@@ -152,9 +152,10 @@ void LaunchInstrumenter::submit_initial(ContextState& cs, const InitialScan& s, 
   task.correlation_id = correlation;
   task.buffer_state = cs.buffer_states();
   task.out_state[0] = s.ref;
-  // Written by a launch nanscope cannot see into (unknown), or by a host copy or set, or before
-  // nanscope attached (host).
-  task.origin_flags = s.writer && !s.writer->host ? NS_ORIGIN_READS_UNTRACKED : NS_ORIGIN_HOST;
+  // Written by a launch nanscope cannot see into (unknown, untracked_read), by a host copy or set
+  // (host: the copy is named), or by nothing nanscope saw: never written since allocation, or
+  // before nanscope attached (unknown, unwritten). No host write is claimed that was not seen.
+  task.origin_flags = !s.writer ? NS_ORIGIN_UNWRITTEN : s.writer->host ? NS_ORIGIN_HOST : NS_ORIGIN_READS_UNTRACKED;
   counters_.coverage.on_extra_scan(s.elements * dtype_size(s.dtype));
   submit_scan(cs, task, stream, s.elements * dtype_size(s.dtype));
 }

@@ -223,8 +223,10 @@ uint64_t PythonFrames::capture() {
   return rd.failed ? 0 : key;
 }
 
-// From the innermost frame outwards, the first frame whose code is not library code.
+// From the innermost frame outwards, the first frame whose code is neither library nor generated
+// code; the innermost generated frame when there is none.
 uint64_t PythonFrames::walk(Reader& rd, const void* tstate) {
+  uint64_t generated = 0;
   const Layout& L = *layout_;
   const void* frame = rd.ptr(tstate, L.ts_frame);
   if (L.chain == Chain::cframe) frame = frame ? rd.ptr(frame, L.cframe_current) : nullptr;
@@ -237,7 +239,7 @@ uint64_t PythonFrames::walk(Reader& rd, const void* tstate) {
     ++rd.codes;
     const uint32_t site = site_of(rd, code);
     if (!site) return 0;
-    if (sites_[site - 1].skipped) continue;
+    if (sites_[site - 1].skipped || (generated && sites_[site - 1].generated)) continue;
     int line = 0;
     if (L.line == LineVia::addr2line) {  // 3.11: the byte offset of the last instruction
       const char* instr = static_cast<const char*>(rd.ptr(frame, L.frame_instr));
@@ -246,9 +248,11 @@ uint64_t PythonFrames::walk(Reader& rd, const void* tstate) {
     } else {
       line = api_->frame_line(frame);
     }
-    return uint64_t{site} << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+    const uint64_t key = uint64_t{site} << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+    if (!sites_[site - 1].generated) return key;
+    generated = key;  // kept in case no user frame follows
   }
-  return 0;
+  return generated;
 }
 
 // The site of a code object: cached by its address while its file and name objects are the
@@ -270,6 +274,7 @@ uint32_t PythonFrames::site_of(Reader& rd, const void* code) {
   if (!read_text(rd, L, api_->unicode_type, name, site.function)) site.function = "?";
   if (rd.failed) return 0;
   site.skipped = skipped_frame(site.file);
+  site.generated = generated_frame(site.file);
   sites_.push_back(std::move(site));
   const auto id = static_cast<uint32_t>(sites_.size());
   code_sites_[code] = {filename, name, id};

@@ -89,6 +89,7 @@ class PythonFrames {
   struct Site {
     std::string file, function;
     bool skipped;
+    bool generated;  // generated_frame(): passed over while a user frame follows
   };
   std::vector<Site> sites_;  // site - 1
   std::string problem_;

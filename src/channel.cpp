@@ -41,6 +41,7 @@ bool decode_record(const nanscope_record& r, Finding& out) {
     out.reads_untracked = (r.origin_flags & NS_ORIGIN_READS_UNTRACKED) != 0;
     out.input_unknown = (r.origin_flags & NS_ORIGIN_INPUT_UNKNOWN) != 0;
     out.host_write = (r.origin_flags & NS_ORIGIN_HOST) != 0;
+    out.unwritten = (r.origin_flags & NS_ORIGIN_UNWRITTEN) != 0;
     out.prior_seq = r.prior_seq;
   }
   out.verdict = RowVerdict{};

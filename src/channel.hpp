@@ -44,6 +44,7 @@ struct Finding {
   bool reads_untracked = false;
   bool input_unknown = false;
   bool host_write = false;        // the values came from a host copy or memset
+  bool unwritten = false;         // an initial scan of memory no write nanscope saw filled
   uint8_t intent = 0;             // NS_INTENT_*: infinities the launch writes here on purpose
   uint64_t prior_seq = 0;         // the finding that left the buffer non-finite before (0: none)
 

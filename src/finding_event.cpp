@@ -311,6 +311,7 @@ std::optional<lineage::DeviceFinding> device_finding(const Finding& f, int devic
   d.input_unknown = f.input_unknown;
   d.reads_untracked = f.reads_untracked;
   d.host = f.host_write;
+  d.unwritten = f.unwritten;
   d.fixed = f.fixed;
   d.values = {f.nan, f.pos_inf, f.neg_inf, f.elements};
   d.intent = f.intent;

@@ -67,6 +67,7 @@ const char* unknown_name(Unknown u) {
     case Unknown::none: return schema::origin_why_str::none;
     case Unknown::untracked_read: return schema::origin_why_str::untracked_read;
     case Unknown::state_lost: return schema::origin_why_str::state_lost;
+    case Unknown::unwritten: return schema::origin_why_str::unwritten;
   }
   return schema::origin_why_str::none;
 }
@@ -178,7 +179,7 @@ Origin device_origin(const DeviceFinding& f) {
   if (f.parent_count > 0) return Origin::propagated;
   if (f.host) return Origin::host;
   if (!f.candidates.empty()) return Origin::candidate;
-  return f.input_unknown || f.reads_untracked ? Origin::unknown : Origin::introduced;
+  return f.input_unknown || f.reads_untracked || f.unwritten ? Origin::unknown : Origin::introduced;
 }
 
 Verdict Tracker::on_device_finding(const DeviceFinding& f) {

@@ -67,7 +67,8 @@ struct Values {
 bool intended_signs(const Values& v, uint8_t intent);
 
 // Why an origin is unknown: an untracked read, or an input whose state was evicted.
-enum class Unknown : uint8_t { none, untracked_read, state_lost };
+// Or memory no write nanscope saw filled: never written since allocation, or before it attached.
+enum class Unknown : uint8_t { none, untracked_read, state_lost, unwritten };
 const char* unknown_name(Unknown);
 
 struct Verdict {
@@ -168,6 +169,7 @@ struct DeviceFinding {
   bool input_unknown = false;         // a tracked input had never been scanned
   bool reads_untracked = false;       // the launch may read memory nanscope does not track
   bool host = false;                  // written by a host copy or memset
+  bool unwritten = false;             // read before any write nanscope saw (an initial scan)
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
   Values values;                      // its non-finite values and its buffer's elements
   uint8_t intent = 0;                 // kIntend* bits: infinities its launch writes on purpose

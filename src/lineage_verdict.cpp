@@ -118,6 +118,7 @@ void Tracker::as_root(const DeviceFinding& f, Verdict& v, SeqInfo& info) {
   v.why = v.origin != Origin::unknown ? Unknown::none
           : f.input_unknown           ? Unknown::state_lost
           : f.reads_untracked         ? Unknown::untracked_read
+          : f.unwritten               ? Unknown::unwritten
                                       : Unknown::none;
   v.roots = {f.event_id};
   v.causes = {f.event_id};

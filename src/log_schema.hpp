@@ -239,6 +239,7 @@ inline constexpr char arithmetic[] = "arithmetic";  // made from finite values (
 namespace origin_why_str {  // origin_why, for origin unknown
 inline constexpr char untracked_read[] = "untracked_read";
 inline constexpr char state_lost[] = "state_lost";
+inline constexpr char unwritten[] = "unwritten";  // read before any write nanscope saw
 inline constexpr char none[] = "none";  // lineage's Unknown::none; not written (origin is known)
 }  // namespace origin_why_str
 namespace region_str {

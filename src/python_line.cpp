@@ -49,6 +49,13 @@ void put_code_point(uint32_t c, std::string& out) {
 
 }  // namespace
 
+bool generated_frame(std::string_view file) {
+  if (file == "<string>" || file.starts_with("<eval_with_key>")) return true;
+  for (size_t at = file.find("torchinductor_"); at != std::string_view::npos; at = file.find("torchinductor_", at + 1))
+    if (at > 0 && (file[at - 1] == '/' || file[at - 1] == '\\')) return true;
+  return false;
+}
+
 bool skipped_frame(std::string_view file) {
   // Frozen modules ("<frozen importlib._bootstrap>", "<frozen runpy>") name no path.
   if (file.starts_with("<frozen importlib") || file.starts_with("<frozen runpy") ||

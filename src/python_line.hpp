@@ -21,6 +21,14 @@ struct PythonLine {
 // (`python -m`, frozen or not).
 bool skipped_frame(std::string_view file);
 
+// Whether a frame's code was generated, so its lines are no user's: source exec'd from a string
+// (Inductor's and Triton's launchers say "<string>"), FX's generated forward ("<eval_with_key>.3"),
+// and the output code Inductor writes into its cache (/tmp/torchinductor_<user>/ab/c...py). The
+// walk passes over them to the next user frame (under torch.compile, Dynamo's frame of the
+// model's own function), and falls back to the innermost one only when no user frame is left
+// (`python -c` code is "<string>" too).
+bool generated_frame(std::string_view file);
+
 // Appends the UTF-8 text of `length` characters stored `kind` bytes each (1: Latin-1, 2: UCS-2,
 // 4: UCS-4, as CPython's compact strings keep them). False, with `out` unchanged, on a kind
 // that is none of these or a code point past U+10FFFF.

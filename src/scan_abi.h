@@ -37,6 +37,7 @@
 #define NS_ORIGIN_HOST 2u             /* the values were written by a host copy or memset */
 #define NS_ORIGIN_INPUT_UNKNOWN 4u    /* (record) a tracked input's state was unknown */
 #define NS_ORIGIN_TRACKED 8u          /* (record) origin fields are valid */
+#define NS_ORIGIN_UNWRITTEN 16u       /* an initial scan of memory no write nanscope saw filled */
 
 // Where a row-aware scan learns which rows are padding (read on the device at scan time), the
 // one list: X(SUFFIX, name, code). NS_PAD_<SUFFIX> is the device's code, `name` the host's

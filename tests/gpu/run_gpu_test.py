@@ -1593,6 +1593,10 @@ def test_eager_batch():
           f"origin_chain (5 modes) and 4 graph apps identical")
 
 
+sys.path.insert(0, HERE)
+from verdict_tests import test_verdicts_healthy, test_verdicts_sick_kernels, test_verdicts_sick_models  # noqa: E402,F401
+
+
 def gpu_tests():
     """Every test, in definition order: the one list CMake and tests/gpu/run_suite.sh read."""
     return [n[len("test_"):] for n, f in globals().items() if n.startswith("test_") and callable(f)]

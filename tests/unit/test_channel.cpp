@@ -69,6 +69,28 @@ TEST(RecordDecoding, CapturedFlagCarriesGraphFields) {
   EXPECT_EQ(f.replay, 9u);
 }
 
+// NaN-first fields: the intended infinities of the buffer, the finding its word named before the
+// launch, and an initial scan of memory nothing nanscope saw wrote.
+TEST(RecordDecoding, IntentPriorFindingAndUnwritten) {
+  auto r = valid_record();
+  r.intent = NS_INTENT_NEG_INF;
+  r.origin_flags = NS_ORIGIN_TRACKED | NS_ORIGIN_UNWRITTEN;
+  r.prior_seq = 41;
+  Finding f;
+  ASSERT_TRUE(decode_record(r, f));
+  EXPECT_EQ(f.intent, NS_INTENT_NEG_INF);
+  EXPECT_EQ(f.prior_seq, 41u);
+  EXPECT_TRUE(f.unwritten);
+  EXPECT_FALSE(f.host_write);
+  r.origin_flags = 0;  // no origin state: no prior finding is taken from the record
+  ASSERT_TRUE(decode_record(r, f));
+  EXPECT_EQ(f.prior_seq, 0u);
+  r.intent = 4;  // no such bit
+  EXPECT_FALSE(decode_record(r, f));
+  EXPECT_EQ(NS_BUFFER_ARG(NS_BUFFER_ARG_WITH_INTENT(5u, NS_INTENT_POS_INF)), 5u);
+  EXPECT_EQ(NS_BUFFER_INTENT(NS_BUFFER_ARG_WITH_INTENT(5u, NS_INTENT_POS_INF)), NS_INTENT_POS_INF);
+}
+
 TEST(RecordDecoding, RejectsInconsistentRecords) {
   Finding f;
   auto bad_dtype = valid_record();

@@ -169,6 +169,17 @@ TEST_F(DeviceLineage, NoLeakWhenAParentHadRealRowsOrRowsAreUnknown) {
   EXPECT_EQ(t.summary().leaks, 1u);
 }
 
+// An initial scan of memory no write nanscope saw filled is no host write: unknown, unwritten.
+TEST_F(DeviceLineage, UnwrittenMemoryIsNoHostRoot) {
+  DeviceFinding unwritten = make(e);
+  unwritten.unwritten = true;
+  const Verdict v = t.on_device_finding(unwritten);
+  EXPECT_EQ(v.origin, Origin::unknown);
+  EXPECT_EQ(v.why, Unknown::unwritten);
+  EXPECT_STREQ(unknown_name(v.why), "unwritten");
+  EXPECT_EQ(t.summary().host, 0u);
+}
+
 TEST_F(DeviceLineage, HostAndUnknownRoots) {
   DeviceFinding host = make(a, real(0, 3));
   host.host = true;

@@ -28,10 +28,21 @@ TEST(PythonLine, TheUsersFramesAreKept) {
                         "/home/u/nanscope/tests/gpu/apps/cuda_ext_params.py",  // a checkout named nanscope
                         "/home/u/torchvision_app/train.py", "/home/u/my_torch/model.py", "torch_model.py",
                         "<string>", "<stdin>", "/usr/lib/python3.11/threading.py",
-                        "/tmp/torchinductor_u/ab/cabc123.py",
+                        "/tmp/torchinductor_u/ab/cabc123.py",  // generated, but a last resort (below)
                         // A virtualenv under a directory named torch (the H200's /opt/torch/.venv).
                         "/opt/torch/.venv/lib/python3.12/site-packages/transformers/pytorch_utils.py"})
     EXPECT_FALSE(skipped_frame(f)) << f;
+}
+
+// Under torch.compile the innermost frames are Triton's launcher ("<string>") and Inductor's output
+// code: passed over for the model's frame, which Dynamo runs with the model's file and lines.
+TEST(PythonLine, GeneratedCodeIsPassedOver) {
+  for (const char* f : {"<string>", "<eval_with_key>.3", "/tmp/torchinductor_root/ab/cabc123.py",
+                        "/tmp/torchinductor_u/triton/0/x/triton_poi_fused_0.py"})
+    EXPECT_TRUE(generated_frame(f)) << f;
+  for (const char* f : {"<stdin>", "/home/u/model.py", "/home/u/my_torchinductor_notes/x.py", "torchinductor_x.py",
+                        "/opt/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py"})
+    EXPECT_FALSE(generated_frame(f)) << f;
 }
 
 TEST(PythonLine, CompactStringKindsBecomeUtf8) {

@@ -1,0 +1,154 @@
+"""GPU tests of the NaN-first verdicts (docs/origin.md#nan-first-verdicts), run by run_gpu_test.py:
+the programs of apps/verdicts.py, each plainly and then under CUDA_INJECTION64_PATH, then
+`nanscope report --format json` on the log. A healthy program must give no fault, no first cause
+and exit 0; a sick one exit 1 with the first cause at the kernel and line its truth names.
+Outputs must be bit-identical with and without nanscope.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP = os.path.join(HERE, "apps", "verdicts.py")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def require_apps():
+    probe = subprocess.run([sys.executable, "-c", "import torch, transformers, triton; "
+                            "assert torch.cuda.is_available()"], capture_output=True)
+    if probe.returncode:
+        print("skip: needs torch with CUDA, transformers and triton")
+        sys.exit(SKIP)
+
+
+def truth_of(stdout, label):
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        fail(f"{label}: the last stdout line is not the truth JSON:\n{stdout[-3000:]}")
+
+
+def run_scenario(scenario, healthy):
+    """(truth, log path, report JSON, report exit code) of one program."""
+    label = scenario + (" --healthy" if healthy else "")
+    args = [sys.executable, APP, scenario] + (["--healthy"] if healthy else [])
+    plain = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    if plain.returncode == SKIP:
+        print(f"skip {label}: {plain.stdout.strip()}")
+        sys.exit(SKIP)
+    if plain.returncode:
+        fail(f"{label}: the plain run exited {plain.returncode}\n{plain.stdout[-3000:]}\n{plain.stderr[-3000:]}")
+    want = truth_of(plain.stdout, label)
+    if want["truth"]["faults"] != (want["nonfinite"] > 0 or scenario == "skip_rows" and not healthy):
+        fail(f"{label}: the program is not what it claims: {want}")
+    logs = tempfile.mkdtemp(prefix="nanscope_verdicts_")
+    env = dict(os.environ, CUDA_INJECTION64_PATH=os.environ["NANSCOPE_LIB"],
+               NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"), NANSCOPE_CONSOLE="0")
+    scoped = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = scoped.communicate(timeout=300)
+    if scoped.returncode:
+        fail(f"{label}: exited {scoped.returncode} under nanscope\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    got = truth_of(stdout, label)
+    if got["checksum"] != want["checksum"]:
+        fail(f"{label}: outputs differ under nanscope: {want['checksum']} vs {got['checksum']}")
+    log = os.path.join(logs, f"{scoped.pid}.jsonl")
+    if not os.path.exists(log):
+        fail(f"{label}: no log {log}\n{stderr[-3000:]}")
+    rep = subprocess.run([os.environ["NANSCOPE_BIN"], "report", "--format", "json", log],
+                         capture_output=True, text=True, timeout=120)
+    try:
+        report = json.loads(rep.stdout)
+    except json.JSONDecodeError:
+        fail(f"{label}: nanscope report gave no JSON (exit {rep.returncode})\n{rep.stdout[-2000:]}\n{rep.stderr[-2000:]}")
+    return want, log, report, rep.returncode
+
+
+def events_of(log):
+    with open(log) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def said(report, log):
+    """What nanscope said, for failure messages."""
+    evs = [e for e in events_of(log) if e["event"] == "nonfinite"][:10]
+    rows = [json.dumps({k: e.get(k) for k in ("id", "kernel", "counts", "origin", "inf", "cause", "intended_from",
+                                                "parents", "spread", "leak", "last_writer", "python")})[:600]
+            for e in evs]
+    return ("\n  first_cause: " + json.dumps(report.get("first_cause"))[:1500] + "\n  gate: " +
+            json.dumps(report.get("gate")) + "\n  " + "\n  ".join(rows))
+
+
+def check_healthy(scenario):
+    want, log, report, code = run_scenario(scenario, healthy=scenario not in ("bert_mask", "gpt2_train"))
+    if code != 0 or report.get("first_cause") is not None:
+        fail(f"{scenario} (healthy): exit {code}, want 0 and no first cause:{said(report, log)}")
+    infinities = sum(1 for e in events_of(log) if e["event"] == "nonfinite" and e.get("inf"))
+    return f"{scenario}: exit 0, {infinities} infinity finding(s) not faults"
+
+
+def check_first_cause(scenario, want, report, log):
+    truth, cause = want["truth"], report.get("first_cause")
+    if not cause:
+        fail(f"{scenario}: no first cause, want {truth['kernel']} at line {truth['line']}:{said(report, log)}")
+    py = cause.get("python") or {}
+    if not re.search(truth["kernel"], cause["kernel"]) or py.get("line") != truth["line"] or \
+            os.path.basename(py.get("file") or "") != os.path.basename(truth["file"]):
+        fail(f"{scenario}: first cause {cause['kernel'][:120]} at {py.get('file')}:{py.get('line')}, "
+             f"want {truth['kernel']} at {truth['file']}:{truth['line']}:{said(report, log)}")
+    return f"{scenario}: {cause['kernel'][:60]} at {os.path.basename(py['file'])}:{py['line']}"
+
+
+def check_sick(scenario):
+    want, log, report, code = run_scenario(scenario, healthy=False)
+    if code != 1:
+        fail(f"{scenario}: nanscope report exited {code}, want 1 under the default gate:{said(report, log)}")
+    done = [check_first_cause(scenario, want, report, log)]
+    evs = [e for e in events_of(log) if e["event"] == "nonfinite"]
+    if scenario == "skip_rows":
+        skipped = [e for e in evs if want["truth"]["preexisting"] in e["kernel"]]
+        if not skipped or any(e.get("origin") != "preexisting" for e in skipped):
+            fail(f"{scenario}: the kernel that skips rows should be preexisting every time:{said(report, log)}")
+        writer = skipped[0].get("last_writer") or {}
+        if not re.search(want["truth"]["kernel"], writer.get("kernel", "")):
+            fail(f"{scenario}: last_writer {writer}, want the softmax:{said(report, log)}")
+        done.append(f"{len(skipped)} finding(s) of the skipping kernel preexisting (eager and replays)")
+    if scenario == "fp8_amax":
+        leaks = [e for e in evs if e.get("leak")]
+        if not leaks or (leaks[0].get("python") or {}).get("line") != want["truth"]["leak_line"]:
+            fail(f"{scenario}: the leak should be at line {want['truth']['leak_line']} (the amax):{said(report, log)}")
+        if not report.get("leaks"):
+            fail(f"{scenario}: the report lists no LEAK POINT:{said(report, log)}")
+        done.append(f"leak at {leaks[0]['kernel'][:50]} line {want['truth']['leak_line']}")
+    return "; ".join(done)
+
+
+def test_verdicts_healthy():
+    """Healthy programs: intended -inf masks, flash/mem-efficient logsumexp padding, the healthy
+    twins of every sick program: no fault, no first cause, report exit 0, outputs bit-identical."""
+    require_apps()
+    done = [check_healthy(s) for s in ("bert_mask", "gpt2_train", "llama_mask", "xent", "pooling", "skip_rows",
+                                       "fp8_amax")]
+    print("ok: " + "; ".join(done))
+
+
+def test_verdicts_sick_models():
+    """A user -inf mask with left padding (softmax 0/0), log(0) in a hand-written cross entropy, an
+    empty document in mean pooling: the first cause is the kernel at the user's line, exit 1."""
+    require_apps()
+    print("ok: " + " | ".join(check_sick(s) for s in ("llama_mask", "xent", "pooling")))
+
+
+def test_verdicts_sick_kernels():
+    """A Triton kernel that skips padded rows (preexisting, eager and graph replays) and an FP8
+    amax that spreads padding NaN into every real row (the leak point at the amax line)."""
+    require_apps()
+    print("ok: " + " | ".join(check_sick(s) for s in ("skip_rows", "fp8_amax")))
