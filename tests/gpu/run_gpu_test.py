@@ -1594,7 +1594,8 @@ def test_eager_batch():
 
 
 sys.path.insert(0, HERE)
-from verdict_tests import test_verdicts_healthy, test_verdicts_sick_kernels, test_verdicts_sick_models  # noqa: E402,F401
+from verdict_tests import (test_verdicts_healthy, test_verdicts_jax_pool, test_verdicts_sick_kernels,  # noqa: E402,F401
+                           test_verdicts_sick_models)
 
 
 def gpu_tests():

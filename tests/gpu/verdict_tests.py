@@ -152,3 +152,52 @@ def test_verdicts_sick_kernels():
     amax that spreads padding NaN into every real row (the leak point at the amax line)."""
     require_apps()
     print("ok: " + " | ".join(check_sick(s) for s in ("skip_rows", "fp8_amax")))
+
+
+def run_jax(healthy):
+    """A JAX program plainly and under nanscope: (plain truth, nanscope's events)."""
+    app = os.path.join(HERE, "apps", "jax_pool.py")
+    args = [sys.executable, app] + (["--healthy"] if healthy else [])
+    plain = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    if plain.returncode == SKIP:
+        print(plain.stdout.strip())
+        sys.exit(SKIP)
+    if plain.returncode:
+        fail(f"jax_pool: the plain run exited {plain.returncode}\n{plain.stderr[-3000:]}")
+    want = truth_of(plain.stdout, "jax_pool")
+    logs = tempfile.mkdtemp(prefix="nanscope_jax_")
+    env = dict(os.environ, CUDA_INJECTION64_PATH=os.environ["NANSCOPE_LIB"],
+               NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"), NANSCOPE_CONSOLE="0")
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = p.communicate(timeout=300)
+    if p.returncode:
+        fail(f"jax_pool: exited {p.returncode} under nanscope\n{stderr[-3000:]}")
+    if truth_of(stdout, "jax_pool")["checksum"] != want["checksum"]:
+        fail("jax_pool: outputs differ under nanscope")
+    return want, events_of(os.path.join(logs, f"{p.pid}.jsonl"))
+
+
+def test_verdicts_jax_pool():
+    """A jitted JAX program and its clean twin: nothing is scanned over XLA's preallocated pool,
+    XLA's autotuner kernels are neither scanned nor blamed, the clean twin has no finding, and the
+    summary says how much was inspected."""
+    done = []
+    for healthy in (True, False):
+        want, events = run_jax(healthy)
+        label = "jax_pool" + (" --healthy" if healthy else "")
+        if want["nonfinite"] == 0 and not healthy:
+            fail(f"{label}: the planted NaN did not happen: {want}")
+        bad = [e for e in events if e["event"] == "nonfinite" and
+               (e["buffer"]["elements"] > (1 << 28) or re.search(r"redzone|xla_fp_comparison|xla_int_comparison",
+                                                                  e["kernel"]))]
+        if bad:
+            fail(f"{label}: scanned a pool or blamed an autotuner kernel: {json.dumps(bad[:3])[:2000]}")
+        if healthy and any(e["event"] == "nonfinite" for e in events):
+            fail(f"{label}: the clean program got findings: "
+                 f"{json.dumps([e for e in events if e['event'] == 'nonfinite'][:3])[:2000]}")
+        summary = [e for e in events if e["event"] == "summary"]
+        cov = summary[0].get("coverage", {}) if summary else {}
+        pools = sum(1 for e in events if e["event"] == "not_inspected" and "pool" in e.get("reason", ""))
+        done.append(f"{label}: {sum(1 for e in events if e['event'] == 'nonfinite')} finding(s), "
+                    f"{pools} not_inspected for a pool, coverage {json.dumps(cov)[:300]}")
+    print("ok: " + " | ".join(done))

@@ -1,0 +1,47 @@
+"""A jitted JAX MLP step with default settings (XLA preallocates 75% of the GPU as one BFC pool,
+and autotunes its GEMMs with redzone and comparison kernels), with a planted NaN: log(x - 1) of
+activations below 1 (--healthy: log(x + 1) of non-negative ones).
+
+Usage: jax_pool.py [--healthy]
+The last stdout line is one JSON object: `checksum` (sha256 of the result's bytes) and
+`nonfinite` (its non-finite count).
+"""
+import hashlib
+import json
+import sys
+
+SKIP = 77
+
+
+def main():
+    healthy = "--healthy" in sys.argv[1:]
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        print("jax_pool: skip: no jax")
+        sys.exit(SKIP)
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        print("jax_pool: skip: no GPU device in jax")
+        sys.exit(SKIP)
+    key = jax.random.PRNGKey(0)
+    k1, k2, k3 = jax.random.split(key, 3)
+    x = jax.random.normal(k1, (256, 512), jnp.float32)
+    w1 = jax.random.normal(k2, (512, 1024), jnp.float32) * 0.05
+    w2 = jax.random.normal(k3, (1024, 128), jnp.float32) * 0.05
+
+    @jax.jit
+    def step(x, w1, w2):
+        h = jax.nn.relu(x @ w1)
+        h = jnp.log(h + 1.0) if healthy else jnp.log(h - 1.0)  # the planted NaN: log of values below 1
+        return h @ w2
+
+    out = step(x, w1, w2)
+    out = step(x, w1, w2).block_until_ready()
+    host = jax.device_get(out)
+    print(json.dumps({"checksum": hashlib.sha256(host.tobytes()).hexdigest(),
+                      "nonfinite": int((~jnp.isfinite(out)).sum())}))
+
+
+if __name__ == "__main__":
+    main()
