@@ -106,5 +106,18 @@ TEST(Coverage, LaunchesADecoderRefusedAreListedWithItsReasonOnce) {
   EXPECT_EQ(top[0]["reason"], "refused at launch: softmax stride differs from element count");
 }
 
+// XLA's autotuner kernels are excluded like NANSCOPE_KERNEL_EXCLUDE's: counted apart, never in
+// the not-inspected list a decoder should shrink.
+TEST(Coverage, ExcludedLaunchesAreCountedApartAndNotListed) {
+  Coverage c;
+  c.on_kernel(8, "void stream_executor::gpu::xla_fp_comparison<float>(float*, float*, float, unsigned long, int*)",
+              "XLA autotuner kernel (buffer comparison)");
+  for (int i = 0; i < 5; ++i) c.on_launch(8, Inspection::excluded, 0, 0);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["by_inspection"]["excluded"], 5u);
+  EXPECT_TRUE(j["not_inspected_top"].empty());
+  EXPECT_EQ(j["bytes_scanned"], 0u);
+}
+
 }  // namespace
 }  // namespace nanscope
