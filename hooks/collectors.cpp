@@ -164,8 +164,12 @@ void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w)
   }
   uint64_t span = w.span_bytes, elements = w.elements;
   if (w.extent_from_block) {
-    const auto block = allocs_.extent(w.ptr);
-    span = block ? block->base + block->size - w.ptr : 0;
+    const ScanBytes block = allocs_.scan_extent(w.ptr);
+    if (block.pool && dtype != DType::none && !draft.covered(w.ptr)) {
+      draft.refuse_pool(w.arg, w.ptr);
+      return;
+    }
+    span = block.bytes;
     elements = dtype == DType::none ? 0 : span / dtype_size(dtype);
   } else if (w.elem_size == 0 && dtype != DType::none) {
     elements = span / dtype_size(dtype);
@@ -190,9 +194,11 @@ void TypedOutputsCollector::collect(TaskDraft& draft) {
     uint64_t ptr = 0;
     std::memcpy(&ptr, param, sizeof(ptr));
     if (ptr == 0 || draft.covered(ptr)) continue;
-    const auto range = allocs_.extent(ptr);
-    if (!range) continue;  // not device memory we can scan (host pointer, freed, foreign, unknown extent)
-    uint64_t bytes = range->base + range->size - ptr;
+    const ScanBytes extent = allocs_.scan_extent(ptr);
+    if (extent.pool) draft.refuse_pool(out.arg, ptr);  // not truncated either: it would still read neighbours
+    // Not device memory we can scan (host pointer, freed, foreign, unknown extent), or a pool.
+    if (!extent.bytes) continue;
+    uint64_t bytes = extent.bytes;
     if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
     add_output(draft, watches_, ptr, bytes / dtype_size(out.dtype), out.dtype, out.arg);
   }

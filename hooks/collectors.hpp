@@ -67,8 +67,9 @@ class DecodedWritesCollector : public TaskCollector {
 };
 
 // Typed outputs (floating pointers the signature says are written), not already covered
-// (TaskDraft::covered): the rest of their driver allocation, maybe given rows by the global spec.
-// Last in the list, so every exact collector before it takes precedence.
+// (TaskDraft::covered): the rest of their tensor block or driver allocation, maybe given rows by
+// the global spec; an output that only the end of an allocator pool bounds is refused
+// (TaskDraft::refuse_pool). Last in the list, so every exact collector before it takes precedence.
 class TypedOutputsCollector : public TaskCollector {
  public:
   TypedOutputsCollector(const Config& cfg, const Watches& watches, Allocations& allocs)

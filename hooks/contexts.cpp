@@ -67,20 +67,26 @@ Contexts::ChannelTotals Contexts::channel_totals_held() const {
   return t;
 }
 
-std::optional<AddressRange> Allocations::extent(uint64_t ptr) {
+std::optional<Allocations::Located> Allocations::locate(uint64_t ptr) {
   if (torch_.state() == TorchBlockTracker::State::kAttached) {
-    if (auto block = torch_.block_of(ptr)) return block;
+    if (auto block = torch_.block_of(ptr)) return Located{*block, ExtentSource::tensor_block};
     if (torch_.segment_of(ptr)) return std::nullopt;  // a torch segment, but in no live block
   } else if (torch_blind()) {
     return std::nullopt;
   }
-  if (auto r = map_.find(ptr)) return r;
+  if (auto r = map_.find(ptr)) return Located{*r, ExtentSource::allocation_end};
   // Allocated before we attached, or through a path we do not hook.
   CUdeviceptr base = 0;
   size_t size = 0;
   if (cuMemGetAddressRange(&base, &size, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return std::nullopt;
   map_.insert(base, size);
-  return AddressRange{base, size};
+  return Located{AddressRange{base, size}, ExtentSource::allocation_end};
+}
+
+ScanBytes Allocations::scan_extent(uint64_t ptr) {
+  const auto found = locate(ptr);
+  if (!found) return {};
+  return scan_bytes_from(ptr, found->range.base, found->range.size, found->source, max_whole_alloc_bytes_);
 }
 
 bool Allocations::holds(uint64_t ptr, uint64_t bytes) {

@@ -14,6 +14,7 @@
 
 #include "alloc_map.hpp"
 #include "collective.hpp"
+#include "extent_policy.hpp"
 #include "opaque_writers.hpp"
 #include "torch_blocks.hpp"
 #include "context_state.hpp"
@@ -59,13 +60,23 @@ class Contexts {
 // Driver allocations, from the allocation callbacks (or cuMemGetAddressRange for older ones).
 class Allocations {
  public:
-  explicit Allocations(Contexts& contexts) : contexts_(contexts) {}
-  // The extent to scan for a pointer whose kernel does not say how much it writes: the PyTorch
+  // `max_whole_alloc_bytes`: NANSCOPE_MAX_WHOLE_ALLOC_BYTES, the largest driver allocation whose
+  // end may bound a scan (extent_policy.hpp).
+  Allocations(Contexts& contexts, uint64_t max_whole_alloc_bytes)
+      : contexts_(contexts), max_whole_alloc_bytes_(max_whole_alloc_bytes) {}
+  // The buffer holding a pointer whose kernel does not say how much it writes: the PyTorch
   // tensor block holding it when the caching allocator's blocks are tracked, else the driver
   // allocation; nullopt when unknown (not device memory we can scan, inside a torch segment but
   // in no live block, or torch present without its block map: a scan to the segment's end would
-  // read neighbour tensors).
-  std::optional<AddressRange> extent(uint64_t ptr);
+  // read neighbour tensors). For bookkeeping and write models; a scan asks scan_extent.
+  std::optional<AddressRange> extent(uint64_t ptr) {
+    const auto found = locate(ptr);
+    return found ? std::optional<AddressRange>(found->range) : std::nullopt;
+  }
+  // The bytes a scan of ptr may read from ptr on, when nothing but extent() bounds it: 0 when
+  // unknown, or when only the end of an allocation larger than NANSCOPE_MAX_WHOLE_ALLOC_BYTES
+  // bounds it (`pool` then says so: the caller reports it not_inspected, kPoolExtentReason).
+  ScanBytes scan_extent(uint64_t ptr);
   // Whether [ptr, ptr + bytes) lies inside the torch tensor block holding ptr (when blocks are
   // tracked) or one live driver allocation: the last guard before a scan of an extent a decoder
   // computed, so a wrong extent is refused, never read out of bounds or into a neighbour.
@@ -92,7 +103,14 @@ class Allocations {
   bool note_writer(uint64_t ptr, const OpaqueWrite& w);
 
  private:
+  struct Located {
+    AddressRange range;  // the tensor block, or the whole driver allocation
+    ExtentSource source;
+  };
+  std::optional<Located> locate(uint64_t ptr);
+
   Contexts& contexts_;  // freed buffers give their origin slots back
+  const uint64_t max_whole_alloc_bytes_;
   AllocationMap map_;
   TorchBlockTracker torch_;
   OpaqueWriters opaque_;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "builtin_exclusions.hpp"
 #include "coverage.hpp"
 #include "triton_modules.hpp"
 #include <mutex>
@@ -61,6 +62,13 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   k.mangled = name_of(handle, symbol_name);
   KernelSignature sig = parse_kernel_signature(k.mangled);
   k.demangled = sig.demangled.empty() ? k.mangled : sig.demangled;
+  // Tools' own kernels (XLA's autotuner) first: never scanned and never blamed, whatever the
+  // filters say, and their reason says why.
+  if (const auto tool = builtin_exclusion(k.demangled)) {
+    k.reason = std::string(*tool);
+    k.excluded = true;
+    return k;
+  }
   if (filter_ && !filter_->search(k.demangled)) {
     k.reason = "excluded by NANSCOPE_KERNEL_FILTER";
     k.excluded = true;

@@ -109,6 +109,11 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
     draft.begin_collector();
     collector->collect(draft);
   }
+  if (draft.pool_refusals_count()) {
+    report_pool_refusals(draft);
+    // Nothing else scanned: the launch was not looked at, and coverage must not say it was.
+    if (draft.count() == 0 && draft.inspection != Inspection::mismatch) draft.inspection = Inspection::extent_unknown;
+  }
   max_bytes = draft.max_bytes();
   if (plan) {
     plan->inspection = draft.inspection;
@@ -127,6 +132,25 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
   task.stream = reinterpret_cast<uint64_t>(a.stream);
   if (plan) plan->scan = true;
   return true;
+}
+
+void TaskBuilder::report_pool_refusals(const TaskDraft& draft) {
+  const KernelInfo& k = draft.kernel;
+  for (uint32_t i = 0; i < draft.pool_refusals_count(); ++i) {
+    const TaskDraft::PoolRefusal& r = draft.pool_refusals()[i];
+    {
+      std::lock_guard lock(not_inspected_mu_);
+      if (!pool_refused_.emplace(k.mangled, r.arg).second) continue;
+    }
+    counters_.coverage.on_refused_launch(k.id, k.demangled, kPoolExtentReason);
+    log_.emit("not_inspected", Json{{"kernel", k.demangled},
+                                    {"kernel_mangled", k.mangled},
+                                    {"reason", kPoolExtentReason},
+                                    {"buffer", {{"arg", r.arg}, {"ptr", fmt::format("0x{:x}", r.ptr)}}}});
+    if (log_.debug_enabled())
+      log_.debug(fmt::format("not inspected: argument {} of {} ({}: no extent but the end of a driver allocation "
+                             "larger than NANSCOPE_MAX_WHOLE_ALLOC_BYTES)", r.arg, k.demangled, kPoolExtentReason));
+  }
 }
 
 // NaN origin: which state words the scan updates (its buffers) and reads (the launch's tracked
@@ -203,11 +227,10 @@ void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const na
     if (ptr >= out.ptr && ptr < out.ptr + out.elements * dtype_size(static_cast<DType>(out.dtype))) return;
   }
   uint64_t bytes = elements * dtype_size(dtype);
-  if (!bytes) {
-    const auto range = allocs_.extent(ptr);
-    if (!range) return;
-    bytes = range->base + range->size - ptr;
-  }
+  // Unknown, or only the end of an allocator pool: no initial scan (the launches that may have
+  // written it become the reader's candidates, input_ref).
+  if (!bytes) bytes = allocs_.scan_extent(ptr).bytes;
+  if (!bytes) return;
   if (cfg_.max_scan_bytes) bytes = std::min(bytes, cfg_.max_scan_bytes);
   if (!allocs_.holds(ptr, bytes)) {
     plan->refused_extent = true;

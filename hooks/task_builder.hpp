@@ -72,6 +72,20 @@ class TaskDraft {
   const Read* reads() const { return reads_; }
   uint32_t reads_count() const { return reads_count_; }
 
+  // A buffer the launch writes, left unscanned because nothing but the end of an allocator pool
+  // bounds it (extent_policy.hpp): TaskBuilder::build reports it not_inspected, once per kernel
+  // and argument. The first kMaxPoolRefusals of a launch are kept; more say nothing new.
+  struct PoolRefusal {
+    uint32_t arg;
+    uint64_t ptr;
+  };
+  static constexpr uint32_t kMaxPoolRefusals = 8;
+  void refuse_pool(uint32_t arg, uint64_t ptr) {
+    if (pool_refusals_count_ < kMaxPoolRefusals) pool_refusals_[pool_refusals_count_++] = {arg, ptr};
+  }
+  const PoolRefusal* pool_refusals() const { return pool_refusals_; }
+  uint32_t pool_refusals_count() const { return pool_refusals_count_; }
+
   // Coverage: how the launch was inspected and what a decoder says it writes.
   Inspection inspection = Inspection::typed;
   uint64_t written_bytes = 0;
@@ -93,6 +107,8 @@ class TaskDraft {
   std::vector<const WatchSpec*> watched_inputs_;  // into snapshot_
   Read reads_[decode::kMaxReads];
   uint32_t reads_count_ = 0;
+  PoolRefusal pool_refusals_[kMaxPoolRefusals];
+  uint32_t pool_refusals_count_ = 0;
   std::shared_ptr<const WatchRegistry::Snapshot> snapshot_;
 };
 
@@ -164,6 +180,9 @@ class TaskBuilder {
 
  private:
   void add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan);
+  // The draft's pool refusals: a not_inspected event once per kernel and argument, and the
+  // kernel listed in coverage with kPoolExtentReason.
+  void report_pool_refusals(const TaskDraft& draft);
   // An input whose state no scan established yet: queued for an initial scan when its extent
   // and type are known and the launch does not also write it.
   void maybe_initial_scan(ContextState& cs, CUstream stream, const nanscope_scan_task& task, uint64_t ptr,
@@ -179,6 +198,7 @@ class TaskBuilder {
   std::mutex not_inspected_mu_;
   std::set<std::string> not_inspected_;  // mangled names already reported: one kernel can
                                          // arrive under two handles (CUkernel and CUfunction)
+  std::set<std::pair<std::string, uint32_t>> pool_refused_;  // (mangled name, argument), under not_inspected_mu_
   std::atomic<bool> warned_full_{false};
 };
 

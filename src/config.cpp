@@ -202,6 +202,7 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   p.integer<uint32_t>("NANSCOPE_MAX_CAPTURED_SCANS", c.max_captured_scans, 0, 1u << 24);
   p.integer<uint32_t>("NANSCOPE_POLL_US", c.poll_us, 10, 1000000);
   p.integer<uint64_t>("NANSCOPE_MAX_SCAN_BYTES", c.max_scan_bytes, 0, UINT64_MAX);
+  p.integer<uint64_t>("NANSCOPE_MAX_WHOLE_ALLOC_BYTES", c.max_whole_alloc_bytes, 0, UINT64_MAX);
   p.boolean("NANSCOPE_TYPED", c.typed);
   p.boolean("NANSCOPE_ORIGIN", c.origin);
   std::string inf = c.inf_faults ? "fault" : "ignore";
@@ -237,12 +238,12 @@ ConfigResult parse_config_from_environment() {
 std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
-      "max_scan_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} graph_pdl={} eager_batch={} python_line={} "
+      "max_scan_bytes={} max_whole_alloc_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} graph_pdl={} eager_batch={} python_line={} "
       "rules={} inf={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
-      max_scan_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
+      max_scan_bytes, max_whole_alloc_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
       graph_overlap ? "on" : "off", graph_merge ? "on" : "off", graph_pdl_name(graph_pdl), eager_batch ? std::to_string(eager_batch) : "off",
       python_line ? "on" : "off",
       rules_path.empty() ? "(none)" : rules_path, inf_faults ? "fault" : "ignore");

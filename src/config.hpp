@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "extent_policy.hpp"
 #include "rank_env.hpp"
 
 namespace nanscope {
@@ -32,6 +33,9 @@ struct Config {
   uint32_t max_captured_scans = 65536;  // NANSCOPE_MAX_CAPTURED_SCANS
   uint32_t poll_us = 500;           // NANSCOPE_POLL_US
   uint64_t max_scan_bytes = 0;      // NANSCOPE_MAX_SCAN_BYTES, 0 = whole allocation
+  // NANSCOPE_MAX_WHOLE_ALLOC_BYTES: a driver allocation larger than this is taken for an
+  // allocator's pool, and an extent that only reaches its end is not scanned (extent_policy.hpp).
+  uint64_t max_whole_alloc_bytes = kDefaultMaxWholeAllocBytes;
   bool origin = true;               // NANSCOPE_ORIGIN: per-buffer state on the device, origin of each finding
   bool inf_faults = false;          // NANSCOPE_INF=fault: every infinity is a fault (default `ignore`: only
                                     // NaN, and the infinities a NaN was made from; docs/origin.md)

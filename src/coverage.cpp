@@ -64,7 +64,8 @@ void Coverage::on_launch(uint32_t kernel_id, Inspection how, uint64_t written, u
     written_scanned_.fetch_add(std::min(written, scanned), std::memory_order_relaxed);
   }
   if (scanned) scanned_.fetch_add(scanned, std::memory_order_relaxed);
-  if (how == Inspection::opaque || how == Inspection::mismatch || how == Inspection::library) {
+  if (how == Inspection::opaque || how == Inspection::mismatch || how == Inspection::library ||
+      how == Inspection::extent_unknown) {
     if (auto* c = counter(kernel_id)) c->fetch_add(1, std::memory_order_relaxed);
     else overflow_.fetch_add(1, std::memory_order_relaxed);
   }

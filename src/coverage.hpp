@@ -25,7 +25,8 @@ namespace nanscope {
   X(opaque, "opaque")       /* nothing known about what it writes: not inspected */                     \
   X(library, "library")     /* a cuBLAS/cuBLASLt/cuDNN kernel: opaque, its output is the library call's */ \
   X(mismatch, "layout_mismatch") /* a decoder claimed the name but the layout did not fit */             \
-  X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE */
+  X(extent_unknown, "extent_unknown") /* only an allocator pool's end bounded its outputs: none scanned */ \
+  X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE, or a tool's own kernel */
 
 enum class Inspection : uint8_t {
 #define NANSCOPE_X(id, key) id,

@@ -334,7 +334,8 @@ inline constexpr std::string_view kRepeatKeys[] = {key::of,          key::count,
                                                    key::counts,       key::counts_padding, key::counts_real,
                                                    key::kernel,       key::buffer,         key::region,
                                                    key::rows};
-inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason};
+// `buffer` ({arg, ptr}) only when an argument was refused: extent unknown (allocator pool).
+inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason, key::buffer};
 inline constexpr std::string_view kWarningKeys[] = {key::what, key::message};
 inline constexpr std::string_view kAbortKeys[] = {key::reason, key::launch_id, key::watch};
 inline constexpr std::string_view kSummaryKeys[] = {

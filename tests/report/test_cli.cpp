@@ -151,4 +151,22 @@ TEST(Cli, ReportsWhatTheRunInspected) {
             std::string::npos) << r.out;
 }
 
+// Launches whose outputs lay in an allocator pool (extent unknown) were not looked at: they count
+// against the inspected share, and the line says how many there were.
+TEST(Cli, LaunchesWithPoolExtentsCountAsNotInspected) {
+  TempDir dir;
+  Log p(6);
+  p.start(0);
+  p.raw(R"x({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1764513600000100000,"pid":6,"launches":40,)x"
+        R"x("scans":30,"findings":0,"kernels_inspected":3,"kernels_not_inspected":1,"scans_dropped":0,"overflow":0,)x"
+        R"x("duration_ns":1000,"coverage":{"launches":40,"by_inspection":{"decoded":0,"typed":30,"watched":0,)x"
+        R"x("opaque":0,"library":0,"layout_mismatch":0,"extent_unknown":10,"excluded":0},"inspected_share":0.75,)x"
+        R"x("bytes_scanned":2000,"kernels_not_inspected":1,"not_inspected_top":[]}})x");
+  p.write(dir / "pool.jsonl");
+  const Result r = run({dir / "pool.jsonl"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("30 of 40 launches outside libraries (75.0%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("extent unknown (allocator pool) 10"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -174,3 +174,44 @@ TEST(Config, EagerBatchIsOnByDefaultAndTakesOnOffOrACount) {
     EXPECT_NE(r.errors[0].find("2 to 8"), std::string::npos) << r.errors[0];
   }
 }
+
+TEST(Config, MaxWholeAllocBytesDefaultsToOneGiBAndTakesAByteCount) {
+  EXPECT_EQ(parse({}).config.max_whole_alloc_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", "4294967296"}}).config.max_whole_alloc_bytes, uint64_t{4} << 30);
+  // 0: no driver allocation's end bounds a scan; the largest value: every one may.
+  EXPECT_EQ(parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", "0"}}).config.max_whole_alloc_bytes, 0u);
+  EXPECT_EQ(parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", "18446744073709551615"}}).config.max_whole_alloc_bytes, UINT64_MAX);
+  EXPECT_TRUE(parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", "0"}}).errors.empty());
+}
+
+TEST(Config, BadMaxWholeAllocBytesNamesTheVariableAndKeepsTheDefault) {
+  for (const char* bad : {"1G", "-1", "lots", "18446744073709551616", " 1024"}) {
+    const auto r = parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", bad}});
+    EXPECT_EQ(r.config.max_whole_alloc_bytes, uint64_t{1} << 30) << bad;
+    ASSERT_EQ(r.errors.size(), 1u) << bad;
+    EXPECT_NE(r.errors[0].find(std::string("NANSCOPE_MAX_WHOLE_ALLOC_BYTES='") + bad + "'"), std::string::npos)
+        << r.errors[0];
+    EXPECT_NE(r.errors[0].find("using 1073741824"), std::string::npos) << r.errors[0];
+  }
+  const auto empty = parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", ""}});
+  ASSERT_EQ(empty.errors.size(), 1u);
+  EXPECT_EQ(empty.errors[0], "NANSCOPE_MAX_WHOLE_ALLOC_BYTES is set but empty; using its default");
+}
+
+TEST(Config, TheStartupEchoSaysTheWholeAllocationBound) {
+  EXPECT_NE(parse({}).config.describe().find("max_whole_alloc_bytes=1073741824"), std::string::npos);
+  EXPECT_NE(parse({{"NANSCOPE_MAX_WHOLE_ALLOC_BYTES", "4096"}}).config.describe().find("max_whole_alloc_bytes=4096"),
+            std::string::npos);
+}
+
+// NANSCOPE_INF: whether every infinity is a fault (docs/origin.md#nan-first-verdicts).
+TEST(Config, InfinityPolicy) {
+  EXPECT_FALSE(parse({}).config.inf_faults);
+  EXPECT_TRUE(parse({{"NANSCOPE_INF", "fault"}}).config.inf_faults);
+  EXPECT_FALSE(parse({{"NANSCOPE_INF", "ignore"}}).config.inf_faults);
+  const auto bad = parse({{"NANSCOPE_INF", "yes"}});
+  EXPECT_FALSE(bad.config.inf_faults);
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_NE(bad.errors[0].find("NANSCOPE_INF"), std::string::npos) << bad.errors[0];
+  EXPECT_NE(parse({{"NANSCOPE_INF", "fault"}}).config.describe().find("inf=fault"), std::string::npos);
+}

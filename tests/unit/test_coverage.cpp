@@ -106,5 +106,37 @@ TEST(Coverage, LaunchesADecoderRefusedAreListedWithItsReasonOnce) {
   EXPECT_EQ(top[0]["reason"], "refused at launch: softmax stride differs from element count");
 }
 
+// A launch whose outputs only an allocator pool's end bounded scanned nothing: it is counted as
+// not inspected (extent_unknown), never as typed, and its kernel is listed with the reason.
+TEST(Coverage, LaunchesWhoseOutputsLieInAPoolAreNotInspected) {
+  Coverage c;
+  c.on_kernel(6, "xla_custom_kernel", "");  // typed: inspected by its signature
+  for (int i = 0; i < 4; ++i) {
+    c.on_launch(6, Inspection::extent_unknown, 0, 0);
+    c.on_refused_launch(6, "xla_custom_kernel", "extent unknown (allocator pool)");
+  }
+  c.on_launch(7, Inspection::typed, 0, 64);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["by_inspection"]["extent_unknown"], 4u);
+  EXPECT_EQ(j["by_inspection"]["typed"], 1u);
+  EXPECT_DOUBLE_EQ(j["inspected_share"].get<double>(), 0.2);
+  ASSERT_EQ(j["not_inspected_top"].size(), 1u);
+  EXPECT_EQ(j["not_inspected_top"][0]["launches"], 4u);
+  EXPECT_EQ(j["not_inspected_top"][0]["reason"], "refused at launch: extent unknown (allocator pool)");
+}
+
+// XLA's autotuner kernels are excluded like NANSCOPE_KERNEL_EXCLUDE's: counted apart, never in
+// the not-inspected list a decoder should shrink.
+TEST(Coverage, ExcludedLaunchesAreCountedApartAndNotListed) {
+  Coverage c;
+  c.on_kernel(8, "void stream_executor::gpu::xla_fp_comparison<float>(float*, float*, float, unsigned long, int*)",
+              "XLA autotuner kernel (buffer comparison)");
+  for (int i = 0; i < 5; ++i) c.on_launch(8, Inspection::excluded, 0, 0);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["by_inspection"]["excluded"], 5u);
+  EXPECT_TRUE(j["not_inspected_top"].empty());
+  EXPECT_EQ(j["bytes_scanned"], 0u);
+}
+
 }  // namespace
 }  // namespace nanscope
