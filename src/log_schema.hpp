@@ -80,6 +80,13 @@ inline constexpr char candidates[] = "candidates";  // origin candidate: kCandid
 inline constexpr char python[] = "python";          // python_key object, or null
 inline constexpr char dump[] = "dump";
 inline constexpr char collective[] = "collective";  // kCollectiveKeys object: an NCCL call's buffer
+// NaN-first verdicts (docs/origin.md#nan-first-verdicts)
+inline constexpr char inf[] = "inf";                    // inf_str, on findings with no NaN: intended or arithmetic
+inline constexpr char fault[] = "fault";                // true on an infinity under NANSCOPE_INF=fault
+inline constexpr char cause[] = "cause";                // event ids: the finding's first cause(s), NaN-first
+inline constexpr char intended_from[] = "intended_from";  // event ids: intended infinities its inputs held
+inline constexpr char spread[] = "spread";              // kSpreadKeys object: confined NaN became (nearly) all
+inline constexpr char last_writer[] = "last_writer";    // origin preexisting: kLastWriterKeys object
 // repeat
 inline constexpr char of[] = "of";
 inline constexpr char count[] = "count";
@@ -110,6 +117,8 @@ inline constexpr char corrupt_records[] = "corrupt_records";
 inline constexpr char rescans_unchanged[] = "rescans_unchanged";
 inline constexpr char duration_ns[] = "duration_ns";
 inline constexpr char origins[] = "origins";
+inline constexpr char faults[] = "faults";            // findings that are faults (NaN; infinities under NANSCOPE_INF=fault)
+inline constexpr char infinities[] = "infinities";    // kInfinitiesKeys object: infinity-only findings by kind
 inline constexpr char coverage[] = "coverage";              // Coverage::to_json (src/coverage.cpp)
 inline constexpr char tensor_extents[] = "tensor_extents";  // where typed and Triton extents came from
 // Read from older logs only; no writer emits it (a fixed finding says action: zeroed).
@@ -145,6 +154,18 @@ inline constexpr char peers[] = "peers";            // ranks whose data reached 
 inline constexpr char send_state[] = "send_state";  // send_state_str: this rank's sendbuff before the call
 inline constexpr char role[] = "role";              // role_str: the buffer scanned
 }  // namespace collective_key
+namespace spread_key {  // nonfinite.spread: shares of elements that were non-finite
+inline constexpr char before[] = "before";  // the largest share among the parents' buffers
+inline constexpr char after[] = "after";    // this finding's share of its own buffer
+}  // namespace spread_key
+namespace last_writer_key {  // nonfinite.last_writer (origin preexisting)
+inline constexpr char event[] = "event";    // the finding that left the buffer non-finite
+// also: kernel, launch_id, python (key::)
+}  // namespace last_writer_key
+namespace infinities_key {  // summary.infinities
+inline constexpr char intended[] = "intended";
+inline constexpr char arithmetic[] = "arithmetic";
+}  // namespace infinities_key
 namespace python_key {  // nonfinite.python, candidates[i].python: where the kernel was launched from
 inline constexpr char file[] = "file";
 inline constexpr char line[] = "line";
@@ -158,6 +179,7 @@ inline constexpr char propagated[] = "propagated";
 inline constexpr char host[] = "host";
 inline constexpr char unknown[] = "unknown";
 inline constexpr char candidate[] = "candidate";
+inline constexpr char preexisting[] = "preexisting";
 inline constexpr char leaks[] = "leaks";
 inline constexpr char evictions[] = "evictions";
 }  // namespace origins_key
@@ -196,7 +218,9 @@ inline constexpr char verdict_nonfinite[] = "nonfinite";
 // never writes it.
 // `candidate`: the values may have been written by a launch nanscope could not see into (the
 // finding's `candidates`); nanscope did not prove it.
-enum class Origin : uint8_t { none, introduced, propagated, host, unknown, candidate };
+// `preexisting`: no input was non-finite, and the buffer already held non-finite values from an
+// earlier finding at another site (`last_writer`): the launch may not have written them.
+enum class Origin : uint8_t { none, introduced, propagated, host, unknown, candidate, preexisting };
 // Where a finding's non-finite values lie. `none`: not recorded (reader only).
 enum class Region : uint8_t { none, padding, real, mixed, unknown };
 
@@ -206,7 +230,12 @@ inline constexpr char propagated[] = "propagated";
 inline constexpr char host[] = "host";
 inline constexpr char unknown[] = "unknown";
 inline constexpr char candidate[] = "candidate";
+inline constexpr char preexisting[] = "preexisting";
 }  // namespace origin_str
+namespace inf_str {  // nonfinite.inf: what an infinity-only finding's infinities are
+inline constexpr char intended[] = "intended";      // a constant +-inf written on purpose (a mask), or carried from one
+inline constexpr char arithmetic[] = "arithmetic";  // made from finite values (overflow, log(0), x/0), or carried from one
+}  // namespace inf_str
 namespace origin_why_str {  // origin_why, for origin unknown
 inline constexpr char untracked_read[] = "untracked_read";
 inline constexpr char state_lost[] = "state_lost";
@@ -255,6 +284,7 @@ constexpr const char* origin_name(Origin o) {
     case Origin::host: return origin_str::host;
     case Origin::unknown: return origin_str::unknown;
     case Origin::candidate: return origin_str::candidate;
+    case Origin::preexisting: return origin_str::preexisting;
     case Origin::none: break;
   }
   return "";
@@ -271,7 +301,7 @@ constexpr const char* region_name(Region r) {
 }
 // The reader's inverse: a string it does not know is `unknown` (a newer writer's value).
 constexpr Origin origin_from(std::string_view s) {
-  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::candidate})
+  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::candidate, Origin::preexisting})
     if (s == origin_name(o)) return o;
   return Origin::unknown;
 }
@@ -296,7 +326,8 @@ inline constexpr std::string_view kNonfiniteKeys[] = {
     key::counts_real,    key::rows,        key::rows_total,  key::watch,             key::padding_source,
     key::rows_inferred,  key::action,      key::origin,      key::origin_why,        key::parents,
     key::root,           key::origin_incomplete, key::leak,  key::rows_before,       key::rows_after,
-    key::candidates,     key::python,      key::dump,        key::collective};
+    key::candidates,     key::python,      key::dump,        key::collective,        key::inf,
+    key::fault,          key::cause,       key::intended_from, key::spread,          key::last_writer};
 inline constexpr std::string_view kRepeatKeys[] = {key::of,          key::count,          key::total,
                                                    key::first_replay, key::last_replay,    key::final_,
                                                    key::counts,       key::counts_padding, key::counts_real,
@@ -312,7 +343,8 @@ inline constexpr std::string_view kSummaryKeys[] = {
     key::eager_batch_launches, key::overflow,
     key::corrupt_records,   key::rescans_unchanged,         key::python_line_captures, key::python_line_ns,
     key::counts,            key::duration_ns,
-    key::origins,           key::coverage,                  key::tensor_extents};
+    key::origins,           key::coverage,                  key::tensor_extents,
+    key::faults,            key::infinities};
 
 struct EventSpec {
   std::string_view name;
@@ -340,13 +372,17 @@ inline constexpr ObjectSpec kObjects[] = {{key::buffer, kBufferKeys}, {key::coun
 inline constexpr std::string_view kOriginsKeys[] = {origins_key::roots,      origins_key::roots_not_listed,
                                                     origins_key::introduced, origins_key::propagated,
                                                     origins_key::host,       origins_key::unknown,
-                                                    origins_key::candidate,  origins_key::leaks,
+                                                    origins_key::candidate,  origins_key::preexisting,
+                                                    origins_key::leaks,
                                                     origins_key::evictions};
 inline constexpr std::string_view kRootKeys[] = {
     root_key::event, key::kernel,     key::origin,     key::origin_why,         key::launch_id,
     key::stream,     key::graph_id,   key::graph_node, key::replay,             key::buffer,
     key::rows,       key::findings,   origins_key::leaks, root_key::kernels_reached, root_key::buffers_reached,
     root_key::last_event, root_key::first_leak, key::candidates};
+inline constexpr std::string_view kSpreadKeys[] = {spread_key::before, spread_key::after};
+inline constexpr std::string_view kLastWriterKeys[] = {last_writer_key::event, key::kernel, key::launch_id, key::python};
+inline constexpr std::string_view kInfinitiesKeys[] = {infinities_key::intended, infinities_key::arithmetic};
 // nonfinite.candidates[i] and the python object (the reader keeps both as JSON text).
 inline constexpr std::string_view kCandidateKeys[] = {key::kernel, key::launch_id, key::stream, key::python};
 // nonfinite.collective.
