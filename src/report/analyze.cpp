@@ -204,24 +204,6 @@ TraceRec trace_rec(TraceRec::Type type, std::uint32_t proc, std::uint32_t stream
   return r;
 }
 
-bool snapshot_earlier(const Event& e, const Snapshot& s) {
-  if (!s.valid) return true;
-  const Event& o = s.ev;
-  if (e.ts_ns != o.ts_ns) return e.ts_ns < o.ts_ns;
-  if (e.rank != o.rank) return e.rank < o.rank;
-  if (e.pid != o.pid) return e.pid < o.pid;
-  return e.id < o.id;
-}
-
-void take(Snapshot& s, const Event& e, std::uint32_t file, std::uint32_t proc, std::uint32_t site, std::int64_t line) {
-  s.valid = true;
-  s.file = file;
-  s.proc = proc;
-  s.site = site;
-  s.line = line;
-  s.ev = e;
-}
-
 // A site's leak is its earliest leaking finding.
 void note_leak(Site& s, const Event& e) {
   if (!s.leak || e.ts_ns < s.leak_ts) {
@@ -266,7 +248,6 @@ void Analysis::count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, 
   sat_inc(totals.findings, n);
   totals.counts += c;
   totals.split += split;
-  sat_inc(totals.any_findings, n);
   if (real) sat_inc(totals.real_findings, n);
   hist.add(s.kernel, ts, split);
   if (s.has_graph) {
@@ -310,6 +291,10 @@ void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
   if (p.recent.empty()) p.recent.resize(kRecent);
   p.recent[std::size_t(e.id) % kRecent] = {e.id, e.ts_ns, si, stream};
   if (e.has_field(h_origin)) any_origin = true;
+  keep_for_causes(e, file, pi, si, line);
+  // The site's kind of infinity, before the filters: its repeats in the window are judged by it.
+  const bool fault = is_fault(e);
+  if (!fault && s.quiet_inf == InfKind::none) s.quiet_inf = e.inf;
   if (e.has_field(h_dump) && dump_want_id && *dump_want_id == e.id && (!dump_want_pid || *dump_want_pid == e.pid))
     dump_hits.push_back({pi, file, e.id, e.ts_ns, e.kernel, e.dump});
 
@@ -322,6 +307,8 @@ void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
   kernels[ki].events++;
   count(s, si, p, e.ts_ns, 1, e.counts, split, e.has_field(h_fixed) ? (e.fixed ? 1 : 0) : -1,
         e.has_field(h_replay), e.replay, e.replay);
+  count_verdict(s, fault, fault ? InfKind::none : e.inf, 1, e.counts);
+  note_verdicts(e, fault, s, pi);
 
   if (e.leak) {
     totals.leaks++;
@@ -336,19 +323,6 @@ void Analysis::on_nonfinite(std::uint32_t file, std::int64_t line) {
 
   link_parents(e, pi, si, stream);
   if (trace) trace->put(finding_trace_rec(pi, stream, si, e));
-}
-
-void Analysis::note_first_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si,
-                                 std::int64_t line) {
-  if (e.origin == Origin::introduced) {
-    if (snapshot_earlier(e, first_introduced)) take(first_introduced, e, file, pi, si, line);
-    if (snapshot_earlier(e, procs[pi].first_introduced)) take(procs[pi].first_introduced, e, file, pi, si, line);
-  } else if (e.origin == Origin::host) {
-    if (snapshot_earlier(e, first_host)) take(first_host, e, file, pi, si, line);
-  } else if (e.origin == Origin::candidate) {
-    if (snapshot_earlier(e, first_candidate)) take(first_candidate, e, file, pi, si, line);
-  }
-  if (snapshot_earlier(e, first_any)) take(first_any, e, file, pi, si, line);
 }
 
 // Lineage: resolves each parent of finding `e` (at site si) to its site, through the process's
@@ -429,6 +403,9 @@ void Analysis::on_repeat(std::uint32_t file, std::int64_t line) {
   std::int64_t lo = e.has_field(h_first_replay) ? e.first_replay : e.last_replay;
   std::int64_t hi = e.has_field(h_last_replay) ? e.last_replay : e.first_replay;
   count(s, si, p, e.ts_ns, e.count, c, split, -1, has_replay, lo, hi);
+  // A repeat carries no `inf`: it is a fault unless its site's infinities are not and it holds no NaN.
+  const bool fault = opt.inf_faults || s.quiet_inf == InfKind::none || (own_counts && c.nan > 0);
+  count_verdict(s, fault, s.quiet_inf, e.count, c);
   if (trace) {
     TraceRec r = trace_rec(TraceRec::repeat, pi, s.stream, si, e);
     r.region = std::uint8_t(s.region);
@@ -480,6 +457,10 @@ void Analysis::on_summary(Proc& p) {
   p.kernels_not_inspected = e.kernels_not_inspected;
   p.duration_ns = e.duration_ns;
   p.summary_counts = e.counts;
+  p.summary_has_faults = e.has_field(h_faults) || e.has_field(h_infinities);
+  p.summary_faults = e.faults;
+  p.summary_inf_intended = e.infinities_intended;
+  p.summary_inf_arithmetic = e.infinities_arithmetic;
   if (!e.coverage_json.empty()) read_coverage(e.coverage_json, p.coverage);
 }
 
@@ -503,44 +484,6 @@ const char* Proc::summary_mismatch_reason() const {
   return "the events add up to more than the summary (a log appended to or edited?)";
 }
 
-bool Analysis::gate_triggered() const {
-  switch (opt.fail_on) {
-    case FailOn::real: return totals.real_findings > 0;
-    case FailOn::any: return totals.any_findings > 0;
-    case FailOn::never: return false;
-  }
-  return false;
-}
-
-int Analysis::exit_code() const {
-  if (input_error || files.empty()) return 2;
-  return gate_triggered() ? 1 : 0;
-}
-
-const Snapshot* Analysis::first_cause(const char** label) const {
-  if (first_introduced.valid) {
-    *label = "introduced";
-    return &first_introduced;
-  }
-  if (!any_origin && first_any.valid) {
-    *label = "earliest finding (the log has no origin data)";
-    return &first_any;
-  }
-  if (first_host.valid) {
-    *label = "from host memory (no kernel introduced a non-finite value)";
-    return &first_host;
-  }
-  if (first_candidate.valid) {
-    *label = "candidate (written, as far as nanscope can tell, by a kernel it could not inspect)";
-    return &first_candidate;
-  }
-  if (first_any.valid) {
-    *label = "earliest finding (no finding is marked introduced)";
-    return &first_any;
-  }
-  return nullptr;
-}
-
 std::string Analysis::proc_label(std::uint32_t i) const {
   const Proc& p = procs[i];
   std::string s;
@@ -553,8 +496,8 @@ std::vector<std::uint32_t> Analysis::lineage_roots() const {
   std::vector<char> has_parent(sites.size(), 0), has_child(sites.size(), 0);
   for (auto& [k, n] : edges) has_child[k >> 32] = has_parent[std::uint32_t(k)] = 1;
   std::vector<std::uint32_t> roots;
-  const char* label;
-  const Snapshot* fc = first_cause(&label);
+  const FirstCause first = first_cause();
+  const Snapshot* fc = first.shown;
   if (fc) roots.push_back(fc->site);
   for (std::uint32_t i = 0; i < sites.size(); ++i)
     if (has_child[i] && !has_parent[i] && (!fc || i != fc->site)) roots.push_back(i);

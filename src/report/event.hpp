@@ -24,6 +24,12 @@ using schema::Region;
 using schema::origin_name;
 using schema::region_name;
 
+// A nonfinite event's `inf` (schema::inf_str): what an infinity-only finding's infinities are.
+// `none`: the key is absent (a NaN finding, or a log older than NaN-first verdicts); `other`: a
+// string this reader does not know (a newer writer's), taken as a fault like `none`.
+enum class InfKind : std::uint8_t { none, intended, arithmetic, other };
+const char* inf_kind_name(InfKind k);  // "" for none, "other" for other
+
 // Saturating arithmetic for figures summed over a log: a hostile or absurd log pins a total at
 // INT64_MAX (shown as such) instead of wrapping into a negative number that passes the gate.
 constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) {
@@ -92,6 +98,12 @@ enum Has : std::uint64_t {
   h_correlation_id = 1ull << 31,
   h_scans_dropped = 1ull << 32,
   h_overflow = 1ull << 33,
+  h_inf = 1ull << 34,
+  h_spread = 1ull << 35,
+  h_last_writer = 1ull << 36,
+  h_faults = 1ull << 37,
+  h_infinities = 1ull << 38,
+  h_cause = 1ull << 39,
 };
 
 struct Event {
@@ -124,6 +136,17 @@ struct Event {
   std::string python_json, candidates_json;  // as written; decoded by launch_site.hpp when shown
   std::string collective_json;               // as written; decoded into `collective` by parse_line
   Collective collective;
+  // NaN-first verdicts (docs/origin.md)
+  InfKind inf = InfKind::none;
+  bool fault = false;  // `fault: true`: the run treated every infinity as a fault
+  std::vector<std::int64_t> cause, intended_from;
+  struct Spread {  // `spread`: shares of elements (0..1) non-finite before (parents) and after
+    double before = 0, after = 0;
+  } spread;
+  struct LastWriter {  // `last_writer` (origin preexisting)
+    std::int64_t event = 0, launch_id = 0;
+    std::string kernel, python_json;
+  } last_writer;
 
   // repeat
   std::int64_t of = 0, count = 0, total = 0, first_replay = 0, last_replay = 0;
@@ -136,8 +159,11 @@ struct Event {
   std::int64_t launches = 0, scans = 0, findings = 0, kernels_inspected = 0,
                kernels_not_inspected = 0, scans_dropped = 0, overflow = 0, duration_ns = 0;
   std::string coverage_json;  // summary.coverage as written (src/coverage.cpp), decoded by Analysis
+  std::int64_t faults = 0, infinities_intended = 0, infinities_arithmetic = 0;
 
   bool has_field(Has h) const { return (has & h) != 0; }
+  bool infinity_only() const { return counts.nan == 0 && (counts.pos_inf > 0 || counts.neg_inf > 0); }
+  bool self_caused() const;  // its own id is in its `cause`
   void reset();
 };
 
@@ -166,5 +192,8 @@ ParseError parse_line(std::string_view line, Event& ev);
 ParseError check_ranges(const Event& ev);
 
 bool schema_supported(std::string_view schema);
+// After a line parsed as JSON: the fields every event needs are there, and `ev.kind` is set from
+// its name (validate.cpp).
+ParseError check_event(Event& ev);
 
 }  // namespace nanscope::report

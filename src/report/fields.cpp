@@ -24,8 +24,8 @@ constexpr F string(std::string_view key, std::string Event::*m, std::uint64_t ha
 constexpr F boolean(std::string_view key, bool Event::*m, std::uint64_t has = 0) {
   return {key, K::boolean, nullptr, nullptr, m, nullptr, nullptr, has};
 }
-constexpr F ints(std::string_view key, std::vector<std::int64_t> Event::*m) {
-  return {key, K::ints, nullptr, nullptr, nullptr, m, nullptr, 0};
+constexpr F ints(std::string_view key, std::vector<std::int64_t> Event::*m, std::uint64_t has = 0) {
+  return {key, K::ints, nullptr, nullptr, nullptr, m, nullptr, has};
 }
 constexpr F special(std::string_view key, FieldKind kind) { return {key, kind}; }
 constexpr F raw(std::string_view key, std::string Event::*m) {
@@ -85,6 +85,12 @@ const F kTop[] = {
     raw(k::python, &Event::python_json),
     raw(k::candidates, &Event::candidates_json),
     raw(k::collective, &Event::collective_json),
+    special(k::inf, K::inf),
+    boolean(k::fault, &Event::fault),
+    ints(k::cause, &Event::cause, h_cause),
+    ints(k::intended_from, &Event::intended_from),
+    special(k::spread, K::object),
+    special(k::last_writer, K::object),
     // repeat
     integer(k::of, &Event::of, h_of),
     integer(k::count, &Event::count, h_count),
@@ -117,6 +123,8 @@ const F kTop[] = {
     special(k::origins, K::ignored),
     raw(k::coverage, &Event::coverage_json),
     special(k::tensor_extents, K::ignored),
+    integer(k::faults, &Event::faults, h_faults),
+    special(k::infinities, K::object),
 };
 
 const Field<Event::Buffer> kBuffer[] = {
@@ -138,6 +146,23 @@ const F kRows[] = {
     {schema::rows_key::real, K::ranges, nullptr, nullptr, nullptr, nullptr, &Event::rows_real},
     {schema::rows_key::unknown, K::ignored},
     boolean(schema::rows_key::truncated, &Event::rows_truncated),
+};
+
+const Field<Event::Spread> kSpread[] = {
+    {schema::spread_key::before, K::real, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &Event::Spread::before},
+    {schema::spread_key::after, K::real, nullptr, nullptr, nullptr, nullptr, nullptr, 0, &Event::Spread::after},
+};
+
+const Field<Event::LastWriter> kLastWriter[] = {
+    {schema::last_writer_key::event, K::i64, &Event::LastWriter::event},
+    {k::kernel, K::str, nullptr, &Event::LastWriter::kernel},
+    {k::launch_id, K::i64, &Event::LastWriter::launch_id},
+    {k::python, K::raw, nullptr, &Event::LastWriter::python_json},
+};
+
+const F kInfinities[] = {
+    integer(schema::infinities_key::intended, &Event::infinities_intended),
+    integer(schema::infinities_key::arithmetic, &Event::infinities_arithmetic),
 };
 
 // The top-level keys in an open-addressing table: a lookup is one hash of a few bytes and,
@@ -222,6 +247,14 @@ void Event::reset() {
   candidates_json.clear();
   collective_json.clear();
   collective.clear();
+  inf = InfKind::none;
+  fault = false;
+  cause.clear();
+  intended_from.clear();
+  spread = {};
+  last_writer.event = last_writer.launch_id = 0;
+  last_writer.kernel.clear();
+  last_writer.python_json.clear();
   of = count = total = first_replay = last_replay = 0;
   final_ = false;
   version.clear();
@@ -232,17 +265,36 @@ void Event::reset() {
   what.clear();
   launches = scans = findings = kernels_inspected = kernels_not_inspected = scans_dropped =
       overflow = duration_ns = 0;
+  faults = infinities_intended = infinities_arithmetic = 0;
+}
+
+bool Event::self_caused() const { return std::find(cause.begin(), cause.end(), id) != cause.end(); }
+
+const char* inf_kind_name(InfKind kind) {
+  switch (kind) {
+    case InfKind::intended: return schema::inf_str::intended;
+    case InfKind::arithmetic: return schema::inf_str::arithmetic;
+    case InfKind::other: return "other";
+    case InfKind::none: break;
+  }
+  return "";
 }
 
 std::span<const Field<Event::Buffer>> buffer_fields() { return kBuffer; }
 std::span<const Field<Counts>> counts_fields() { return kCounts; }
 std::span<const Field<Event>> rows_fields() { return kRows; }
+std::span<const Field<Event::Spread>> spread_fields() { return kSpread; }
+std::span<const Field<Event::LastWriter>> last_writer_fields() { return kLastWriter; }
+std::span<const Field<Event>> infinities_fields() { return kInfinities; }
 
 std::vector<std::string_view> parser_known_keys(std::string_view object) {
   if (object.empty()) return keys_of<Event>(kTop);
   if (object == k::buffer) return keys_of(buffer_fields());
   if (object == k::counts) return keys_of(counts_fields());
   if (object == k::rows) return keys_of(rows_fields());
+  if (object == k::spread) return keys_of(spread_fields());
+  if (object == k::last_writer) return keys_of(last_writer_fields());
+  if (object == k::infinities) return keys_of(infinities_fields());
   return {};
 }
 

@@ -19,9 +19,11 @@ enum class FieldKind : std::uint8_t {
   boolean,  // a boolean into `b`
   ints,     // an array of integers into `v`
   ranges,   // an array of [lo, hi] pairs into `r`
+  real,     // a number (integer or not) into `d`
   object,   // a nested object: its own table (object_fields)
   region,   // the region enum string
   origin,   // the origin enum string
+  inf,      // the inf enum string (InfKind)
   action,   // "zeroed": the finding's padding rows were fixed
   raw,      // any value, validated, its JSON text kept in `s` (decoded later: summary.coverage)
 };
@@ -38,17 +40,23 @@ struct Field {
   std::vector<std::int64_t> O::*v = nullptr;
   std::vector<RowRange> O::*r = nullptr;
   std::uint64_t has = 0;
+  double O::*d = nullptr;
 };
 
 // The top level's field for `key`, or null (an unknown key: skipped).
 const Field<Event>* top_field(std::string_view key);
-// The nested objects' tables (top-level keys buffer, counts, rows).
+// The nested objects' tables (top-level keys buffer, counts, rows, spread, last_writer,
+// infinities).
 std::span<const Field<Event::Buffer>> buffer_fields();
 std::span<const Field<Counts>> counts_fields();
 std::span<const Field<Event>> rows_fields();
+std::span<const Field<Event::Spread>> spread_fields();
+std::span<const Field<Event::LastWriter>> last_writer_fields();
+std::span<const Field<Event>> infinities_fields();
 
 // Every key the parser knows, decoded or skipped on purpose: `object` "" for the top level,
-// else the top-level key of a nested object ("buffer", "counts", "rows"); empty for others.
+// else the top-level key of a nested object ("buffer", "counts", "rows", "spread", "last_writer",
+// "infinities"); empty for others.
 std::vector<std::string_view> parser_known_keys(std::string_view object);
 
 }  // namespace nanscope::report

@@ -32,6 +32,7 @@ struct Options {
   std::optional<std::int64_t> since, until;
   std::string kernel_regex;
   bool color = false;
+  bool inf_faults = false;  // --inf-faults: every infinity is a fault (as TensorFlow's check_numerics)
 };
 
 // Non-finite values of findings split by region.
@@ -92,6 +93,12 @@ struct Proc {
   };
   std::vector<Recent> recent;  // direct-mapped cache of recent nonfinite events (parents)
   Snapshot first_introduced;
+  // NaN-first verdicts (verdicts.cpp).
+  Snapshot first_fault;                              // its earliest fault
+  bool nan_first = false;                            // some event of it carries `cause`
+  std::unordered_map<std::int64_t, Snapshot> kept;   // events a `cause` / `intended_from` may name
+  bool summary_has_faults = false;                   // its summary carried `faults`
+  std::int64_t summary_faults = 0, summary_inf_intended = 0, summary_inf_arithmetic = 0;
 };
 
 struct Site {
@@ -111,6 +118,17 @@ struct Site {
   std::int64_t leak_ts = 0, leak_id = 0;
   bool has_graph = false;
   std::int64_t graph_id = 0, graph_node = 0;
+  // Infinity-only findings here that are not faults (their kind is the site's first such event's),
+  // folded ones included; INFINITIES lists them.
+  InfKind quiet_inf = InfKind::none;
+  std::int64_t quiet_findings = 0;
+  Counts quiet_counts;
+  // Some fault's `cause` names an event of this site: its infinities made NaN, so they are
+  // faults after all (settle_verdicts moves them).
+  bool named_as_cause = false, promoted = false;
+  bool spread = false;  // the site's earliest spread point
+  std::int64_t spread_ts = 0, spread_id = 0;
+  double spread_before = 0, spread_after = 0;
 };
 
 struct KernelAgg {
@@ -166,10 +184,26 @@ struct Totals {
   std::int64_t ev_start = 0, ev_nonfinite = 0, ev_repeat = 0, ev_not_inspected = 0, ev_warning = 0,
                ev_summary = 0, ev_other = 0;
   std::int64_t filtered_out = 0;  // nonfinite/repeat events outside --since/--until/--kernel
-  std::int64_t findings = 0, folded = 0, real_findings = 0, any_findings = 0;
+  std::int64_t findings = 0, folded = 0, real_findings = 0;
   Counts counts;
   RegionCounts split;
   std::int64_t orphan_repeats = 0, unresolved_parents = 0, leaks = 0;
+  // NaN-first verdicts: findings that are faults, those not proven to be in padding rows only
+  // (what --fail-on real gates on), those in real rows; infinity-only findings that are not.
+  std::int64_t faults = 0, faults_not_padding = 0, faults_real = 0, spreads = 0;
+  std::int64_t quiet_intended = 0, quiet_arithmetic = 0;
+  std::int64_t quiet() const { return sat_add(quiet_intended, quiet_arithmetic); }
+};
+
+// What FIRST CAUSE shows (verdicts.cpp): the event, its label, and what led to it.
+struct FirstCause {
+  const Snapshot* shown = nullptr;        // null: no fault, no first cause
+  std::string label;
+  const Snapshot* fault = nullptr;        // the earliest fault, when it is not `shown` itself
+  std::vector<const Snapshot*> intended;  // the intended infinities its inputs held (kept ones)
+  const Snapshot* preexisting = nullptr;  // a `preexisting` finding on the way, with its last writer
+  std::vector<std::int64_t> not_kept;     // cause / intended_from ids whose events were not kept
+  explicit operator bool() const { return shown != nullptr; }
 };
 
 struct TraceSink;  // trace.cpp
@@ -204,8 +238,11 @@ class Analysis {
   std::unordered_map<std::uint64_t, std::int64_t> edges;                 // parent<<32|child
   TimeHist hist;
   Totals totals;
-  Snapshot first_introduced, first_host, first_candidate, first_any;
+  // Earliest faults by kind of origin (today's selection, for logs without `cause`), the earliest
+  // fault of all, and the earliest `preexisting` fault (never a first cause on its own).
+  Snapshot first_introduced, first_host, first_candidate, first_any, first_fault, first_preexisting;
   bool any_origin = false;
+  bool nan_first = false;  // some event carries `inf` or `cause`: the log has NaN-first verdicts
   bool input_error = false;  // missing/empty input, unsupported schema -> exit 2
   std::int64_t t0 = kNoTime, t1 = kNoTime;  // earliest / latest timestamp seen
   std::unique_ptr<TraceSink> trace;
@@ -215,7 +252,14 @@ class Analysis {
   // claimed by two logs is an input error, named on `err`.
   void join_ranks(std::ostream& err);
 
-  const Snapshot* first_cause(const char** label) const;
+  // An event is a fault when it holds NaN, says `fault: true`, is infinity-only without `inf`
+  // (an older log), or --inf-faults is given (docs/report.md).
+  bool is_fault(const Event& e) const;
+  // After join_ranks: infinities some fault names as its cause become faults.
+  void settle_verdicts();
+  FirstCause first_cause() const;
+  FirstCause first_cause_of(std::uint32_t proc) const;  // that process's own, by the same rule
+  const Snapshot* kept_event(std::uint32_t proc, std::int64_t id) const;
   std::string proc_label(std::uint32_t proc) const;
   // Lineage between sites: the first cause's site first, then every other site that has
   // descendants but no parent, by time; and each site's children by time.
@@ -243,6 +287,11 @@ class Analysis {
   bool in_window(std::int64_t ts) const;
   void on_nonfinite(std::uint32_t file, std::int64_t line);
   void note_first_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line);
+  void keep_for_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line);
+  void note_verdicts(const Event& e, bool fault, Site& s, std::uint32_t pi);
+  std::uint32_t site_of_event(std::uint32_t pi, std::int64_t id, bool* found) const;
+  FirstCause resolve_cause(const Snapshot& fault) const;
+  FirstCause legacy_first_cause() const;
   // Keeps a finding in a collective's buffer for join_ranks; true when its first-cause standing
   // waits for the join (a recvbuff whose own sendbuff was not non-finite).
   bool defer_collective(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line,
@@ -258,6 +307,7 @@ class Analysis {
   void count(Site& s, std::uint32_t site_idx, Proc& p, std::int64_t ts, std::int64_t n, const Counts& c,
              const RegionCounts& split, int fixed, bool has_replay, std::int64_t replay_lo,
              std::int64_t replay_hi);
+  void count_verdict(Site& s, bool fault, InfKind kind, std::int64_t n, const Counts& c);
 };
 
 // Renderers.

@@ -2,6 +2,7 @@
 #include "event.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -11,12 +12,6 @@
 #include "log_schema.hpp"
 
 namespace nanscope::report {
-
-bool schema_supported(std::string_view s) {
-  // "nanscope/1"; a future "nanscope/1.x" minor revision only adds optional fields.
-  constexpr std::string_view v = schema::kVersion;
-  return s.starts_with(v) && (s.size() == v.size() || s[v.size()] == '.');
-}
 
 namespace {
 
@@ -39,7 +34,7 @@ class Parser {
       return {s.kind, std::move(s.message)};
     }
     if (!field_error_.empty()) return {ErrorKind::field, std::move(field_error_)};
-    return validate();
+    return check_event(ev_);
   }
 
  private:
@@ -325,6 +320,19 @@ class Parser {
     return false;
   }
 
+  // A number, integer or not (spread shares); the grammar is number()'s.
+  void real_field(std::string_view key, double& out) {
+    const char c = *p_;
+    if (c != '-' && (c < '0' || c > '9')) {
+      if (!null()) type_error(key, "a number");
+      return;
+    }
+    const char* start = p_;
+    bool integral, overflow;
+    number(&integral, &overflow);
+    std::from_chars(start, p_, out);  // out of double range: left as it was
+  }
+
   bool bool_field(std::string_view key, bool& out) {
     if (*p_ == 't') {
       literal("true", 4);
@@ -491,6 +499,11 @@ class Parser {
     } else if (kind == FieldKind::origin) {
       ev_.has |= h_origin;
       ev_.origin = schema::origin_from(v);
+    } else if (kind == FieldKind::inf) {
+      ev_.has |= h_inf;
+      ev_.inf = v == schema::inf_str::intended     ? InfKind::intended
+                : v == schema::inf_str::arithmetic ? InfKind::arithmetic
+                                                   : InfKind::other;
     } else if (v == schema::action_str::zeroed) {  // action
       ev_.fixed = true;
       ev_.has |= h_fixed;
@@ -500,6 +513,9 @@ class Parser {
   void object_field(std::string_view k) {
     if (k == schema::key::buffer) sub_object(k, h_buffer, buffer_fields(), ev_.buffer);
     else if (k == schema::key::counts) sub_object(k, h_counts, counts_fields(), ev_.counts);
+    else if (k == schema::key::spread) sub_object(k, h_spread, spread_fields(), ev_.spread);
+    else if (k == schema::key::last_writer) sub_object(k, h_last_writer, last_writer_fields(), ev_.last_writer);
+    else if (k == schema::key::infinities) sub_object(k, h_infinities, infinities_fields(), ev_);
     else sub_object(k, h_rows, rows_fields(), ev_);  // rows
   }
 
@@ -519,10 +535,14 @@ class Parser {
       case FieldKind::boolean:
         if (bool_field(k, obj.*f.b)) ev_.has |= f.has;
         return;
-      case FieldKind::ints: return int_array(k, obj.*f.v);
+      case FieldKind::ints:
+        if (*p_ == '[') ev_.has |= f.has;
+        return int_array(k, obj.*f.v);
       case FieldKind::ranges: return ranges(k, obj.*f.r);
+      case FieldKind::real: return real_field(k, obj.*f.d);
       case FieldKind::region:
       case FieldKind::origin:
+      case FieldKind::inf:
       case FieldKind::action: return enum_string(k, f.kind);
       case FieldKind::object:
         if constexpr (std::is_same_v<O, Event>) return object_field(k);
@@ -555,41 +575,6 @@ class Parser {
     members([&](std::string_view k) { field(k); });
     ws();
     if (p_ < e_) syntax("unexpected characters after the JSON object");
-  }
-
-  ParseError validate() {
-    Event& e = ev_;
-    auto missing = [](const char* f) {
-      return ParseError{ErrorKind::field, std::string("missing field '") + f + "'"};
-    };
-    if (!(e.has & h_schema)) return missing(schema::key::schema);
-    if (!schema_supported(e.schema))
-      return {ErrorKind::schema, "unsupported schema \"" + e.schema + "\" (this report reads nanscope/1)"};
-    if (!(e.has & h_event)) return missing(schema::key::event);
-    if (!(e.has & h_id)) return missing(schema::key::id);
-    if (!(e.has & h_ts)) return missing(schema::key::ts_ns);
-    if (!(e.has & h_pid)) return missing(schema::key::pid);
-    const std::string& n = e.event;
-    if (n == schema::event::nonfinite) {
-      e.kind = Kind::nonfinite;
-      if (!(e.has & h_kernel)) return missing(schema::key::kernel);
-      if (!(e.has & h_counts)) return missing(schema::key::counts);
-    } else if (n == schema::event::repeat) {
-      e.kind = Kind::repeat;
-      if (!(e.has & h_of)) return missing(schema::key::of);
-      if (!(e.has & h_count)) return missing(schema::key::count);
-    } else if (n == schema::event::summary) {
-      e.kind = Kind::summary;
-    } else if (n == schema::event::start) {
-      e.kind = Kind::start;
-    } else if (n == schema::event::not_inspected) {
-      e.kind = Kind::not_inspected;
-    } else if (n == schema::event::warning) {
-      e.kind = Kind::warning;
-    } else {
-      e.kind = Kind::other;  // a future event kind: ignored
-    }
-    return {};
   }
 };
 

@@ -300,6 +300,9 @@ void Analysis::apply_join() {
                                                                      : Origin::unknown;
       Site& s = sites[f.snap.site];
       if (s.first_id == ev.id) s.origin = ev.origin;
+      // Its own rank's `cause` names itself; across ranks its cause is the contributors' (the
+      // selection by origin follows them).
+      if (f.verdict == CrossVerdict::propagated) ev.cause.clear();
     }
     note_first_causes(ev, f.snap.file, f.snap.proc, f.snap.site, f.snap.line);
     for (std::uint32_t j : f.parents) {

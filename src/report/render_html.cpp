@@ -9,6 +9,7 @@
 #include "model.hpp"
 #include "ranks.hpp"
 #include "util.hpp"
+#include "verdict_text.hpp"
 
 namespace nanscope::report {
 
@@ -39,14 +40,19 @@ struct Html {
   std::string when(std::int64_t ts) const { return ts == kNoTime ? "-" : rel_time(ts - a.t0); }
 
   void first_cause() {
-    const char* label = "";
-    const Snapshot* fc = a.first_cause(&label);
-    if (!fc) {
-      o << "<section id=\"first-cause\" class=\"none\"><h2>First cause</h2><p>No non-finite value was found.</p></section>\n";
+    const FirstCause first = a.first_cause();
+    if (!first) {
+      const std::int64_t quiet = a.totals.quiet();
+      o << "<section id=\"first-cause\" class=\"none\"><h2>First cause</h2><p>"
+        << (a.totals.faults == 0 && quiet > 0 ? "None: no NaN; " + num(quiet) + " infinity finding(s) are not faults "
+                                                "(see Infinities)."
+                                              : std::string("No non-finite value was found."))
+        << "</p></section>\n";
       return;
     }
+    const Snapshot* fc = first.shown;
     const Event& e = fc->ev;
-    o << "<section id=\"first-cause\"><h2>First cause <span class=\"muted\">— " << html_escape(label)
+    o << "<section id=\"first-cause\"><h2>First cause <span class=\"muted\">— " << html_escape(first.label)
       << "</span></h2>\n<div class=\"mono\" id=\"first-cause-kernel\"><b>" << html_escape(e.kernel) << "</b></div><dl>\n";
     auto kv = [&](const char* k, const std::string& v) {
       if (!v.empty()) o << "<dt>" << k << "</dt><dd>" << html_escape(v) << "</dd>\n";
@@ -74,16 +80,22 @@ struct Html {
       kv("candidates", candidates_text(candidate_refs(e.candidates_json), 120) + " (may have written these values; not proven)");
     kv("event", std::to_string(e.id) + " at " + a.files[fc->file] + ":" + std::to_string(fc->line));
     kv("dump", e.dump);
+    for (const Snapshot* s : first.intended) kv("inputs", intended_text(*s));
+    if (first.preexisting) kv("left by", last_writer_text(*first.preexisting));
+    if (first.fault) kv("led to", led_to_text(*first.fault));
+    kv("cause", not_kept_text(first.not_kept));
     kv("across ranks", cross_rank_note(a, *fc));
     o << "</dl></section>\n";
   }
 
   void lineage() {
-    const char* label;
-    const Snapshot* fc = a.first_cause(&label);
+    const FirstCause first = a.first_cause();
+    const Snapshot* fc = first.shown;
     o << "<section id=\"lineage\"><h2>Lineage</h2>\n";
     if (!fc) {
-      o << "<p class=\"muted\">No findings.</p></section>\n";
+      o << "<p class=\"muted\">" << (a.totals.findings ? "No faults." : "No findings.") << "</p>\n";
+      leak_points();
+      o << "</section>\n";
       return;
     }
     auto children = a.lineage_children();
@@ -117,7 +129,12 @@ struct Html {
       if (!seen[root] && (root == fc->site || !children[root].empty())) node(root, 0, root);
     o << "</ul>\n";
     if (a.edges.empty()) o << "<p class=\"muted\">The log records no parent links.</p>\n";
-    // Leak points.
+    leak_points();
+    o << "</section>\n";
+  }
+
+  // Sites with leak: true, by time.
+  void leak_points() {
     std::vector<std::uint32_t> l;
     for (std::uint32_t i = 0; i < a.sites.size(); ++i)
       if (a.sites[i].leak) l.push_back(i);
@@ -130,12 +147,46 @@ struct Html {
         const Site& s = a.sites[l[i]];
         o << "<tr><td>" << when(s.leak_ts) << "</td><td>" << html_escape(a.proc_label(s.proc)) << "</td><td class=\"mono\" title=\""
           << html_escape(a.kernels[s.kernel].name) << "\">" << html_escape(shorten_kernel(a.kernels[s.kernel].name, 60))
-          << "</td><td>" << s.arg << "</td><td>" << html_escape(ranges_str(s.rows_real, 4)) << "</td><td>" << s.leak_id
-          << "</td></tr>\n";
+          << "</td><td>" << s.arg << "</td><td>"
+          << (s.rows_real.empty() ? "rows unknown" : html_escape(ranges_str(s.rows_real, 4))) << "</td><td>"
+          << s.leak_id << "</td></tr>\n";
       }
       o << "</table>\n";
     }
-    o << "</section>\n";
+  }
+
+  // Spread points and infinities that are not faults; neither section appears without them.
+  void verdict_sections() {
+    if (const std::vector<std::uint32_t> l = spread_sites(a); !l.empty()) {
+      o << "<section id=\"spreads\"><h2>Spread points</h2>\n<table><tr><th>when</th><th>process</th><th>kernel</th>"
+           "<th>python</th><th>arg</th><th>non-finite share</th><th>event</th></tr>\n";
+      for (std::size_t i = 0; i < l.size() && i < 200; ++i) {
+        const Site& s = a.sites[l[i]];
+        o << "<tr><td>" << when(s.spread_ts) << "</td><td>" << html_escape(a.proc_label(s.proc)) << "</td>"
+          << kernel_cell(s) << "<td>" << html_escape(s.python) << "</td><td>" << s.arg << "</td><td>"
+          << percent(s.spread_before) << " → " << percent(s.spread_after) << "</td><td>" << s.spread_id << "</td></tr>\n";
+      }
+      o << "</table></section>\n";
+    }
+    if (const std::vector<std::uint32_t> l = quiet_sites(a); !l.empty()) {
+      o << "<section id=\"infinities\"><h2>Infinities</h2><p class=\"muted\">Infinity-only findings: "
+        << kInfinitiesNote << ".</p>\n<table><tr><th>first seen</th><th>process</th><th>kernel</th><th>python</th>"
+           "<th>kind</th><th>origin</th><th>findings</th><th>+Inf</th><th>−Inf</th></tr>\n";
+      for (std::size_t i = 0; i < l.size() && i < 200; ++i) {
+        const Site& s = a.sites[l[i]];
+        o << "<tr><td>" << when(s.first_ts) << "</td><td>" << html_escape(a.proc_label(s.proc)) << "</td>"
+          << kernel_cell(s) << "<td>" << html_escape(s.python) << "</td><td>" << inf_kind_name(s.quiet_inf)
+          << "</td><td>" << (s.origin == Origin::none ? "-" : origin_name(s.origin)) << "</td><td class=\"n\">"
+          << num(s.quiet_findings) << "</td><td class=\"n\">" << num(s.quiet_counts.pos_inf) << "</td><td class=\"n\">"
+          << num(s.quiet_counts.neg_inf) << "</td></tr>\n";
+      }
+      o << "</table></section>\n";
+    }
+  }
+
+  std::string kernel_cell(const Site& s) const {
+    const std::string& name = a.kernels[s.kernel].name;
+    return "<td class=\"mono\" title=\"" + html_escape(name) + "\">" + html_escape(shorten_kernel(name, 60)) + "</td>";
   }
 
   void chart() {
@@ -248,6 +299,7 @@ struct Html {
     summary_check();
     first_cause();
     lineage();
+    verdict_sections();
     o << cross_rank_html(a);
     chart();
     kernel_table();

@@ -8,10 +8,35 @@
 #include "ranks.hpp"
 #include "report_json.hpp"
 #include "util.hpp"
+#include "verdict_text.hpp"
 
 namespace nanscope::report {
 
 using json = nlohmann::ordered_json;
+
+namespace {
+
+json python_json_of(const std::string& text) {
+  const auto py = python_site(text);
+  return py ? json{{"file", py->file}, {"line", py->line}, {"function", py->function}} : json(nullptr);
+}
+
+// The NaN-first fields of an event (null or empty when the log has none). An infinity some fault
+// names as its cause is a fault too.
+void verdict_fields(const Analysis& a, const Snapshot& s, json& j) {
+  const Event& e = s.ev;
+  j["fault"] = a.is_fault(e) || a.sites[s.site].named_as_cause;
+  j["inf"] = e.inf == InfKind::none ? json(nullptr) : json(inf_kind_name(e.inf));
+  j["cause"] = e.cause;
+  j["intended_from"] = e.intended_from;
+  j["spread"] = e.has_field(h_spread) ? json{{"before", e.spread.before}, {"after", e.spread.after}} : json(nullptr);
+  const Event::LastWriter& w = e.last_writer;
+  j["last_writer"] = e.has_field(h_last_writer) ? json{{"event", w.event}, {"kernel", w.kernel}, {"launch_id", w.launch_id},
+                                                       {"python", python_json_of(w.python_json)}}
+                                                 : json(nullptr);
+}
+
+}  // namespace
 
 json event_json(const Analysis& a, const Snapshot& s) {
   const Event& e = s.ev;
@@ -46,8 +71,8 @@ json event_json(const Analysis& a, const Snapshot& s) {
             {"rows", {{"real", e.rows_real}, {"padding", e.rows_padding}, {"truncated", e.rows_truncated}}},
             {"leak", e.leak},
             {"dump", e.dump.empty() ? json(nullptr) : json(e.dump)}};
-  const auto py = python_site(e.python_json);
-  j["python"] = py ? json{{"file", py->file}, {"line", py->line}, {"function", py->function}} : json(nullptr);
+  j["python"] = python_json_of(e.python_json);
+  verdict_fields(a, s, j);
   if (e.origin == Origin::candidate) {
     json list = json::array();
     for (const CandidateRef& c : candidate_refs(e.candidates_json))
@@ -72,20 +97,33 @@ json filters_json(const Options& opt) {
   return filters;
 }
 
-json first_cause_json(const Analysis& a) {
-  const char* label = "";
-  const Snapshot* fc = a.first_cause(&label);
+// An event the first cause card names beside the cause: where it is, in a few fields.
+json brief_json(const Snapshot& s) {
+  const Event& e = s.ev;
+  return {{"id", e.id},   {"ts_ns", e.ts_ns}, {"kernel", e.kernel}, {"python", python_json_of(e.python_json)},
+          {"counts", {{"nan", e.counts.nan}, {"pos_inf", e.counts.pos_inf}, {"neg_inf", e.counts.neg_inf}}},
+          {"origin", e.origin == Origin::none ? json(nullptr) : json(origin_name(e.origin))}};
+}
+
+json first_cause_json(const Analysis& a, const FirstCause& fc) {
   if (!fc) return nullptr;
-  json j = event_json(a, *fc);
-  j["label"] = label;
+  json j = event_json(a, *fc.shown);
+  j["label"] = fc.label;
+  j["earliest_fault"] = fc.fault ? brief_json(*fc.fault) : json(nullptr);
+  json intended = json::array();
+  for (const Snapshot* s : fc.intended) intended.push_back(brief_json(*s));
+  j["intended_writes"] = intended;
+  j["preexisting"] = fc.preexisting ? brief_json(*fc.preexisting) : json(nullptr);
+  if (fc.preexisting) j["preexisting"]["last_writer"] = event_json(a, *fc.preexisting)["last_writer"];
+  j["causes_not_kept"] = fc.not_kept;
   return j;
 }
 
-// Each process's first introduced value, earliest first.
+// Each process's own first cause, earliest first.
 json first_cause_per_process_json(const Analysis& a) {
   json per_proc = json::array();
-  for (const Proc& p : a.procs)
-    if (p.first_introduced.valid) per_proc.push_back(event_json(a, p.first_introduced));
+  for (std::uint32_t i = 0; i < a.procs.size(); ++i)
+    if (const FirstCause fc = a.first_cause_of(i)) per_proc.push_back(event_json(a, *fc.shown));
   std::sort(per_proc.begin(), per_proc.end(), [](const json& x, const json& y) { return x["ts_ns"] < y["ts_ns"]; });
   return per_proc;
 }
@@ -122,6 +160,37 @@ json leaks_json(const Analysis& a) {
     leaks.push_back(std::move(s));
   }
   return leaks;
+}
+
+// Spread points in the order they were seen.
+json spreads_json(const Analysis& a) {
+  json spreads = json::array();
+  for (std::uint32_t i : spread_sites(a)) {
+    const Site& s = a.sites[i];
+    json j = site_json(a, i);
+    j["python"] = s.python.empty() ? json(nullptr) : json(s.python);
+    j["spread_id"] = s.spread_id;
+    j["spread_ts_ns"] = s.spread_ts;
+    j["before"] = s.spread_before;
+    j["after"] = s.spread_after;
+    spreads.push_back(std::move(j));
+  }
+  return spreads;
+}
+
+// Sites of infinity-only findings that are not faults, first seen first.
+json infinities_json(const Analysis& a) {
+  json list = json::array();
+  for (std::uint32_t i : quiet_sites(a)) {
+    const Site& s = a.sites[i];
+    json j = site_json(a, i);
+    j["python"] = s.python.empty() ? json(nullptr) : json(s.python);
+    j["inf"] = inf_kind_name(s.quiet_inf);
+    j["infinity_findings"] = s.quiet_findings;
+    j["counts"] = {{"nan", s.quiet_counts.nan}, {"pos_inf", s.quiet_counts.pos_inf}, {"neg_inf", s.quiet_counts.neg_inf}};
+    list.push_back(std::move(j));
+  }
+  return list;
 }
 
 // The sites on some parent -> child edge, and the edges in (parent, child) order.
@@ -220,6 +289,10 @@ json processes_json(const Analysis& a) {
                      {"findings", p.findings},
                      {"summary", p.summarized},
                      {"summary_check", summary_check_json(p)},
+                     {"summary_verdicts", p.summary_has_faults ? json{{"faults", p.summary_faults},
+                                                                      {"infinities", {{"intended", p.summary_inf_intended},
+                                                                                      {"arithmetic", p.summary_inf_arithmetic}}}}
+                                                               : json(nullptr)},
                      {"scans_dropped", p.scans_dropped},
                      {"overflow", p.overflow}});
   return procs;
@@ -278,12 +351,22 @@ json totals_json(const Analysis& a) {
           {"overflow", p.overflow},
           {"kernels_not_inspected", p.not_inspected},
           {"orphan_repeats", t.orphan_repeats},
-          {"unresolved_parents", t.unresolved_parents}};
+          {"unresolved_parents", t.unresolved_parents},
+          {"faults", t.faults},
+          {"faults_not_padding", t.faults_not_padding},
+          {"infinities", {{"intended", t.quiet_intended}, {"arithmetic", t.quiet_arithmetic}}},
+          {"spreads", t.spreads}};
 }
 
 json gate_json(const Analysis& a) {
   const char* mode = a.opt.fail_on == FailOn::real ? "real" : a.opt.fail_on == FailOn::any ? "any" : "never";
-  return {{"fail_on", mode}, {"triggered", a.gate_triggered()}, {"exit_code", a.exit_code()}};
+  return {{"fail_on", mode},
+          {"inf_faults", a.opt.inf_faults},
+          {"triggered", a.gate_triggered()},
+          {"exit_code", a.exit_code()},
+          {"faults", a.totals.faults},
+          {"faults_not_padding", a.totals.faults_not_padding},
+          {"infinities_not_faults", a.totals.quiet()}};
 }
 
 }  // namespace
@@ -293,9 +376,11 @@ json summary_json(const Analysis& a) {
   j["schema"] = "nanscope-report/1";
   j["files"] = a.files;
   j["filters"] = filters_json(a.opt);
-  j["first_cause"] = first_cause_json(a);
+  j["first_cause"] = first_cause_json(a, a.first_cause());
   j["first_cause_per_process"] = first_cause_per_process_json(a);
   j["leaks"] = leaks_json(a);
+  j["spreads"] = spreads_json(a);
+  j["infinities"] = infinities_json(a);
   j["lineage"] = lineage_json(a);
   if (a.cross) j["cross_rank"] = cross_rank_json(a);
   j["kernels"] = kernels_json(a);

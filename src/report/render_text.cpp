@@ -11,6 +11,7 @@
 #include "model.hpp"
 #include "ranks.hpp"
 #include "util.hpp"
+#include "verdict_text.hpp"
 
 namespace nanscope::report {
 
@@ -71,23 +72,21 @@ std::string rows_line(const Event& e) {
   return s;
 }
 
-void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
-  const char* label = "";
-  const Snapshot* fc = a.first_cause(&label);
-  if (!fc) {
-    out << st("1;32", "FIRST CAUSE") << "  none: no non-finite value was found";
-    if (a.totals.filtered_out) out << " (" << num(a.totals.filtered_out) << " events outside the filters)";
-    out << "\n\n";
-    return;
-  }
-  const Event& e = fc->ev;
-  out << st("1;31", "FIRST CAUSE") << "  " << label << '\n';
-  auto kv = [&](const char* k, const std::string& v) {
+// The card's key-value lines; an empty value prints nothing.
+struct Card {
+  std::ostream& out;
+  const Style& st;
+  void operator()(const char* k, const std::string& v) const {
     if (!v.empty()) out << "  " << st("2", pad(k, 8)) << ' ' << v << '\n';
-  };
-  kv("kernel", st("1", e.kernel));
+  }
+};
+
+// Where and what the event is: kernel, Python line, process, time, launch, buffer, values, rows.
+void event_lines(const Analysis& a, const Snapshot& fc, const Card& kv) {
+  const Event& e = fc.ev;
+  kv("kernel", kv.st("1", e.kernel));
   if (const auto py = python_site(e.python_json)) kv("python", python_site_text(*py));
-  std::string where = a.proc_label(fc->proc);
+  std::string where = a.proc_label(fc.proc);
   if (e.local_rank >= 0) where += " (local rank " + std::to_string(e.local_rank) + ")";
   where += " · device " + std::to_string(e.device) + " · stream " + (e.stream.empty() ? "?" : e.stream);
   kv("where", where);
@@ -114,25 +113,56 @@ void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
     region += " (" + num(e.counts_real) + " in real rows, " + num(e.counts_padding) + " in padding rows)";
   kv("region", region);
   kv("rows", rows_line(e));
+}
+
+// How the event came to be the first cause: the intended infinities its inputs held, the
+// values a preexisting finding found, the fault it led to, the causes not kept.
+void cause_lines(const FirstCause& fc, const Card& kv) {
+  for (const Snapshot* s : fc.intended) kv("inputs", intended_text(*s));
+  if (fc.preexisting) kv("left by", last_writer_text(*fc.preexisting));
+  if (fc.fault) kv("led to", led_to_text(*fc.fault));
+  kv("cause", not_kept_text(fc.not_kept));
+}
+
+// Other processes with a first cause of their own.
+void also_lines(const Analysis& a, const Snapshot& shown, std::ostream& out, const Style& st) {
+  std::vector<std::pair<const Snapshot*, std::string>> others;
+  for (std::uint32_t i = 0; i < a.procs.size(); ++i) {
+    const FirstCause o = a.first_cause_of(i);
+    if (o && o.shown->proc != shown.proc) others.emplace_back(o.shown, o.label);
+  }
+  std::sort(others.begin(), others.end(), [](auto& x, auto& y) { return x.first->ev.ts_ns < y.first->ev.ts_ns; });
+  for (std::size_t i = 0; i < others.size() && i < 8; ++i) {
+    const Snapshot* o = others[i].first;
+    out << "  " << st("2", pad(i == 0 ? "also" : "", 8)) << ' ' << a.proc_label(o->proc) << ' ' << others[i].second
+        << " at " << rel_time(o->ev.ts_ns - a.t0) << " (" << rel_time(o->ev.ts_ns - shown.ev.ts_ns) << " after): "
+        << shorten_kernel(o->ev.kernel, 60) << '\n';
+  }
+  if (others.size() > 8) out << "           … and " << others.size() - 8 << " more processes\n";
+}
+
+void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
+  const FirstCause first = a.first_cause();
+  if (!first) {
+    out << st("1;32", "FIRST CAUSE") << "  " << no_first_cause_text(a);
+    if (a.totals.filtered_out) out << " (" << num(a.totals.filtered_out) << " events outside the filters)";
+    out << "\n\n";
+    return;
+  }
+  const Snapshot& fc = *first.shown;
+  const Event& e = fc.ev;
+  out << st("1;31", "FIRST CAUSE") << "  " << first.label << '\n';
+  const Card kv{out, st};
+  event_lines(a, fc, kv);
   kv("origin", std::string(e.origin == Origin::none ? "not recorded" : origin_name(e.origin)) + " · event " +
-                   std::to_string(e.id) + " at " + a.files[fc->file] + ":" + std::to_string(fc->line));
+                   std::to_string(e.id) + " at " + a.files[fc.file] + ":" + std::to_string(fc.line));
   if (e.origin == Origin::candidate)
     kv("candidates", candidates_text(candidate_refs(e.candidates_json), 80) +
                          "  (may have written these values; not proven)");
   if (!e.dump.empty()) kv("dump", e.dump + "  (nanscope report --dump " + std::to_string(e.id) + ")");
-  kv("across", cross_rank_note(a, *fc));
-  // Other processes/ranks with their own introduced origin.
-  std::vector<const Snapshot*> others;
-  for (const Proc& p : a.procs)
-    if (p.first_introduced.valid && p.first_introduced.proc != fc->proc) others.push_back(&p.first_introduced);
-  std::sort(others.begin(), others.end(), [](auto* x, auto* y) { return x->ev.ts_ns < y->ev.ts_ns; });
-  for (std::size_t i = 0; i < others.size() && i < 8; ++i) {
-    const Snapshot* o = others[i];
-    out << "  " << st("2", pad(i == 0 ? "also" : "", 8)) << ' ' << a.proc_label(o->proc) << " introduced at "
-        << rel_time(o->ev.ts_ns - a.t0) << " (" << rel_time(o->ev.ts_ns - e.ts_ns) << " after): "
-        << shorten_kernel(o->ev.kernel, 60) << '\n';
-  }
-  if (others.size() > 8) out << "           … and " << others.size() - 8 << " more processes\n";
+  cause_lines(first, kv);
+  kv("across", cross_rank_note(a, fc));
+  also_lines(a, fc, out, st);
   out << '\n';
 }
 
@@ -184,10 +214,49 @@ void leaks(const Analysis& a, std::ostream& out, const Style& st) {
     const Site& s = a.sites[l[i]];
     std::string buf = "arg " + std::to_string(s.arg) + (s.buffer_name.empty() ? "" : " " + s.buffer_name);
     t.row({when(a, s.leak_ts), a.proc_label(s.proc), shorten_kernel(a.kernels[s.kernel].name, 48), buf,
-           s.rows_real.empty() ? "-" : ranges_str(s.rows_real, 3), std::to_string(s.leak_id)});
+           s.rows_real.empty() ? "rows unknown" : ranges_str(s.rows_real, 3), std::to_string(s.leak_id)});
   }
   t.print(out, st);
   if (l.size() > 50) out << "  … " << l.size() - 50 << " more leak points (see --format json)\n";
+  out << '\n';
+}
+
+// Shown only when some finding is one: older logs have none.
+void spreads(const Analysis& a, std::ostream& out, const Style& st) {
+  const std::vector<std::uint32_t> l = spread_sites(a);
+  if (l.empty()) return;
+  out << st("1", "SPREAD POINTS") << " (non-finite values confined to part of the inputs made (nearly) all of the "
+      << "output non-finite)\n";
+  Table t({"when", "process", "kernel", "python", "buffer", "non-finite share", "event"},
+          {true, false, false, false, false, false, true});
+  for (std::size_t i = 0; i < l.size() && i < 50; ++i) {
+    const Site& s = a.sites[l[i]];
+    std::string buf = "arg " + std::to_string(s.arg) + (s.buffer_name.empty() ? "" : " " + s.buffer_name);
+    t.row({when(a, s.spread_ts), a.proc_label(s.proc), shorten_kernel(a.kernels[s.kernel].name, 48),
+           s.python.empty() ? "-" : s.python, buf, percent(s.spread_before) + " → " + percent(s.spread_after),
+           std::to_string(s.spread_id)});
+  }
+  t.print(out, st);
+  if (l.size() > 50) out << "  … " << l.size() - 50 << " more spread points (see --format json)\n";
+  out << '\n';
+}
+
+// Infinity-only findings that are not faults, by site; shown only when there are some.
+void infinities(const Analysis& a, std::ostream& out, const Style& st) {
+  const std::vector<std::uint32_t> l = quiet_sites(a);
+  if (l.empty()) return;
+  out << st("1", "INFINITIES") << " (infinity-only findings: " << kInfinitiesNote << ")\n";
+  Table t({"first seen", "process", "kernel", "python", "kind", "origin", "findings", "+Inf", "-Inf"},
+          {true, false, false, false, false, false, true, true, true});
+  for (std::size_t i = 0; i < l.size() && i < 50; ++i) {
+    const Site& s = a.sites[l[i]];
+    t.row({when(a, s.first_ts), a.proc_label(s.proc), shorten_kernel(a.kernels[s.kernel].name, 48),
+           s.python.empty() ? "-" : s.python, inf_kind_name(s.quiet_inf),
+           s.origin == Origin::none ? "-" : origin_name(s.origin), num(s.quiet_findings), num(s.quiet_counts.pos_inf),
+           num(s.quiet_counts.neg_inf)});
+  }
+  t.print(out, st);
+  if (l.size() > 50) out << "  … " << l.size() - 50 << " more sites (see --format json)\n";
   out << '\n';
 }
 
@@ -309,6 +378,30 @@ void summary_check(const Analysis& a, std::ostream& out, const Style& st) {
         << '\n';
 }
 
+// Faults against findings, the infinities that are not faults, and what the summaries counted;
+// only for logs with NaN-first verdicts (or --inf-faults), so older reports read as before.
+void verdict_totals(const Analysis& a, std::ostream& out) {
+  const Totals& t = a.totals;
+  bool summarized = false;
+  std::int64_t faults = 0, intended = 0, arithmetic = 0;
+  for (const Proc& p : a.procs) {
+    if (!p.summary_has_faults) continue;
+    summarized = true;
+    faults = sat_add(faults, p.summary_faults);
+    intended = sat_add(intended, p.summary_inf_intended);
+    arithmetic = sat_add(arithmetic, p.summary_inf_arithmetic);
+  }
+  if (!a.nan_first && !a.opt.inf_faults && !t.quiet() && !summarized) return;
+  out << "  faults     " << num(t.faults) << " of " << num(t.findings) << " finding(s)";
+  if (a.opt.inf_faults) out << " (--inf-faults: every infinity is one)";
+  else out << " · infinities not faults: " << num(t.quiet_intended) << " intended, " << num(t.quiet_arithmetic) << " arithmetic";
+  if (summarized)
+    out << " · the summar" << (a.procs.size() == 1 ? "y says " : "ies say ") << num(faults) << " fault(s), infinities "
+        << num(intended) << " intended, " << num(arithmetic) << " arithmetic";
+  out << '\n';
+  if (t.spreads) out << "  spreads    " << num(t.spreads) << '\n';
+}
+
 void totals(const Analysis& a, std::ostream& out, const Style& st) {
   const Totals& t = a.totals;
   out << st("1", "TOTALS") << '\n';
@@ -336,6 +429,7 @@ void totals(const Analysis& a, std::ostream& out, const Style& st) {
       << num(t.counts.neg_inf) << " -Inf · real " << num(t.split.real) << ", padding " << num(t.split.padding)
       << ", unknown " << num(t.split.unknown) << '\n';
   summary_check(a, out, st);
+  verdict_totals(a, out);
   out << "  leaks      " << num(t.leaks) << '\n';
   out << "  scans      " << num(launches) << " launches, " << num(scans) << " scans, "
       << (dropped ? st("33", num(dropped) + " dropped") : "0 dropped") << ", "
@@ -363,22 +457,15 @@ void render_text(const Analysis& a, std::ostream& out) {
   lineage(a, out, st);
   render_cross_rank_text(a, out, a.opt.color);
   leaks(a, out, st);
+  spreads(a, out, st);
+  infinities(a, out, st);
   kernel_table(a, out, st);
   graph_table(a, out, st);
   dump_list(a, out, st);
   totals(a, out, st);
   const char* mode = a.opt.fail_on == FailOn::real ? "real" : a.opt.fail_on == FailOn::any ? "any" : "never";
-  out << '\n';
-  if (a.gate_triggered()) {
-    out << st("1;31", "FAIL") << "  --fail-on " << mode << ": "
-        << (a.opt.fail_on == FailOn::real ? num(a.totals.real_findings) + " finding(s) in real rows"
-                                          : num(a.totals.any_findings) + " finding(s)")
-        << '\n';
-  } else {
-    out << st("1;32", "PASS") << "  --fail-on " << mode;
-    if (a.totals.any_findings) out << " (" << num(a.totals.any_findings) << " finding(s), none that gate)";
-    out << '\n';
-  }
+  out << '\n' << (a.gate_triggered() ? st("1;31", "FAIL") : st("1;32", "PASS")) << "  --fail-on " << mode
+      << verdict_detail(a) << '\n';
 }
 
 }  // namespace nanscope::report

@@ -24,8 +24,12 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--trace", opt.trace_path, "also write a Chrome/Perfetto trace (JSON) to this file");
   app.add_option("--html", opt.html_path, "also write a self-contained HTML page to this file");
-  app.add_option("--fail-on", fail_on, "exit 1 on: real (NaN/Inf in real rows, default), any finding, never")
+  app.add_option("--fail-on", fail_on,
+                 "exit 1 on: real (a fault not proven to be in padding rows only, default), any fault, never")
       ->check(CLI::IsMember({"real", "any", "never"}));
+  app.add_flag("--inf-faults", opt.inf_faults,
+               "count every infinity as a fault (as TensorFlow's check_numerics does); by default only NaN, and "
+               "infinities the log calls faults, are");
   app.add_option("--since", since, "ignore findings before this time (ns since the epoch or ISO-8601)");
   app.add_option("--until", until, "ignore findings after this time (ns since the epoch or ISO-8601)");
   app.add_option("--kernel", opt.kernel_regex, "only kernels whose demangled name matches this regex (docs/report.md: ECMAScript without back-references or look-around)");
@@ -67,6 +71,7 @@ int run(int argc, char** argv) {
   Analysis a(opt);
   a.read_inputs(std::cerr);
   a.join_ranks(std::cerr);
+  a.settle_verdicts();
   if (a.totals.files == 0) {
     std::cerr << "nanscope report: no log files to read\n";
     return 2;

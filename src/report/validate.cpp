@@ -1,12 +1,20 @@
-// The ranges of an event's figures (event.hpp: check_ranges). The parser has already checked
-// the types; this says which values no writer produces, so that a log cannot pass the CI gate
-// with a negative count or send a total past INT64_MAX. Each rule is one row of a table.
+// What a well-formed event is, once its line parsed as JSON (event.hpp): the schema it names and
+// the fields its kind needs (check_event), and the ranges of its figures (check_ranges). The
+// parser has already checked the types; check_ranges says which values no writer produces, so
+// that a log cannot pass the CI gate with a negative count or send a total past INT64_MAX. Each
+// range rule is one row of a table.
 #include <array>
 
 #include "event.hpp"
 #include "log_schema.hpp"
 
 namespace nanscope::report {
+
+bool schema_supported(std::string_view s) {
+  // "nanscope/1"; a future "nanscope/1.x" minor revision only adds optional fields.
+  constexpr std::string_view v = schema::kVersion;
+  return s.starts_with(v) && (s.size() == v.size() || s[v.size()] == '.');
+}
 
 namespace {
 
@@ -20,7 +28,7 @@ constexpr std::int64_t Event::*kNoTop = nullptr;
 constexpr std::int64_t Counts::*kNoCounts = nullptr;
 
 // Figures that are counts, ids or indices: never negative.
-constexpr std::array<NonNegative, 23> kNonNegative{{
+constexpr std::array<NonNegative, 26> kNonNegative{{
     {"id", &Event::id, kNoCounts},
     {"ts_ns", &Event::ts_ns, kNoCounts},
     {"pid", &Event::pid, kNoCounts},
@@ -44,6 +52,9 @@ constexpr std::array<NonNegative, 23> kNonNegative{{
     {"scans_dropped", &Event::scans_dropped, kNoCounts},
     {"overflow", &Event::overflow, kNoCounts},
     {"duration_ns", &Event::duration_ns, kNoCounts},
+    {"faults", &Event::faults, kNoCounts},
+    {"infinities.intended", &Event::infinities_intended, kNoCounts},
+    {"infinities.arithmetic", &Event::infinities_arithmetic, kNoCounts},
 }};
 
 ParseError out_of_range(const std::string& field, const char* expected) {
@@ -71,6 +82,41 @@ ParseError check_repeat_counts(const Event& e) {
 }
 
 }  // namespace
+
+// The fields every event needs, and its kind from its name.
+ParseError check_event(Event& e) {
+  auto missing = [](const char* f) {
+    return ParseError{ErrorKind::field, std::string("missing field '") + f + "'"};
+  };
+  if (!(e.has & h_schema)) return missing(schema::key::schema);
+  if (!schema_supported(e.schema))
+    return {ErrorKind::schema, "unsupported schema \"" + e.schema + "\" (this report reads nanscope/1)"};
+  if (!(e.has & h_event)) return missing(schema::key::event);
+  if (!(e.has & h_id)) return missing(schema::key::id);
+  if (!(e.has & h_ts)) return missing(schema::key::ts_ns);
+  if (!(e.has & h_pid)) return missing(schema::key::pid);
+  const std::string& n = e.event;
+  if (n == schema::event::nonfinite) {
+    e.kind = Kind::nonfinite;
+    if (!(e.has & h_kernel)) return missing(schema::key::kernel);
+    if (!(e.has & h_counts)) return missing(schema::key::counts);
+  } else if (n == schema::event::repeat) {
+    e.kind = Kind::repeat;
+    if (!(e.has & h_of)) return missing(schema::key::of);
+    if (!(e.has & h_count)) return missing(schema::key::count);
+  } else if (n == schema::event::summary) {
+    e.kind = Kind::summary;
+  } else if (n == schema::event::start) {
+    e.kind = Kind::start;
+  } else if (n == schema::event::not_inspected) {
+    e.kind = Kind::not_inspected;
+  } else if (n == schema::event::warning) {
+    e.kind = Kind::warning;
+  } else {
+    e.kind = Kind::other;  // a future event kind: ignored
+  }
+  return {};
+}
 
 ParseError check_ranges(const Event& e) {
   for (const NonNegative& rule : kNonNegative) {

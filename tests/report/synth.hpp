@@ -92,6 +92,7 @@ class Log {
     return add(j);
   }
   void raw(const std::string& line) { lines_.push_back(line); }
+  std::int64_t next_id() const { return next_id_; }  // the id the next event gets (a `cause` naming itself)
   std::int64_t add(const json& j) {
     lines_.push_back(j.dump());
     return j["id"].get<std::int64_t>();

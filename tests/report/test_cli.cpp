@@ -58,7 +58,7 @@ TEST(Cli, FailOnModes) {
   Log q(6);
   q.nonfinite(10, "no_region", 4);
   q.write(dir / "unknown.jsonl");
-  EXPECT_EQ(run({dir / "unknown.jsonl", "--fail-on", "real"}).rc, 0);  // unknown region: not "real"
+  EXPECT_EQ(run({dir / "unknown.jsonl", "--fail-on", "real"}).rc, 1);  // unknown region: not proven padding
   EXPECT_EQ(run({dir / "unknown.jsonl", "--fail-on", "any"}).rc, 1);
   Log m(7);
   m.nonfinite(10, "mixed", 4, {{"region", "mixed"}});

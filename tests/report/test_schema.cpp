@@ -55,6 +55,68 @@ TEST(Schema, NestedObjectsAgreeBothWays) {
   }
 }
 
+// The objects of NaN-first verdicts, decoded member by member like those of kObjects (the schema's
+// list of them is the writer's; these are listed here). `candidates` and `python` are kept as
+// text on purpose (launch_site.hpp decodes them), so they have no parser table.
+TEST(Schema, NaNFirstObjectsAgreeBothWays) {
+  const schema::ObjectSpec objects[] = {{schema::key::spread, schema::kSpreadKeys},
+                                        {schema::key::last_writer, schema::kLastWriterKeys},
+                                        {schema::key::infinities, schema::kInfinitiesKeys}};
+  for (const schema::ObjectSpec& o : objects) {
+    const Set writer(o.keys.begin(), o.keys.end());
+    EXPECT_EQ(known(o.key), writer) << "members of " << o.key;
+    EXPECT_TRUE(writer_top_keys().count(o.key)) << o.key << " is no event's key";
+  }
+  EXPECT_TRUE(known(schema::key::candidates).empty());
+  EXPECT_TRUE(known(schema::key::python).empty());
+}
+
+constexpr const char* kNaNFirstLine =
+    R"j({"schema":"nanscope/1","event":"nonfinite","id":7,"ts_ns":10,"pid":7,"kernel":"k",)j"
+    R"j("counts":{"nan":0,"pos_inf":0,"neg_inf":5},"origin":"preexisting","parents":[3],"inf":"arithmetic",)j"
+    R"j("fault":true,"cause":[2,3],"intended_from":[1],"spread":{"before":0.25,"after":1},)j"
+    R"j("last_writer":{"event":3,"kernel":"w","launch_id":9,"python":{"file":"/a.py","line":4,"function":"f"}}})j";
+
+TEST(Schema, NaNFirstKeysAreRead) {
+  Event ev;
+  ASSERT_FALSE(parse_line(kNaNFirstLine, ev));
+  EXPECT_EQ(ev.origin, Origin::preexisting);
+  EXPECT_EQ(ev.inf, InfKind::arithmetic);
+  EXPECT_TRUE(ev.fault);
+  EXPECT_EQ(ev.cause, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_TRUE(ev.has_field(h_cause));
+  EXPECT_EQ(ev.intended_from, (std::vector<std::int64_t>{1}));
+  ASSERT_TRUE(ev.has_field(h_spread));
+  EXPECT_DOUBLE_EQ(ev.spread.before, 0.25);
+  EXPECT_DOUBLE_EQ(ev.spread.after, 1.0);
+  ASSERT_TRUE(ev.has_field(h_last_writer));
+  EXPECT_EQ(ev.last_writer.event, 3);
+  EXPECT_EQ(ev.last_writer.kernel, "w");
+  EXPECT_EQ(ev.last_writer.launch_id, 9);
+  EXPECT_EQ(python_site_text(*python_site(ev.last_writer.python_json)), "/a.py:4 in f");
+  ASSERT_FALSE(parse_line(R"({"schema":"nanscope/1","event":"nonfinite","id":1,"ts_ns":1,"pid":1,"kernel":"k",)"
+                          R"("counts":{"nan":0,"pos_inf":1,"neg_inf":0},"inf":"from_the_future"})",
+                          ev));
+  EXPECT_EQ(ev.inf, InfKind::other);
+  EXPECT_FALSE(ev.has_field(h_cause));
+  ASSERT_FALSE(parse_line(R"({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1,"pid":1,"faults":2,)"
+                          R"("infinities":{"intended":3,"arithmetic":4}})",
+                          ev));
+  EXPECT_EQ(ev.faults, 2);
+  EXPECT_EQ(ev.infinities_intended, 3);
+  EXPECT_EQ(ev.infinities_arithmetic, 4);
+  const ParseError bad = parse_line(R"({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1,"pid":1,)"
+                                    R"("infinities":{"intended":-1}})",
+                                    ev);
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad.message.find("infinities.intended"), std::string::npos) << bad.message;
+  const ParseError type = parse_line(R"({"schema":"nanscope/1","event":"nonfinite","id":1,"ts_ns":1,"pid":1,)"
+                                     R"("kernel":"k","counts":{"nan":1,"pos_inf":0,"neg_inf":0},"spread":{"after":"x"}})",
+                                     ev);
+  ASSERT_TRUE(type);
+  EXPECT_NE(type.message.find("spread.after"), std::string::npos) << type.message;
+}
+
 TEST(Schema, NoEventListsAKeyTwice) {
   for (const schema::EventSpec& e : schema::kEvents) {
     Set seen(std::begin(schema::kCommonKeys), std::end(schema::kCommonKeys));
@@ -66,7 +128,8 @@ TEST(Schema, NoEventListsAKeyTwice) {
 
 // The enum strings round-trip through the reader's inverse; an unknown string reads as unknown.
 TEST(Schema, EnumStringsRoundTrip) {
-  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::unknown, Origin::candidate})
+  for (Origin o : {Origin::introduced, Origin::propagated, Origin::host, Origin::unknown, Origin::candidate,
+                   Origin::preexisting})
     EXPECT_EQ(schema::origin_from(schema::origin_name(o)), o);
   for (Region r : {Region::padding, Region::real, Region::mixed, Region::unknown})
     EXPECT_EQ(schema::region_from(schema::region_name(r)), r);
