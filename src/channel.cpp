@@ -4,6 +4,25 @@
 
 namespace nanscope {
 
+namespace {
+
+// The origin fields, valid when the scan kept origin state (NS_ORIGIN_TRACKED).
+void decode_origin(const nanscope_record& r, Finding& out) {
+  out.origin_tracked = (r.origin_flags & NS_ORIGIN_TRACKED) != 0;
+  out.parents.clear();
+  out.prior_seq = 0;
+  if (!out.origin_tracked) return;
+  out.parent_count = r.parent_count;
+  for (uint32_t i = 0; i < r.parent_count && i < NANSCOPE_ORIGIN_MAX_PARENTS; ++i) out.parents.push_back(r.parents[i]);
+  out.reads_untracked = (r.origin_flags & NS_ORIGIN_READS_UNTRACKED) != 0;
+  out.input_unknown = (r.origin_flags & NS_ORIGIN_INPUT_UNKNOWN) != 0;
+  out.host_write = (r.origin_flags & NS_ORIGIN_HOST) != 0;
+  out.unwritten = (r.origin_flags & NS_ORIGIN_UNWRITTEN) != 0;
+  out.prior_seq = r.prior_seq;
+}
+
+}  // namespace
+
 bool decode_record(const nanscope_record& r, Finding& out) {
   if (r.dtype > NS_F8E5M2) return false;
   if (r.nan + r.pos_inf + r.neg_inf == 0) return false;
@@ -32,18 +51,7 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   out.fixed = (r.flags & NS_RECORD_FIXED) != 0;
   out.unchanged = (r.flags & NS_RECORD_UNCHANGED) != 0;
   out.seq = r.seq;
-  out.origin_tracked = (r.origin_flags & NS_ORIGIN_TRACKED) != 0;
-  out.parents.clear();
-  out.prior_seq = 0;
-  if (out.origin_tracked) {
-    out.parent_count = r.parent_count;
-    for (uint32_t i = 0; i < r.parent_count && i < NANSCOPE_ORIGIN_MAX_PARENTS; ++i) out.parents.push_back(r.parents[i]);
-    out.reads_untracked = (r.origin_flags & NS_ORIGIN_READS_UNTRACKED) != 0;
-    out.input_unknown = (r.origin_flags & NS_ORIGIN_INPUT_UNKNOWN) != 0;
-    out.host_write = (r.origin_flags & NS_ORIGIN_HOST) != 0;
-    out.unwritten = (r.origin_flags & NS_ORIGIN_UNWRITTEN) != 0;
-    out.prior_seq = r.prior_seq;
-  }
+  decode_origin(r, out);
   out.verdict = RowVerdict{};
   if (!out.row_aware) return true;
   if (r.counts_padding > out.total() || r.range_count > NANSCOPE_MAX_ROW_RANGES ||

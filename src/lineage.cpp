@@ -209,24 +209,26 @@ Verdict Tracker::on_device_finding(const DeviceFinding& f) {
   if (v.fault) ++totals_.faults;
   if (v.inf == InfKind::intended) ++totals_.inf_intended;
   if (v.inf == InfKind::arithmetic) ++totals_.inf_arithmetic;
-  if (f.seq) {
-    info.event_id = v.event_id;
-    info.rows = f.rows;
-    info.roots = v.roots;
-    info.roots_truncated = v.roots_truncated;
-    info.origin = v.origin;
-    info.kernel_id = f.site.kernel_id;
-    info.launch_id = f.site.launch_id;
-    info.last_writer = v.last_writer;
-    info.nonfinite = f.values.nan + f.values.pos_inf + f.values.neg_inf;
-    if (f.fixed) {  // only the real rows are left
-      std::erase_if(info.rows.ranges, [](const RowRange& r) { return r.padding; });
-      info.rows.counts_padding = 0;
-      info.confined = false;
-    }
-    put_seq(f.seq, std::move(info));
-  }
+  if (f.seq) remember(f, v, std::move(info));
   return v;
+}
+
+void Tracker::remember(const DeviceFinding& f, const Verdict& v, SeqInfo info) {
+  info.event_id = v.event_id;
+  info.rows = f.rows;
+  info.roots = v.roots;
+  info.roots_truncated = v.roots_truncated;
+  info.origin = v.origin;
+  info.kernel_id = f.site.kernel_id;
+  info.launch_id = f.site.launch_id;
+  info.last_writer = v.last_writer;
+  info.nonfinite = f.values.nan + f.values.pos_inf + f.values.neg_inf;
+  if (f.fixed) {  // only the real rows are left
+    std::erase_if(info.rows.ranges, [](const RowRange& r) { return r.padding; });
+    info.rows.counts_padding = 0;
+    info.confined = false;
+  }
+  put_seq(f.seq, std::move(info));
 }
 
 Summary Tracker::summary() const {

@@ -236,10 +236,14 @@ class Tracker {
   // NaN-first cause (lineage_verdict.cpp).
   void from_parents(const DeviceFinding& f, const std::vector<uint64_t>& seqs, uint32_t count, Verdict& v,
                     SeqInfo& info);
+  struct ParentFacts;
+  ParentFacts gather_parents(const std::vector<uint64_t>& seqs, uint32_t count, Verdict& v);
   void as_root(const DeviceFinding& f, Verdict& v, SeqInfo& info);
   // A launch with finite inputs whose output still held an earlier finding's values.
   bool preexisting(const DeviceFinding& f, Verdict& v);
   void mark_nan_causes(const Verdict& v);
+  // What a finding leaves for its children, under its sequence number.
+  void remember(const DeviceFinding& f, const Verdict& v, SeqInfo info);
 
   std::unordered_map<uint64_t, SeqInfo> seqs_;
   std::list<uint64_t> seq_lru_;

@@ -30,13 +30,13 @@ void add_ids(std::vector<uint64_t>& into, const std::vector<uint64_t>& add, std:
   union_roots(into, add, cap, &truncated);
 }
 
+}  // namespace
+
 // What the findings behind the inputs held, sorted into NaN, arithmetic and intended infinities.
 struct ParentKinds {
   std::vector<uint64_t> nan_causes, arithmetic_causes, intended_causes, carried_intended;
   bool nan = false, arithmetic = false;
 };
-
-}  // namespace
 
 // The cause of a finding with parents: a NaN follows its NaN parents, else the arithmetic
 // infinities it was made from, else (only intended infinities in) it is its own cause.
@@ -62,50 +62,74 @@ static void cause_from_parents(const Values& values, const ParentKinds& k, bool 
   add_ids(v.causes, k.intended_causes, cap);
 }
 
-void Tracker::from_parents(const DeviceFinding& f, const std::vector<uint64_t>& seqs, uint32_t count, Verdict& v,
-                           SeqInfo& info) {
-  std::vector<const RowSet*> parent_rows;
+namespace {
+
+// Sorts one parent's causes by what it held: NaN, arithmetic or intended infinities.
+void sort_causes(bool has_nan, InfKind inf, const std::vector<uint64_t>& causes,
+                 const std::vector<uint64_t>& intended_from, std::size_t cap, ParentKinds& k) {
+  if (has_nan) {
+    k.nan = true;
+    add_ids(k.nan_causes, causes, cap);
+    add_ids(k.carried_intended, intended_from, cap);
+  } else if (inf == InfKind::arithmetic) {
+    k.arithmetic = true;
+    add_ids(k.arithmetic_causes, causes, cap);
+  } else {
+    add_ids(k.intended_causes, causes, cap);
+  }
+}
+
+}  // namespace
+
+// What the findings behind the inputs add up to: every one's facts gathered once.
+struct Tracker::ParentFacts {
+  std::vector<const RowSet*> rows;
   ParentKinds kinds;
-  bool lost = count > seqs.size(), confined = true, before_known = true, any_found = false;
-  double before = 0;
+  bool lost = false, confined = true, before_known = true, any_found = false;
+  double before = 0;  // the largest parent share
+};
+
+Tracker::ParentFacts Tracker::gather_parents(const std::vector<uint64_t>& seqs, uint32_t count, Verdict& v) {
+  ParentFacts pf;
+  pf.lost = count > seqs.size();
+  const std::size_t cap = limits_.max_roots_per_finding;
   for (uint64_t seq : seqs) {
     const SeqInfo* p = seq ? find_seq(seq) : nullptr;
     if (!p) {  // dropped on the device (channel full) or evicted here
-      lost = true;
+      pf.lost = true;
       continue;
     }
-    any_found = true;
+    pf.any_found = true;
     v.parents.push_back(p->event_id);
-    parent_rows.push_back(&p->rows);
-    confined = confined && p->confined;
+    pf.rows.push_back(&p->rows);
+    pf.confined = pf.confined && p->confined;
     v.roots_truncated = v.roots_truncated || p->roots_truncated;
-    union_roots(v.roots, p->roots, limits_.max_roots_per_finding, &v.roots_truncated);
-    if (p->share < 0) before_known = false;
-    before = std::max(before, p->share);
-    if (p->has_nan) {
-      kinds.nan = true;
-      add_ids(kinds.nan_causes, p->causes, limits_.max_roots_per_finding);
-      add_ids(kinds.carried_intended, p->intended_from, limits_.max_roots_per_finding);
-    } else if (p->inf == InfKind::arithmetic) {
-      kinds.arithmetic = true;
-      add_ids(kinds.arithmetic_causes, p->causes, limits_.max_roots_per_finding);
-    } else {
-      add_ids(kinds.intended_causes, p->causes, limits_.max_roots_per_finding);
-    }
+    union_roots(v.roots, p->roots, cap, &v.roots_truncated);
+    pf.before_known = pf.before_known && p->share >= 0;
+    pf.before = std::max(pf.before, p->share);
+    sort_causes(p->has_nan, p->inf, p->causes, p->intended_from, cap, pf.kinds);
   }
   std::sort(v.parents.begin(), v.parents.end());
   v.parents.erase(std::unique(v.parents.begin(), v.parents.end()), v.parents.end());
-  v.incomplete = lost;
-  v.rows_before = merge_rows(parent_rows, limits_.max_row_ranges);
-  cause_from_parents(f.values, kinds, any_found, limits_.max_roots_per_finding, v);
+  return pf;
+}
+
+void Tracker::from_parents(const DeviceFinding& f, const std::vector<uint64_t>& seqs, uint32_t count, Verdict& v,
+                           SeqInfo& info) {
+  const ParentFacts pf = gather_parents(seqs, count, v);
+  v.incomplete = pf.lost;
+  v.rows_before = merge_rows(pf.rows, limits_.max_row_ranges);
+  cause_from_parents(f.values, pf.kinds, pf.any_found, limits_.max_roots_per_finding, v);
 
   const double after = f.values.share();
-  const bool shares_known = any_found && before_known && after >= 0;
-  if (shares_known && before <= kSpreadBefore && after >= kSpreadAfter) v.spread = Verdict::Spread{before, after};
+  const bool shares_known = pf.any_found && pf.before_known && after >= 0;
+  if (shares_known && pf.before <= kSpreadBefore && after >= kSpreadAfter)
+    v.spread = Verdict::Spread{pf.before, after};
   // Confined to padding rows: proven by its own rows, or carried there without growing.
-  const bool grew = v.spread || (shares_known && after > 2 * before);
-  info.confined = rows_known(f.rows) ? padding_only(f.rows) : any_found && !lost && confined && !grew;
-  v.leak = any_found && !lost && confined && !info.confined && (!rows_known(f.rows) || f.rows.counts_real > 0);
+  const bool grew = v.spread || (shares_known && after > 2 * pf.before);
+  const bool parents_confined = pf.any_found && !pf.lost && pf.confined;
+  info.confined = rows_known(f.rows) ? padding_only(f.rows) : parents_confined && !grew;
+  v.leak = parents_confined && !info.confined && (!rows_known(f.rows) || f.rows.counts_real > 0);
   info.has_nan = v.inf == InfKind::none;
   info.inf = v.inf;
   info.causes = v.causes;
