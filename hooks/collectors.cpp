@@ -183,6 +183,7 @@ void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w)
     return;
   }
   static_assert(decode::kIntendNegInf == NS_INTENT_NEG_INF && decode::kIntendPosInf == NS_INTENT_POS_INF);
+  if (cfg_.origin) allocs_.note_intended(w.ptr, w.intended_inf);
   add_output(draft, watches_, w.ptr, elements, dtype, NS_BUFFER_ARG_WITH_INTENT(w.arg, w.intended_inf));
 }
 

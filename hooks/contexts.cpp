@@ -111,6 +111,13 @@ bool Allocations::note_writer(uint64_t ptr, const OpaqueWrite& w) {
   return true;
 }
 
+void Allocations::note_intended(uint64_t ptr, uint8_t bits) {
+  const auto buffer = extent(ptr);
+  if (!buffer || !bits) return;
+  opaque_.note_intended(buffer->base, bits);
+  if (ptr != buffer->base) opaque_.note_intended(ptr, bits);
+}
+
 bool Allocations::torch_blind() const {
   if (torch_.state() != TorchBlockTracker::State::kFailed) return false;
   // Under the cudaMallocAsync backend every tensor is its own driver allocation: exact already.

@@ -101,6 +101,9 @@ class Allocations {
   // `w` may have written the buffer holding ptr: noted for its block (or allocation) and, for
   // a view inside it, for ptr too. False when ptr is in no memory nanscope can scan.
   bool note_writer(uint64_t ptr, const OpaqueWrite& w);
+  // A decoded launch wrote intended infinities (NS_INTENT_* bits) at `ptr`: noted for the buffer
+  // that holds it, so an initial scan of the whole buffer knows them (OpaqueWriters::note_intended).
+  void note_intended(uint64_t ptr, uint8_t bits);
 
  private:
   struct Located {

@@ -142,7 +142,8 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
 void LaunchInstrumenter::submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation) {
   if (!cs.buffer_states()) return;
   nanscope_scan_task task{};
-  task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), kCopyArg};
+  // Infinities decoded launches wrote into it on purpose since it was last judged are intended.
+  task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), NS_BUFFER_ARG_WITH_INTENT(kCopyArg, s.writers.intended_inf)};
   task.buffer_count = 1;
   task.kernel_id = s.writer ? s.writer->kernel_id : kernels_.pseudo("initial state");
   task.launch_id = s.writer ? s.writer->launch_id : 0;

@@ -19,6 +19,7 @@ void CandidateList::add(const OpaqueWrite& write) {
 
 void CandidateList::merge(const CandidateList& other) {
   dropped += other.dropped;
+  intended_inf |= other.intended_inf;
   for (uint32_t i = 0; i < other.n; ++i) add(other.w[i]);
 }
 

@@ -34,6 +34,9 @@ struct CandidateList {
   OpaqueWrite w[kMax];
   uint32_t n = 0;
   uint32_t dropped = 0;
+  // NS_INTENT_* bits: infinities decoded launches wrote into the buffer on purpose since it was
+  // last judged (a mask filled into a slice of it), for its initial scan's verdict.
+  uint8_t intended_inf = 0;
 
   // A launch noted again (a buffer and a view inside it) is one candidate.
   void add(const OpaqueWrite& write);

@@ -29,6 +29,18 @@ void OpaqueWriters::note(uint64_t base, OpaqueWrite w) {
   count_.store(by_base_.size(), std::memory_order_relaxed);
 }
 
+void OpaqueWriters::note_intended(uint64_t base, uint8_t bits) {
+  if (!bits) return;
+  std::lock_guard lock(mu_);
+  auto it = by_base_.find(base);
+  if (it == by_base_.end()) {
+    if (by_base_.size() >= cap_) return;  // only a missed "intended": the infinity stays arithmetic
+    it = by_base_.emplace(base, CandidateList{}).first;
+    count_.store(by_base_.size(), std::memory_order_relaxed);
+  }
+  it->second.intended_inf |= bits;
+}
+
 void OpaqueWriters::forget(uint64_t base) {
   std::lock_guard lock(mu_);
   by_base_.erase(base);

@@ -28,6 +28,9 @@ class OpaqueWriters {
 
   // An opaque launch referenced the buffer starting at `base`.
   void note(uint64_t base, OpaqueWrite w);
+  // A decoded launch wrote intended infinities (NS_INTENT_* bits) into the buffer at `base`: its
+  // next initial scan may find them, and calls them intended. Kept like a note, within the cap.
+  void note_intended(uint64_t base, uint8_t bits);
   // A scan judged the buffer: what wrote it before is no longer the question.
   void forget(uint64_t base);
   // The last opaque launch that referenced `base` since it was last judged.

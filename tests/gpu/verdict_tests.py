@@ -165,6 +165,7 @@ def run_jax(healthy):
     if plain.returncode:
         fail(f"jax_pool: the plain run exited {plain.returncode}\n{plain.stderr[-3000:]}")
     want = truth_of(plain.stdout, "jax_pool")
+    again = truth_of(subprocess.run(args, capture_output=True, text=True, timeout=300).stdout, "jax_pool")
     logs = tempfile.mkdtemp(prefix="nanscope_jax_")
     env = dict(os.environ, CUDA_INJECTION64_PATH=os.environ["NANSCOPE_LIB"],
                NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"), NANSCOPE_CONSOLE="0")
@@ -172,8 +173,15 @@ def run_jax(healthy):
     stdout, stderr = p.communicate(timeout=300)
     if p.returncode:
         fail(f"jax_pool: exited {p.returncode} under nanscope\n{stderr[-3000:]}")
-    if truth_of(stdout, "jax_pool")["checksum"] != want["checksum"]:
-        fail("jax_pool: outputs differ under nanscope")
+    got = truth_of(stdout, "jax_pool")
+    # Bit-identical when two plain runs are; else (the autotuner chose another GEMM) the same
+    # non-finite count and a finite sum within float rounding of a different summation order.
+    if want["checksum"] == again["checksum"]:
+        if got["checksum"] != want["checksum"]:
+            fail(f"jax_pool: outputs differ under nanscope, and two plain runs agree: {want} {got}")
+    elif got["nonfinite"] != want["nonfinite"] or abs(got["finite_sum"] - want["finite_sum"]) > 1e-3 * (
+            1 + abs(want["finite_sum"])):
+        fail(f"jax_pool: outputs differ under nanscope beyond the plain runs' own spread: {want} {again} {got}")
     return want, events_of(os.path.join(logs, f"{p.pid}.jsonl"))
 
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "opaque_writers.hpp"
+#include "scan_abi.h"
 
 namespace nanscope {
 namespace {
@@ -54,6 +55,30 @@ TEST(OpaqueWriters, AtTheCapNewBuffersAreRefusedAndTheMapSaysItIsIncomplete) {
   EXPECT_FALSE(w.complete());
   EXPECT_FALSE(w.last(0x3000).has_value());
   EXPECT_EQ(w.last(0x1000)->kernel_id, 4u);
+}
+
+// A mask filled into a slice of a buffer: the buffer's next initial scan learns the signs, with or
+// without an opaque writer noted; judging the buffer forgets them.
+TEST(OpaqueWriters, IntendedInfinitiesAreNotedPerBuffer) {
+  OpaqueWriters w;
+  w.note_intended(0x1000, 0);  // nothing intended: nothing noted
+  EXPECT_FALSE(w.history(0x1000));
+  w.note_intended(0x1000, NS_INTENT_NEG_INF);
+  ASSERT_TRUE(w.history(0x1000));
+  EXPECT_EQ(w.history(0x1000)->intended_inf, NS_INTENT_NEG_INF);
+  EXPECT_FALSE(w.history(0x1000)->last());  // no writer to name
+  OpaqueWrite op;
+  op.kernel_id = 3;
+  op.launch_id = 9;
+  w.note(0x1000, op);
+  w.note_intended(0x1000, NS_INTENT_POS_INF);
+  EXPECT_EQ(w.history(0x1000)->intended_inf, NS_INTENT_NEG_INF | NS_INTENT_POS_INF);
+  EXPECT_EQ(w.history(0x1000)->last()->launch_id, 9u);
+  CandidateList merged;
+  merged.merge(*w.history(0x1000));
+  EXPECT_EQ(merged.intended_inf, NS_INTENT_NEG_INF | NS_INTENT_POS_INF);
+  w.forget(0x1000);
+  EXPECT_FALSE(w.history(0x1000));
 }
 
 }  // namespace

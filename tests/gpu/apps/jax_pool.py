@@ -3,8 +3,9 @@ and autotunes its GEMMs with redzone and comparison kernels), with a planted NaN
 activations below 1 (--healthy: log(x + 1) of non-negative ones).
 
 Usage: jax_pool.py [--healthy]
-The last stdout line is one JSON object: `checksum` (sha256 of the result's bytes) and
-`nonfinite` (its non-finite count).
+The last stdout line is one JSON object: `checksum` (sha256 of the result's bytes), `nonfinite`
+(its non-finite count) and `finite_sum` (the sum of its finite values: XLA's autotuner may pick
+another GEMM algorithm from one process to the next, so two plain runs need not be bit-identical).
 """
 import hashlib
 import json
@@ -39,8 +40,10 @@ def main():
     out = step(x, w1, w2)
     out = step(x, w1, w2).block_until_ready()
     host = jax.device_get(out)
+    finite = jnp.where(jnp.isfinite(out), out, 0.0)
     print(json.dumps({"checksum": hashlib.sha256(host.tobytes()).hexdigest(),
-                      "nonfinite": int((~jnp.isfinite(out)).sum())}))
+                      "nonfinite": int((~jnp.isfinite(out)).sum()),
+                      "finite_sum": float(jnp.sum(finite))}))
 
 
 if __name__ == "__main__":
