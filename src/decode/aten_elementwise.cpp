@@ -124,6 +124,15 @@ bool all_live(const char* blob, uint32_t nargs, const AddressQuery& live) {
   return true;
 }
 
+// A fill or masked_fill in the closure: the functor follows data (its value first, 8-aligned
+// for every floating type); a masked_fill lambda is nvcc's host-device wrapper, the value then a
+// pointer (656 bytes for NARGS 3, as the table's rows have).
+uint8_t legacy_constant_inf(const FamilyMatch& m, const char* blob, uint32_t nargs) {
+  const uint32_t functor_at = legacy_data_at(nargs) + 8 * nargs;
+  if (m.constant == DType::none || functor_at + dtype_size(m.constant) > m.blob_size) return 0;
+  return infinity_of(blob + functor_at, m.constant);
+}
+
 // NARGS of a named functor's closure: the one count (1..6) whose data pointers are all live.
 uint32_t infer_nargs(const FamilyMatch& m, const char* blob, int32_t n, const AddressQuery& live) {
   uint32_t found = 0;
@@ -195,7 +204,9 @@ Decoded decode_legacy(const FamilyMatch& m, const LaunchView& v, const AddressQu
   add_strided_inputs(d, m, blob, nargs);
   if (m.out_type != OutType::static_dtype) return d;
   const uint32_t es = static_cast<uint32_t>(dtype_size(m.out));
-  d.add_write(make_write(load<uint64_t>(blob, data_at), e.distinct, e.max_off, m.out, es, 1));
+  Write w = make_write(load<uint64_t>(blob, data_at), e.distinct, e.max_off, m.out, es, 1);
+  w.intended_inf = legacy_constant_inf(m, blob, nargs);
+  d.add_write(w);
   return d;
 }
 

@@ -34,18 +34,46 @@ constexpr std::array<std::string_view, 15> kPredicateOps{
     "::signbit", "::isclose"};
 
 // Copies that convert: their lambdas take the source type and return the destination's, which
-// the function names (Copy.cu). DType::none: the name does not tell which type (float8 has one
-// lambda per fp8 format, _fft_conjugate_copy is complex): the kernel is refused.
+// the function names (Copy.cu). DType::none: the name does not tell which type
+// (_fft_conjugate_copy is complex): the kernel is refused. float8_copy_kernel_cuda: below.
 struct ConvertingOp {
   std::string_view name;
   DType out;
 };
-constexpr std::array<ConvertingOp, 4> kConvertingOps{
+constexpr std::array<ConvertingOp, 3> kConvertingOps{
     ConvertingOp{"::float16_copy_kernel_cuda", DType::f16},
     ConvertingOp{"::bfloat16_copy_kernel_cuda", DType::bf16},
-    ConvertingOp{"::float8_copy_kernel_cuda", DType::none},
     ConvertingOp{"::_fft_conjugate_copy_kernel", DType::none},
 };
+
+// float8_copy_kernel_cuda (Copy.cu, torch 2.11) converts float, Half and BFloat16 with one
+// lambda per destination format, in the order of its if/else chain: {lambda(float)#1} returns
+// Float8_e4m3fn, #2 Float8_e5m2, #3 e4m3fnuz, #4 e5m2fnuz, #5 e8m0fnu (the table's rows have #1-#5
+// for each source type). The fnuz and e8m0 formats are no DType: refused. Its copy of an fp8
+// tensor into the same format, {lambda(c10::Float8_e4m3fn)#1}, returns its parameter.
+constexpr std::string_view kFloat8Copy = "::float8_copy_kernel_cuda(";
+constexpr std::array<DType, 2> kFloat8CopyResults{DType::f8e4m3, DType::f8e5m2};
+
+bool float8_copy_result(std::string_view functor, OutType& cls, DType& dt) {
+  const std::size_t at = functor.rfind("{lambda(");
+  if (at == std::string_view::npos) return false;
+  std::string_view lambda = functor.substr(at), params;
+  uint32_t number = 0;
+  if (!take_lambda(lambda, params, number)) return false;
+  DType in = DType::none;
+  bool skip = false;
+  input_type(params, in, skip);
+  if (in == DType::f32 || in == DType::f16 || in == DType::bf16) {
+    if (number < 1 || number > kFloat8CopyResults.size()) return false;
+    dt = kFloat8CopyResults[number - 1];
+  } else if (in == DType::f8e4m3 || in == DType::f8e5m2) {
+    dt = in;
+  } else {
+    return false;
+  }
+  cls = OutType::static_dtype;
+  return true;
+}
 
 // Ops whose lambda returns one of its parameters (the others are conditions): the result type
 // is parameter `param`'s, e.g. where's (bool cond, T self, T other) -> T (TensorCompare.cu),
@@ -126,6 +154,7 @@ std::vector<std::string_view> split_top(std::string_view list) {
 bool lambda_result(std::string_view functor, OutType& cls, DType& dt) {
   std::string_view params;
   if (!last_lambda_params(functor, params)) return false;
+  if (functor.find(kFloat8Copy) != std::string_view::npos) return float8_copy_result(functor, cls, dt);
   for (const ConvertingOp& op : kConvertingOps)
     if (functor.find(op.name) != std::string_view::npos) {
       if (op.out == DType::none) return false;

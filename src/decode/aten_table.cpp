@@ -182,6 +182,7 @@ FamilyMatch match_legacy(std::string_view dem, const Layout& l) {
   const int arity = impl[0].back() == '}' ? lambda_arity(impl[0]) : -1;
   m.nargs = arity >= 0 && arity <= 5 ? static_cast<uint8_t>(arity + 1) : 0;
   functor_inputs(impl[0], m);  // nocast: the tensors have the functor's argument types
+  m.constant = constant_functor(impl[0]);
   return m;
 }
 

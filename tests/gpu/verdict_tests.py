@@ -14,6 +14,7 @@ import tempfile
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "apps", "verdicts.py")
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def fail(msg):
@@ -51,8 +52,10 @@ def run_scenario(scenario, healthy):
     if want["truth"]["faults"] != (want["nonfinite"] > 0 or scenario == "skip_rows" and not healthy):
         fail(f"{label}: the program is not what it claims: {want}")
     logs = tempfile.mkdtemp(prefix="nanscope_verdicts_")
+    # The repository's python/ stands for the installed wheel (fp8_amax watches its attention output).
     env = dict(os.environ, CUDA_INJECTION64_PATH=os.environ["NANSCOPE_LIB"],
-               NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"), NANSCOPE_CONSOLE="0")
+               NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"), NANSCOPE_CONSOLE="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")])))
     scoped = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = scoped.communicate(timeout=300)
     if scoped.returncode:

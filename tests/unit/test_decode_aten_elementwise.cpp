@@ -257,7 +257,16 @@ TEST(DecodeAtenVectorized, ConvertingCopiesWriteTheDestinationType) {
   const auto f16 = match(row("vectorized_elementwise_kernel<8, at::native::float16_copy_kernel_cuda"));
   ASSERT_EQ(f16.kind, MatchKind::matched);
   EXPECT_EQ(f16.out, DType::f16);
-  // One lambda per fp8 format: the name does not say which one this is.
+  // One lambda per fp8 format, numbered in Copy.cu's order: #1 e4m3fn, #2 e5m2 (from the H200
+  // run of fp8_amax, `(x * scale).to(torch.float8_e4m3fn)` runs {lambda(float)#1}); #5 is e8m0fnu,
+  // no DType: refused.
+  const auto e4m3 = match(row("float8_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}"));
+  ASSERT_EQ(e4m3.kind, MatchKind::matched) << e4m3.reason;
+  EXPECT_EQ(e4m3.out, DType::f8e4m3);
+  EXPECT_EQ(e4m3.in[0], DType::f32);
+  const auto e5m2 = match(row("float8_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#2}"));
+  ASSERT_EQ(e5m2.kind, MatchKind::matched) << e5m2.reason;
+  EXPECT_EQ(e5m2.out, DType::f8e5m2);
   EXPECT_EQ(match(row("float8_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(c10::Half)#5}")).kind,
             MatchKind::layout_mismatch);
 }
@@ -597,4 +606,40 @@ TEST(DecodeAtenIntent, OtherFunctorsWriteNoConstant) {
   EXPECT_EQ(nanscope::decode::aten::infinity_of(reinterpret_cast<const char*>(&e5m2_neg_inf), DType::f8e5m2),
             nanscope::decode::kIntendNegInf);
   EXPECT_EQ(nanscope::decode::aten::infinity_of(reinterpret_cast<const char*>(&e4m3_max), DType::f8e4m3), 0u);
+}
+
+// From the H200 run of fp8_amax: `scores.masked_fill(~keys[:, None, :], -inf)` broadcasts its
+// mask, so it runs the non-contiguous closure (656 bytes for NARGS 3: calculator, data at 608,
+// the lambda's value at 632 then nvcc's pointer). It was the report's FIRST CAUSE, arithmetic.
+TEST(DecodeAtenIntent, StridedMaskedFillHoldsItsValueAfterData) {
+  const auto& r = row("elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float, bool)#1}>");
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  ASSERT_EQ(m.nargs, 3);
+  EXPECT_EQ(m.constant, DType::f32);
+  ASSERT_EQ(r.layout[1].second, 656u);
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 40);
+  put_offset_calc(l, 1, 0, 3, {8, 5}, {{4, 4, 0}, {32, 32, 1}});
+  l.set<uint64_t>(1, 608, 0x10000).set<uint64_t>(1, 616, 0x20000).set<uint64_t>(1, 624, 0x30000);
+  l.set<float>(1, 632, -std::numeric_limits<float>::infinity()).set<uint64_t>(1, 640, 0x7f0000001000);
+  const LiveSet live = live3();
+  Decoded d = decode_aten(m, l.view, live.query());
+  ASSERT_EQ(d.status, Status::decoded) << d.reason;
+  ASSERT_EQ(d.write_count, 1u);
+  EXPECT_EQ(d.writes[0].intended_inf, nanscope::decode::kIntendNegInf);
+  l.set<float>(1, 632, 0.0f);  // masked_fill(mask, 0): no intended infinity
+  EXPECT_EQ(decode_aten(m, l.view, live.query()).writes[0].intended_inf, 0u);
+  // A named functor's legacy closure: FillFunctor<float> (432 bytes, NARGS 1, value at 416).
+  const auto& fill = row("elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::FillFunctor<float> >");
+  const auto mf = match(fill);
+  ASSERT_EQ(mf.kind, MatchKind::matched) << mf.reason;
+  Launch f(fill.layout);
+  f.set<int32_t>(0, 0, 40);
+  put_offset_calc(f, 1, 0, 1, {8, 5}, {{4}, {32}});
+  f.set<uint64_t>(1, 408, 0x10000).set<float>(1, 416, std::numeric_limits<float>::infinity());
+  const LiveSet one{{0x10000}};
+  const Decoded df = decode_aten(mf, f.view, one.query());
+  ASSERT_EQ(df.status, Status::decoded) << df.reason;
+  EXPECT_EQ(df.writes[0].intended_inf, nanscope::decode::kIntendPosInf);
 }

@@ -201,8 +201,10 @@ def skip_rows(healthy):
 
 
 def fp8_amax(healthy):
-    import nanscope
-
+    # The watch is the user's, as the seed's users write it; the plain (truth) run has no nanscope.
+    nanscope = None
+    if os.environ.get("CUDA_INJECTION64_PATH"):
+        import nanscope
     torch.manual_seed(0)
     rows, heads, d, vocab = 16, 4, 64, 512
     seq_lens = torch.tensor([9] * 14 + ([0] * 2 if not healthy else [5] * 2), device="cuda", dtype=torch.int32)
@@ -211,7 +213,7 @@ def fp8_amax(healthy):
     v = torch.randn(rows, 16, heads, d, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(heads * d, vocab, device="cuda", dtype=torch.bfloat16)
     attn_out = torch.empty(rows, heads * d, device="cuda", dtype=torch.bfloat16)
-    watch = nanscope.watch(attn_out, name="attn_out", seq_lens=seq_lens)
+    watch = nanscope.watch(attn_out, name="attn_out", seq_lens=seq_lens) if nanscope else None
     keys = torch.arange(16, device="cuda")[None, :] < seq_lens[:, None]  # a row with seq_lens 0 sees no key
     scores = torch.einsum("rhd,rkhd->rhk", q, k).float() / d ** 0.5
     scores = scores.masked_fill(~keys[:, None, :], float("-inf"))
@@ -222,7 +224,8 @@ def fp8_amax(healthy):
     x_fp8 = (attn_out.float() * scale).to(torch.float8_e4m3fn)
     logits = (x_fp8.float() / scale).to(torch.bfloat16) @ w
     torch.cuda.synchronize()
-    watch.unwatch()
+    if watch:
+        watch.unwatch()
     return result(logits, {"faults": not healthy, "kernel": r"softmax|SoftMax", "file": THIS,
                            "line": line_of("# VERDICTS_SOFTMAX"), "leak_line": line_of("# VERDICTS_AMAX")})
 
