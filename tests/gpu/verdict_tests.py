@@ -131,6 +131,12 @@ def check_sick(scenario):
         if not report.get("leaks"):
             fail(f"{scenario}: the report lists no LEAK POINT:{said(report, log)}")
         done.append(f"leak at {leaks[0]['kernel'][:50]} line {want['truth']['leak_line']}")
+    if scenario == "cupy_raw":
+        named = [e for e in evs if e.get("origin") == "candidate" and
+                 any(c.get("kernel") == want["truth"]["candidate"] for c in e.get("candidates") or [])]
+        if not named:
+            fail(f"{scenario}: no finding names the CuPy kernel as its candidate:{said(report, log)}")
+        done.append(f"candidate {want['truth']['candidate']} in {len(named)} finding(s)")
     return "; ".join(done)
 
 
@@ -139,7 +145,7 @@ def test_verdicts_healthy():
     twins of every sick program: no fault, no first cause, report exit 0, outputs bit-identical."""
     require_apps()
     done = [check_healthy(s) for s in ("bert_mask", "gpt2_train", "llama_mask", "xent", "pooling", "skip_rows",
-                                       "fp8_amax")]
+                                       "fp8_amax", "cupy_raw")]
     print("ok: " + "; ".join(done))
 
 
@@ -151,10 +157,11 @@ def test_verdicts_sick_models():
 
 
 def test_verdicts_sick_kernels():
-    """A Triton kernel that skips padded rows (preexisting, eager and graph replays) and an FP8
-    amax that spreads padding NaN into every real row (the leak point at the amax line)."""
+    """A Triton kernel that skips padded rows (preexisting, eager and graph replays), an FP8 amax
+    that spreads padding NaN into every real row (the leak point at the amax line), and a CuPy
+    RawKernel (NVRTC, `extern "C"`) named as the candidate of the NaN torch then reads."""
     require_apps()
-    print("ok: " + " | ".join(check_sick(s) for s in ("skip_rows", "fp8_amax")))
+    print("ok: " + " | ".join(check_sick(s) for s in ("skip_rows", "fp8_amax", "cupy_raw")))
 
 
 def run_jax(healthy):

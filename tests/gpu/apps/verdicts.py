@@ -18,6 +18,8 @@ Usage: verdicts.py SCENARIO [--healthy]
                  a CUDA graph replayed 3 times (--healthy: every row is real)
   fp8_amax       a decode step: attention over a padded batch (0/0 in padding rows, a watch with
                  seq_lens), a per-tensor FP8 amax, quantised logits (--healthy: no padding row)
+  cupy_raw       an `extern "C"` RMS scale compiled by CuPy (NVRTC) divides a zero row by its
+                 norm; torch reads its output through DLPack (--healthy: no zero row)
 
 The last stdout line is one JSON object: `checksum` (sha256 of the result's bytes), `nonfinite`
 (its non-finite count) and `truth`: what a user would call the first cause (`kernel`: a regex,
@@ -230,7 +232,44 @@ def fp8_amax(healthy):
                            "line": line_of("# VERDICTS_SOFTMAX"), "leak_line": line_of("# VERDICTS_AMAX")})
 
 
-SCENARIOS = {f.__name__: f for f in (bert_mask, llama_mask, gpt2_train, xent, pooling, skip_rows, fp8_amax)}
+# A user's RMS scale, compiled through CuPy/NVRTC as `extern "C"` (no parameter types in its name):
+# without an epsilon, a zero row gives rsqrt(0) = inf and 0 * inf = NaN.
+RMS_SCALE = r"""
+extern "C" __global__ void rms_scale(const float* x, const float* w, float* y, int rows, int d) {
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  float s = 0.f;
+  for (int k = 0; k < d; ++k) s += x[r * d + k] * x[r * d + k];
+  const float inv = rsqrtf(s / d);
+  for (int k = threadIdx.x; k < d; k += blockDim.x) y[r * d + k] = x[r * d + k] * inv * w[k];
+}
+"""
+
+
+def cupy_raw(healthy):
+    try:
+        import cupy
+    except ImportError:
+        print("verdicts: skip: no cupy")
+        sys.exit(common.SKIP)
+    rows, d = 16, 256
+    x = cupy.random.RandomState(0).standard_normal((rows, d), dtype=cupy.float32)
+    if not healthy:
+        x[3] = 0  # a zero embedding: the padded token of a batch
+    w = cupy.ones(d, dtype=cupy.float32)
+    y = cupy.empty_like(x)
+    rms = cupy.RawKernel(RMS_SCALE, "rms_scale")
+    rms((rows,), (128,), (x, w, y, cupy.int32(rows), cupy.int32(d)))  # VERDICTS_CUPY
+    cupy.cuda.get_current_stream().synchronize()
+    proj = torch.randn(d, 64, device="cuda", generator=torch.Generator("cuda").manual_seed(0))
+    out = torch.from_dlpack(y) @ proj
+    torch.cuda.synchronize()
+    return result(out, {"faults": not healthy, "kernel": r"^rms_scale$", "file": THIS,
+                        "line": line_of("# VERDICTS_CUPY"), "candidate": "rms_scale"})
+
+
+SCENARIOS = {f.__name__: f for f in (bert_mask, llama_mask, gpt2_train, xent, pooling, skip_rows, fp8_amax,
+                                     cupy_raw)}
 
 
 def main():
