@@ -93,7 +93,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   facts.collective = allocs_.collectives().find(f.launch_id, f.ptr);
   const uint64_t id = log_.reserve_id();
   const auto origin = classify(lineage_input, id, /*repeat=*/false);
-  add_launch_facts(facts, candidates, origin && origin->origin == lineage::Origin::candidate);
+  add_launch_facts(facts, candidates, origin && (origin->origin == lineage::Origin::candidate || origin->through_candidate));
   if (origin && origin->last_writer) {  // preexisting: the launch that left the values
     const lineage::Verdict::LastWriter& w = *origin->last_writer;
     facts.last_writer = CandidateFacts{kernel_name(w.kernel_id), w.launch_id, 0, python_.resolve(python_.recall(w.launch_id))};

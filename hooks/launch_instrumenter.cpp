@@ -130,12 +130,21 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too.
-  const OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), python_key()};
+  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), python_key()};
   python_.remember(launch_id, writer.python, false);
+  if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
     if (cs) cs->slots().invalidate(w);
   }
+}
+
+// What an opaque launch's words hit as last judged, before the launch makes them unknown: a
+// finding of that judgement makes its output's finding propagated through it (lineage_candidate.cpp).
+void LaunchInstrumenter::note_judged_inputs(ContextState& cs, const std::vector<uint64_t>& words, OpaqueWrite& writer) {
+  for (uint64_t w : words)
+    if (const auto judged = cs.slots().containing(w); judged && judged->state_known)
+      writer.add_input({judged->judged_by, judged->ptr});
 }
 
 // The initial scan of a buffer read before any scan judged it, right before its reader's scan.

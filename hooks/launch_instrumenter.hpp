@@ -110,6 +110,7 @@ class LaunchInstrumenter {
   void batch_event(eager::Event& e, CUstream stream);
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
+  static void note_judged_inputs(ContextState& cs, const std::vector<uint64_t>& words, OpaqueWrite& writer);
   // The scan's candidates and the launch's Python line, kept for the findings that need them.
   void remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan);
   uint64_t python_key();  // the launching thread's Python line; says once when it cannot read one

@@ -41,10 +41,11 @@ BufferSlots::Entry& BufferSlots::entry_for(uint64_t ptr, DType dtype, uint64_t b
   return by_ptr_.emplace(ptr, e).first->second;
 }
 
-uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes) {
+uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id) {
   std::lock_guard lock(mu_);
   Entry& e = entry_for(ptr, dtype, bytes);
   e.buf.state_known = true;
+  e.buf.judged_by = launch_id;
   return e.buf.ref;
 }
 
@@ -54,7 +55,8 @@ std::pair<uint32_t, bool> BufferSlots::ref_for_input(uint64_t ptr, DType dtype) 
   return {e.buf.ref, !e.buf.state_known};
 }
 
-std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes) {
+std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes,
+                                                            uint64_t launch_id) {
   if (dtype == DType::none || bytes < dtype_size(dtype)) return std::nullopt;
   ref_for(ptr, dtype, 0);  // keeps a known extent; assigns a slot on first sight
   std::lock_guard lock(mu_);
@@ -62,6 +64,7 @@ std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType
   if (it == by_ptr_.end() || it->second.buf.state_known) return std::nullopt;
   TrackedBuffer& b = it->second.buf;
   b.state_known = true;
+  b.judged_by = launch_id;
   // The reader's facts, not an earlier tensor's: a caching allocator hands the same address to
   // tensors of other sizes and types.
   b.bytes = bytes, b.dtype = dtype;

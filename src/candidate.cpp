@@ -1,5 +1,7 @@
 #include "candidate.hpp"
 
+#include <algorithm>
+
 namespace nanscope {
 
 void CandidateList::add(const OpaqueWrite& write) {
@@ -73,9 +75,22 @@ std::optional<CandidateList> attach_candidates(const CandidateBook& book, uint64
                                                lineage::DeviceFinding& d) {
   if (d.parent_count || d.host || book.empty()) return std::nullopt;
   auto found = book.find(launch_id, ptr);
-  if (found)
-    for (uint32_t i = 0; i < found->n; ++i) d.candidates.push_back(found->w[i].kernel_id);
+  if (!found) return found;
+  for (uint32_t i = 0; i < found->n; ++i) {
+    const OpaqueWrite& w = found->w[i];
+    d.candidates.push_back(w.kernel_id);
+    for (uint32_t k = 0; k < w.input_count; ++k)
+      if (std::find(d.candidate_inputs.begin(), d.candidate_inputs.end(), w.inputs[k]) == d.candidate_inputs.end())
+        d.candidate_inputs.push_back(w.inputs[k]);
+  }
   return found;
+}
+
+void OpaqueWrite::add_input(lineage::JudgedWrite in) {
+  if (!in.launch_id || input_count >= kMaxInputs) return;
+  for (uint32_t k = 0; k < input_count; ++k)
+    if (inputs[k] == in) return;
+  inputs[input_count++] = in;
 }
 
 uint64_t CandidateBook::refused() const {

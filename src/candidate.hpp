@@ -25,6 +25,12 @@ struct OpaqueWrite {
   bool host = false;    // a host copy or memset wrote it (origin host), not an opaque kernel
   uint64_t stream = 0;  // the launch's stream as the app passed it (0: the legacy default stream)
   uint64_t python = 0;  // where the launch came from in Python (hooks/python_frames.hpp), 0: unknown
+  // What its pointer words hit, as last judged before it ran (the first kMaxInputs judged ones):
+  // a finding there makes its output's finding propagated through it (lineage_candidate.cpp).
+  static constexpr uint32_t kMaxInputs = 4;
+  lineage::JudgedWrite inputs[kMaxInputs];
+  uint32_t input_count = 0;
+  void add_input(lineage::JudgedWrite in);
 };
 
 // The writers of one buffer since a scan last judged it, oldest first: the last kMax distinct

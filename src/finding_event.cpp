@@ -183,6 +183,7 @@ void add_nan_first_fields(Json& j, const lineage::Verdict& v) {
 void add_origin_fields(Json& j, const lineage::Verdict& origin) {
   j[key::origin] = lineage::origin_name(origin.origin);
   if (origin.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(origin.why);
+  if (origin.through_candidate) j[key::origin_why] = schema::origin_why_str::through_candidate;
   if (!origin.parents.empty()) j[key::parents] = origin.parents;
   j[key::root] = origin.roots;
   if (origin.incomplete) j[key::origin_incomplete] = true;  // a parent finding was never seen
@@ -411,7 +412,8 @@ Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdi
   j[key::region] = region_of(f);
   if (f.row_aware) add_rows_fields(j, facts);
   if (origin) add_origin_fields(j, *origin);
-  if (origin && origin->origin == lineage::Origin::candidate) j[key::candidates] = candidates_json(facts.candidates);
+  if (origin && (origin->origin == lineage::Origin::candidate || origin->through_candidate))
+    j[key::candidates] = candidates_json(facts.candidates);
   if (origin && origin->last_writer && facts.last_writer)
     j[key::last_writer] = {{schema::last_writer_key::event, origin->last_writer->event_id},
                            {key::kernel, facts.last_writer->kernel},

@@ -182,20 +182,29 @@ Origin device_origin(const DeviceFinding& f) {
   return f.input_unknown || f.reads_untracked || f.unwritten ? Origin::unknown : Origin::introduced;
 }
 
+void Tracker::classify(const DeviceFinding& f, Verdict& v, SeqInfo& info) {
+  v.origin = device_origin(f);
+  if (v.origin == Origin::propagated) return from_parents(f, f.parent_seqs, f.parent_count, v, info);
+  if (v.origin == Origin::candidate) {
+    if (const std::vector<uint64_t> through = candidate_parents(f); !through.empty()) {
+      v.origin = Origin::propagated;
+      v.through_candidate = true;
+      v.candidates = f.candidates;
+      return from_parents(f, through, static_cast<uint32_t>(through.size()), v, info);
+    }
+  }
+  if (v.origin == Origin::introduced && preexisting(f, v))
+    return from_parents(f, {f.prior_seq}, 1, v, info);  // the earlier finding is its parent
+  as_root(f, v, info);
+}
+
 Verdict Tracker::on_device_finding(const DeviceFinding& f) {
   Verdict v;
   v.event_id = f.event_id;
   v.buffer = f.buffer;
   v.rows_after = f.rows;
-  v.origin = device_origin(f);
   SeqInfo info;
-  if (v.origin == Origin::propagated) {
-    from_parents(f, f.parent_seqs, f.parent_count, v, info);
-  } else if (v.origin == Origin::introduced && preexisting(f, v)) {
-    from_parents(f, {f.prior_seq}, 1, v, info);  // the earlier finding is its parent
-  } else {
-    as_root(f, v, info);
-  }
+  classify(f, v, info);
   v.fault = v.inf == InfKind::none || policy_.infinities_are_faults;
   if (!f.repeat) {
     const bool root = v.origin != Origin::propagated && v.origin != Origin::preexisting;
@@ -209,7 +218,10 @@ Verdict Tracker::on_device_finding(const DeviceFinding& f) {
   if (v.fault) ++totals_.faults;
   if (v.inf == InfKind::intended) ++totals_.inf_intended;
   if (v.inf == InfKind::arithmetic) ++totals_.inf_arithmetic;
-  if (f.seq) remember(f, v, std::move(info));
+  if (f.seq) {
+    remember(f, v, std::move(info));
+    remember_judged(f);
+  }
   return v;
 }
 

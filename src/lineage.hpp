@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <optional>
 #include <unordered_map>
@@ -21,6 +22,14 @@ namespace nanscope::lineage {
 struct BufferId {
   uint64_t ptr = 0;
   friend bool operator==(BufferId, BufferId) = default;
+};
+
+// A buffer as nanscope last judged it: the launch whose scan last wrote its state word, and the
+// buffer's start as that scan saw it. A finding of that scan there is what the buffer held since.
+struct JudgedWrite {
+  uint64_t launch_id = 0;
+  uint64_t ptr = 0;
+  friend bool operator==(JudgedWrite, JudgedWrite) = default;
 };
 
 // Non-finite rows of a buffer, exactly as the scan reports them (RowVerdict: ranges, truncated,
@@ -98,6 +107,9 @@ struct Verdict {
     uint32_t kernel_id = 0;
   };
   std::optional<LastWriter> last_writer;  // preexisting: the finding that left the buffer non-finite
+  // Propagated through a launch nanscope could not see into (a candidate): its pointer words hit
+  // buffers the parents had left non-finite when it ran. `candidates` names it.
+  bool through_candidate = false;
 };
 
 // What counts as a fault. TensorFlow's check_numerics and Inductor's asserts flag every infinity;
@@ -180,6 +192,9 @@ struct DeviceFinding {
   // read) since a scan last judged it: their kernel ids (src/candidate.hpp). Without a tracked
   // non-finite input or a host write, they are the finding's candidate origin.
   std::vector<uint32_t> candidates;
+  // What the candidates' pointer words hit, as last judged before each candidate ran: a finding
+  // of one of those judgements makes this finding propagated through the candidate, not a root.
+  std::vector<JudgedWrite> candidate_inputs;
 };
 
 // The kind of origin a device finding has, from its own flags alone (no parents needed): the
@@ -244,11 +259,23 @@ class Tracker {
   void mark_nan_causes(const Verdict& v);
   // What a finding leaves for its children, under its sequence number.
   void remember(const DeviceFinding& f, const Verdict& v, SeqInfo info);
+  // Origin, parents and cause, from the finding's flags and the remembered findings.
+  void classify(const DeviceFinding& f, Verdict& v, SeqInfo& info);
+  // The remembered findings behind a candidate's inputs (lineage_candidate.cpp).
+  std::vector<uint64_t> candidate_parents(const DeviceFinding& f);
+  void remember_judged(const DeviceFinding& f);
+  struct JudgedHash {
+    std::size_t operator()(const JudgedWrite& j) const { return std::hash<uint64_t>{}(j.launch_id * 0x9e3779b97f4a7c15ull ^ j.ptr); }
+  };
 
   std::unordered_map<uint64_t, SeqInfo> seqs_;
   std::list<uint64_t> seq_lru_;
   std::vector<RootSummary> roots_;
   std::unordered_map<uint64_t, std::size_t> root_index_;
+  // Each finding's sequence number by the judgement it came from (its launch, its buffer), the
+  // last max_buffers in arrival order: a candidate's inputs are looked up here.
+  std::unordered_map<JudgedWrite, uint64_t, JudgedHash> judged_;
+  std::deque<JudgedWrite> judged_order_;
 };
 
 // Sorted union of two root id lists, at most `cap` kept (the smallest: the earliest events);

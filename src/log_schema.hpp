@@ -236,10 +236,13 @@ namespace inf_str {  // nonfinite.inf: what an infinity-only finding's infinitie
 inline constexpr char intended[] = "intended";      // a constant +-inf written on purpose (a mask), or carried from one
 inline constexpr char arithmetic[] = "arithmetic";  // made from finite values (overflow, log(0), x/0), or carried from one
 }  // namespace inf_str
-namespace origin_why_str {  // origin_why, for origin unknown
+namespace origin_why_str {  // origin_why, for origin unknown (and one propagated case)
 inline constexpr char untracked_read[] = "untracked_read";
 inline constexpr char state_lost[] = "state_lost";
 inline constexpr char unwritten[] = "unwritten";  // read before any write nanscope saw
+// origin propagated: through a launch nanscope could not see into (its `candidates`), whose
+// pointer words hit buffers the parents had left non-finite
+inline constexpr char through_candidate[] = "through_candidate";
 inline constexpr char none[] = "none";  // lineage's Unknown::none; not written (origin is known)
 }  // namespace origin_why_str
 namespace region_str {

@@ -247,5 +247,21 @@ TEST(BufferSlots, AnInputSaysWhetherAScanJudgedIt) {
   EXPECT_TRUE(s.ref_for_input(kA, DType::f32).second);
 }
 
+// Which launch last judged a buffer travels with its slot: an opaque launch's words are looked up
+// there before it makes them unknown (candidates given NaN, lineage_candidate.cpp).
+TEST(BufferSlots, TheLastJudgementIsNamedByItsLaunch) {
+  BufferSlots s(4);
+  s.ref_for_output(kA, DType::f32, 256, 60);
+  ASSERT_TRUE(s.containing(kA + 16).has_value());
+  EXPECT_EQ(s.containing(kA + 16)->judged_by, 60u);
+  s.ref_for_output(kA, DType::f32, 256, 61);  // a later scan of the same buffer
+  EXPECT_EQ(s.containing(kA)->judged_by, 61u);
+  const auto initial = s.claim_initial_scan(kB, DType::f32, 256, 70);  // named after its opaque writer
+  ASSERT_TRUE(initial.has_value());
+  EXPECT_EQ(initial->judged_by, 70u);
+  s.invalidate(kA);  // an opaque launch may have written it: no judgement stands
+  EXPECT_FALSE(s.containing(kA)->state_known);
+}
+
 }  // namespace
 }  // namespace nanscope

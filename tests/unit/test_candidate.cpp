@@ -4,6 +4,7 @@
 // lineage's classification and the `nonfinite` event's fields.
 #include <gtest/gtest.h>
 
+#include "buffer_slots.hpp"
 #include "candidate.hpp"
 #include "finding_event.hpp"
 #include "lineage.hpp"
@@ -212,6 +213,53 @@ TEST(CandidateOrigin, TheEventListsTheCandidatesWithTheirPythonLines) {
   const Json k = finding_event(facts, v);
   EXPECT_FALSE(k.contains(schema::key::candidates));
   EXPECT_TRUE(k[schema::key::python].is_null());
+}
+
+// The host side of a candidate given NaN, as the engine runs it: a softmax's scan (launch 60)
+// judges kX and finds NaN there; a CuPy kernel (id 9, launch 61) then reads kX and writes kOut.
+// Before its launch makes them unknown, its words are looked up in the slots: kX as judged by
+// launch 60. The initial scan of kOut, named after it, drains a finding that the tracker makes
+// propagated from the softmax's, through the candidate.
+TEST(CandidateOrigin, ACandidateWhoseWordsHitAJudgedNaNBufferPropagatesIt) {
+  BufferSlots slots(8);
+  slots.ref_for_output(kX, DType::f32, 4096, 60);
+  OpaqueWrite cupy = kernel(9, 61);
+  for (uint64_t w : {kX + 256, kOut})
+    if (const auto judged = slots.containing(w); judged && judged->state_known) cupy.add_input({judged->judged_by, judged->ptr});
+  ASSERT_EQ(cupy.input_count, 1u);
+  EXPECT_EQ(cupy.inputs[0], (lineage::JudgedWrite{60, kX}));
+  OpaqueWriters writers;
+  writers.note(kOut, cupy);
+  CandidateBook book;
+  book.put(61, kOut, writers.history(kOut)->kernels(), false);
+
+  lineage::Tracker tracker;
+  tracker.on_device_finding(finding(1, 60, 3, kX));  // the softmax's NaN
+  lineage::DeviceFinding d = finding(2, 61, 9, kOut);
+  d.reads_untracked = true;
+  ASSERT_TRUE(attach_candidates(book, 61, kOut, d).has_value());
+  EXPECT_EQ(d.candidate_inputs, std::vector<lineage::JudgedWrite>{(lineage::JudgedWrite{60, kX})});
+  const lineage::Verdict v = tracker.on_device_finding(d);
+  EXPECT_EQ(v.origin, Origin::propagated);
+  EXPECT_TRUE(v.through_candidate);
+  EXPECT_EQ(v.parents, std::vector<uint64_t>{1});
+  EXPECT_EQ(v.candidates, std::vector<uint32_t>{9});
+  // Its event says so: propagated, origin_why through_candidate, the candidate listed.
+  Finding f;
+  f.launch_id = 61;
+  f.ptr = kOut;
+  f.elements = 1024;
+  f.nan = 256;
+  f.dtype = DType::f32;
+  f.origin_tracked = true;
+  FindingFacts facts{f, 0, "rms_scale"};
+  facts.candidates.push_back({"rms_scale", 61, 0, PythonLine{"/app/run.py", 20, "main"}});
+  const Json j = finding_event(facts, v);
+  EXPECT_EQ(j[schema::key::origin], schema::origin_str::propagated);
+  EXPECT_EQ(j[schema::key::origin_why], schema::origin_why_str::through_candidate);
+  ASSERT_EQ(j[schema::key::candidates].size(), 1u);
+  EXPECT_EQ(j[schema::key::candidates][0][schema::key::kernel], "rms_scale");
+  EXPECT_EQ(j[schema::key::parents], std::vector<uint64_t>{1});
 }
 
 }  // namespace

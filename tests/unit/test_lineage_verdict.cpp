@@ -267,3 +267,65 @@ TEST_F(Verdicts, LeakWithASpecOnBothSides) {
 
 }  // namespace
 }  // namespace nanscope::lineage
+
+namespace nanscope::lineage {
+namespace {
+
+// A kernel nanscope could not see into (CuPy's `extern "C"`, a float8 cast it could not decode)
+// read a buffer a softmax had left NaN and wrote its own output: its pointer words hit that
+// buffer as last judged by the softmax's scan. Its output's finding is propagated from the
+// softmax's, the kernel kept as its candidate; not a new root, not the first cause.
+TEST_F(Verdicts, ACandidateGivenNaNPropagatesIt) {
+  const DeviceFinding softmax = make(kSoftmax, 0xa0, nan(128, 1024));
+  const Verdict vs = t.on_device_finding(softmax);
+  ASSERT_EQ(vs.origin, Origin::introduced);
+  DeviceFinding cast = make(kQuant, 0xb0, nan(128, 1024));
+  cast.reads_untracked = true;  // an initial scan named after the opaque writer
+  cast.candidates = {kQuant};
+  cast.candidate_inputs = {{softmax.site.launch_id, 0xa0}, {softmax.site.launch_id + 7, 0xc0}};
+  const Verdict vc = t.on_device_finding(cast);
+  EXPECT_EQ(vc.origin, Origin::propagated);
+  EXPECT_TRUE(vc.through_candidate);
+  EXPECT_EQ(vc.candidates, std::vector<uint32_t>{kQuant});
+  EXPECT_EQ(vc.parents, Ids{softmax.event_id});
+  EXPECT_EQ(vc.causes, Ids{softmax.event_id});
+  EXPECT_EQ(vc.roots, Ids{softmax.event_id});
+  const Summary s = t.summary();
+  ASSERT_EQ(s.roots.size(), 1u);
+  EXPECT_EQ(s.roots[0].event_id, softmax.event_id);
+  EXPECT_EQ(s.candidate, 0u);
+  EXPECT_EQ(s.propagated, 1u);
+}
+
+// The same kernel whose inputs were judged clean (no finding of that judgement), or judged by a
+// scan whose finding was in another buffer: the candidate stays a root, as before.
+TEST_F(Verdicts, ACandidateWithCleanInputsStaysACandidate) {
+  const DeviceFinding softmax = make(kSoftmax, 0xa0, nan(128, 1024));
+  t.on_device_finding(softmax);
+  DeviceFinding raw = make(kQuant, 0xb0, nan(256, 4096));
+  raw.reads_untracked = true;
+  raw.candidates = {kQuant};
+  raw.candidate_inputs = {{softmax.site.launch_id, 0xd0}, {999, 0xa0}};
+  const Verdict v = t.on_device_finding(raw);
+  EXPECT_EQ(v.origin, Origin::candidate);
+  EXPECT_FALSE(v.through_candidate);
+  EXPECT_EQ(v.causes, Ids{raw.event_id});
+  EXPECT_EQ(t.summary().roots.size(), 2u);
+}
+
+// Its own output judged NaN by an earlier scan (the buffer is among its pointer words): the NaN
+// may be the one it found there; it is that finding's, not a new root.
+TEST_F(Verdicts, ACandidateOverAnEarlierFindingOfItsOwnBuffer) {
+  const DeviceFinding before = make(kGemm, 0xb0, nan(4, 1024));
+  t.on_device_finding(before);
+  DeviceFinding after = make(kQuant, 0xb0, nan(4, 1024));
+  after.reads_untracked = true;
+  after.candidates = {kQuant};
+  after.candidate_inputs = {{before.site.launch_id, 0xb0}};
+  const Verdict v = t.on_device_finding(after);
+  EXPECT_EQ(v.origin, Origin::propagated);
+  EXPECT_EQ(v.parents, Ids{before.event_id});
+}
+
+}  // namespace
+}  // namespace nanscope::lineage
