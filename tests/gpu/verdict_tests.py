@@ -137,6 +137,13 @@ def check_sick(scenario):
         if not named:
             fail(f"{scenario}: no finding names the CuPy kernel as its candidate:{said(report, log)}")
         done.append(f"candidate {want['truth']['candidate']} in {len(named)} finding(s)")
+    if scenario == "cupy_passes":
+        through = [e for e in evs if e.get("origin_why") == "through_candidate" and e.get("origin") == "propagated" and
+                   any(c.get("kernel") == want["truth"]["through"] for c in e.get("candidates") or [])]
+        if not through:
+            fail(f"{scenario}: the CuPy kernel should pass the softmax's NaN on (propagated, through_candidate):"
+                 f"{said(report, log)}")
+        done.append(f"{want['truth']['through']} passed it on ({len(through)} finding(s) through_candidate)")
     return "; ".join(done)
 
 
@@ -145,7 +152,7 @@ def test_verdicts_healthy():
     twins of every sick program: no fault, no first cause, report exit 0, outputs bit-identical."""
     require_apps()
     done = [check_healthy(s) for s in ("bert_mask", "gpt2_train", "llama_mask", "xent", "pooling", "skip_rows",
-                                       "fp8_amax", "cupy_raw")]
+                                       "fp8_amax", "cupy_raw", "cupy_passes")]
     print("ok: " + "; ".join(done))
 
 
@@ -161,7 +168,7 @@ def test_verdicts_sick_kernels():
     that spreads padding NaN into every real row (the leak point at the amax line), and a CuPy
     RawKernel (NVRTC, `extern "C"`) named as the candidate of the NaN torch then reads."""
     require_apps()
-    print("ok: " + " | ".join(check_sick(s) for s in ("skip_rows", "fp8_amax", "cupy_raw")))
+    print("ok: " + " | ".join(check_sick(s) for s in ("skip_rows", "fp8_amax", "cupy_raw", "cupy_passes")))
 
 
 def run_jax(healthy):

@@ -20,6 +20,8 @@ Usage: verdicts.py SCENARIO [--healthy]
                  seq_lens), a per-tensor FP8 amax, quantised logits (--healthy: no padding row)
   cupy_raw       an `extern "C"` RMS scale compiled by CuPy (NVRTC) divides a zero row by its
                  norm; torch reads its output through DLPack (--healthy: no zero row)
+  cupy_passes    a CuPy kernel scales attention probabilities whose padding rows a softmax made
+                 NaN: it only passes the NaN on (--healthy: no padding row)
 
 The last stdout line is one JSON object: `checksum` (sha256 of the result's bytes), `nonfinite`
 (its non-finite count) and `truth`: what a user would call the first cause (`kernel`: a regex,
@@ -268,8 +270,41 @@ def cupy_raw(healthy):
                         "line": line_of("# VERDICTS_CUPY"), "candidate": "rms_scale"})
 
 
+# A user's row scale in CuPy, over attention probabilities torch computed: it only passes on
+# what it is given.
+ROW_SCALE = r"""
+extern "C" __global__ void row_scale(const float* p, const float* g, float* y, int n, int d) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = p[i] * g[i / d];
+}
+"""
+
+
+def cupy_passes(healthy):
+    try:
+        import cupy
+    except ImportError:
+        print("verdicts: skip: no cupy")
+        sys.exit(common.SKIP)
+    torch.manual_seed(0)
+    rows, keys = 16, 32
+    seq_lens = torch.tensor([20] * 14 + ([0] * 2 if not healthy else [7] * 2), device="cuda")
+    scores = torch.randn(rows, keys, device="cuda")
+    scores = scores.masked_fill(torch.arange(keys, device="cuda")[None, :] >= seq_lens[:, None], float("-inf"))
+    p = torch.softmax(scores, dim=-1)  # VERDICTS_PASSES: rows with seq_lens 0 see no key, 0/0
+    gain = cupy.ones(rows, dtype=cupy.float32)
+    y = cupy.empty((rows, keys), dtype=cupy.float32)
+    scale = cupy.RawKernel(ROW_SCALE, "row_scale")
+    scale(((rows * keys + 127) // 128,), (128,), (cupy.from_dlpack(p), gain, y, cupy.int32(rows * keys), cupy.int32(keys)))
+    cupy.cuda.get_current_stream().synchronize()
+    out = torch.from_dlpack(y) @ torch.randn(keys, 8, device="cuda")
+    torch.cuda.synchronize()
+    return result(out, {"faults": not healthy, "kernel": r"softmax|SoftMax", "file": THIS,
+                        "line": line_of("# VERDICTS_PASSES"), "through": "row_scale"})
+
+
 SCENARIOS = {f.__name__: f for f in (bert_mask, llama_mask, gpt2_train, xent, pooling, skip_rows, fp8_amax,
-                                     cupy_raw)}
+                                     cupy_raw, cupy_passes)}
 
 
 def main():
