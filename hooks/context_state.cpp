@@ -168,7 +168,7 @@ bool ContextState::prepare_task(nanscope_scan_task& task, bool captured, CUdevic
 }
 
 CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, ScanArgs& args, uint64_t max_bytes,
-                                                  bool beside) const {
+                                                  bool overlapped) const {
   void** slot = args.slot;
   if (zero_rows_task(task)) {
     args.zero = zero_task_of(task);
@@ -182,7 +182,7 @@ CUDA_KERNEL_NODE_PARAMS ContextState::node_params(nanscope_scan_task& task, Scan
     p.kernelParams = slot;
     return p;
   }
-  ScanPolicy policy = beside ? beside_policy() : ScanPolicy{};
+  ScanPolicy policy = overlapped ? overlap_policy() : ScanPolicy{};
   const auto entry = static_cast<unsigned>(scan_entry(task));
   policy.blocks_per_sm = blocks_per_sm_[entry];
   slot[0] = &task;
@@ -217,7 +217,7 @@ bool ContextState::read_merged(const CUDA_KERNEL_NODE_PARAMS& p, nanscope_scan_g
 }
 
 CUDA_KERNEL_NODE_PARAMS ContextState::merged_node_params(nanscope_scan_group& g, void** slot) const {
-  ScanPolicy policy = beside_policy();
+  ScanPolicy policy = overlap_policy();
   policy.blocks_per_sm = blocks_per_sm_[static_cast<unsigned>(ScanEntry::plain)];
   slot[0] = &g;
   CUDA_KERNEL_NODE_PARAMS p{};

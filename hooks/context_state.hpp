@@ -57,9 +57,9 @@ class ContextState {
     nanscope_zero_task zero{};  // the zero-rows kernel's own, smaller parameter
   };
   // Kernel-node parameters running the scan of `task`; `task` and `args` must outlive their use.
-  // `beside`: a node off the graph's critical path (fewer blocks, see beside_policy()).
+  // `overlapped`: a node off the graph's critical path (fewer blocks, see overlap_policy()).
   CUDA_KERNEL_NODE_PARAMS node_params(nanscope_scan_task& task, ScanArgs& args, uint64_t max_bytes,
-                                      bool beside = false) const;
+                                      bool overlapped = false) const;
   bool owns(CUfunction f) const {
     return f == scan_merged_fn_ || zero_rows(f) || std::find(std::begin(scan_fns_), std::end(scan_fns_), f) != std::end(scan_fns_);
   }

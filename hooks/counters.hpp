@@ -17,7 +17,7 @@ struct Counters {
   std::atomic<uint64_t> launches{0}, scans{0}, findings{0}, dropped{0};
   std::atomic<uint64_t> nan{0}, pos_inf{0}, neg_inf{0};
   std::atomic<uint64_t> rescans_unchanged{0};  // host-side count; the device counts the quiet ones
-  std::atomic<uint64_t> scans_beside{0};       // graph scan nodes moved off the critical path
+  std::atomic<uint64_t> scans_overlapped{0};       // graph scan nodes moved off the critical path
   std::atomic<uint64_t> scans_merged{0};       // graph scan nodes folded into merged ones
   std::atomic<uint64_t> edges_programmatic{0}; // graph edges around read-only scans made programmatic
   std::atomic<uint64_t> eager_batched{0};      // eager scans launched with others in one grouped launch

@@ -192,7 +192,7 @@ SummaryFigures FindingReporter::figures(const Contexts::ChannelTotals& channels)
   s.kernels_inspected = kernels_.inspected_count();
   s.kernels_not_inspected = kernels_.not_inspected_count();
   s.scans_dropped = counters_.dropped.load();
-  s.scans_beside = counters_.scans_beside.load();
+  s.scans_overlapped = counters_.scans_overlapped.load();
   s.scans_merged = counters_.scans_merged.load();
   s.edges_programmatic = counters_.edges_programmatic.load();
   s.eager_batched = counters_.eager_batched.load();

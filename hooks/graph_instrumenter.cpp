@@ -70,7 +70,7 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
   ContextState* cs = contexts_.current();
   if (!cs) return;
   instrument_graph(graph, graph_id_for(graph), *cs, 0);
-  move_scans_beside(graph, *cs);
+  overlap_scans(graph, *cs);
 }
 
 void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
@@ -183,7 +183,7 @@ void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node
   task.graph_id = sn.graph_id;
   task.graph_node = sn.graph_node;
   cs->prepare_task(task, true, sn.accum);
-  warn_if_beside_stale(sn.node, task, *cs);
+  warn_if_overlap_stale(sn.node, task, *cs);
   if (sn.merge_launch != ScanNode::kAlone) {
     update_merged_member(exec, sn, task, *cs);
     return;
@@ -194,7 +194,7 @@ void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node
 void GraphInstrumenter::set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task,
                                         uint64_t max_bytes, ContextState& cs) {
   ContextState::ScanArgs args;
-  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes, is_beside(sn.node));
+  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes, is_overlapped(sn.node));
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
   if (r != CUDA_SUCCESS)
     warn_once(log_, warned_update_, "graph_update",
@@ -203,9 +203,9 @@ void GraphInstrumenter::set_scan_params(CUgraphExec exec, const ScanNode& sn, na
                           error_name(r)));
 }
 
-bool GraphInstrumenter::is_beside(CUgraphNode scan) {
+bool GraphInstrumenter::is_overlapped(CUgraphNode scan) {
   std::lock_guard lock(mu_);
-  return beside_.count(scan) != 0;
+  return overlapped_.count(scan) != 0;
 }
 
 void GraphInstrumenter::on_graph_launch(CUgraphExec exec, CUstream stream) {
@@ -218,7 +218,7 @@ void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) {
   std::lock_guard lock(mu_);
   scan_after_.erase(node);
   scan_nodes_.erase(node);
-  beside_.erase(node);
+  overlapped_.erase(node);
   library_io_.erase(node);
 }
 

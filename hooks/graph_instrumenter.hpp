@@ -1,6 +1,6 @@
 // CUDA graphs: ids and node numbers of the graphs scans run in, a scan node after each kernel
 // node of a graph built by hand, scan nodes that follow their kernel node's new parameters,
-// and (hooks/graph_beside.cpp) read-only scans moved beside the critical path and merged.
+// and (hooks/graph_overlap.cpp) read-only scans moved beside the critical path and merged.
 // It owns the graph lock and every per-graph map; the destroy callbacks make it forget.
 #pragma once
 #include <cuda.h>
@@ -73,7 +73,7 @@ class GraphInstrumenter {
 
   // What a held eager scan reads: from the allocation base of each buffer (a later kernel may
   // write the whole allocation through its base) to the buffer's end. (Graph scan nodes are
-  // modelled with exact reads and forward-reaching writes: graph_beside.cpp.)
+  // modelled with exact reads and forward-reaching writes: graph_overlap.cpp.)
   std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
 
  private:
@@ -83,22 +83,22 @@ class GraphInstrumenter {
   bool known_node(CUgraphNode node);  // instrumented already, or one of our scan nodes
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,
                        ContextState& cs);
-  bool is_beside(CUgraphNode scan);
+  bool is_overlapped(CUgraphNode scan);
   void forget_merged_tasks(CUgraphExec exec);  // callers hold mu_
 
-  // hooks/graph_beside.cpp: scans beside the critical path, and merged.
-  void move_scans_beside(CUgraph graph, ContextState& cs);
+  // hooks/graph_overlap.cpp: scans beside the critical path, and merged.
+  void overlap_scans(CUgraph graph, ContextState& cs);
   void log_scans_in_line(const std::vector<CUgraphNode>& nodes, const std::vector<overlap::Edge>& edges,
                          const std::vector<overlap::Node>& model, const std::vector<overlap::ScanPlan>& plans);
-  bool move_beside(CUgraph graph, const overlap::ScanPlan& plan, const std::vector<CUgraphNode>& nodes,
+  bool move_to_overlap(CUgraph graph, const overlap::ScanPlan& plan, const std::vector<CUgraphNode>& nodes,
                    std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data, uint32_t& failed);
   overlap::Node node_model(CUgraphNode node, ContextState& cs);
   overlap::Node scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p, ContextState& cs);
   overlap::Node kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p);
   // remember_library_io's reads (minus outputs) and exact outputs of `node`.
   void library_io(CUgraphNode node, std::vector<uint64_t>& inputs, std::vector<overlap::KnownWrite>& exact);
-  void use_beside_grid(CUgraphNode scan, ContextState& cs);
-  void warn_if_beside_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
+  void use_overlap_grid(CUgraphNode scan, ContextState& cs);
+  void warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs);
   struct MergePass;
   void merge_scans(CUgraph graph, ContextState& cs);
   void merge_members(CUgraph graph, ContextState& cs, MergePass& pass, const std::vector<uint32_t>& members,
@@ -124,7 +124,7 @@ class GraphInstrumenter {
   std::unordered_map<CUgraphExec, uint64_t> exec_graph_ids_;
   std::unordered_map<uint64_t, uint64_t> graph_streams_;     // graph id -> stream of its last launch
   uint64_t next_graph_id_ = uint64_t{1} << 40;               // above any capture id
-  std::unordered_set<CUgraphNode> beside_;                   // scan nodes moved beside the critical path
+  std::unordered_set<CUgraphNode> overlapped_;                   // scan nodes moved beside the critical path
   struct LibraryIo {
     std::vector<uint64_t> reads;
     std::vector<overlap::Range> outputs;
@@ -140,7 +140,7 @@ class GraphInstrumenter {
   };
   std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made
 
-  std::atomic<bool> warned_update_{false}, warned_beside_{false}, warned_beside_stale_{false};
+  std::atomic<bool> warned_update_{false}, warned_overlap_{false}, warned_overlap_stale_{false};
   std::atomic<bool> warned_merge_{false}, warned_merged_update_{false}, warned_merged_after_update_{false};
   std::atomic<bool> warned_pdl_{false}, warned_pdl_restore_{false};
 };

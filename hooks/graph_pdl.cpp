@@ -41,7 +41,7 @@ overlap::EdgeRole GraphInstrumenter::edge_role(CUgraphNode node, ContextState& c
   if (!p.func || !cs.owns(p.func)) return overlap::EdgeRole::app_kernel;
   // Only the plain and merged scans trigger early (kernels/scan.cu), and only a scan beside the
   // chain has later writers, not readers of its kernel's output, as its app children.
-  return (cs.plain_scan(p.func) || cs.merged_scan(p.func)) && is_beside(node) ? overlap::EdgeRole::read_only_scan
+  return (cs.plain_scan(p.func) || cs.merged_scan(p.func)) && is_overlapped(node) ? overlap::EdgeRole::read_only_scan
                                                                                : overlap::EdgeRole::other;
 }
 

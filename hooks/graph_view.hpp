@@ -1,5 +1,5 @@
 // A CUDA graph's nodes and the edges between them, read from the driver as node indices with
-// each edge's data (the model the graph passes of hooks/graph_beside.cpp and graph_pdl.cpp work on).
+// each edge's data (the model the graph passes of hooks/graph_overlap.cpp and graph_pdl.cpp work on).
 #pragma once
 #include <cuda.h>
 

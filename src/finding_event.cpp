@@ -524,7 +524,7 @@ Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) 
   s[key::kernels_inspected] = f.kernels_inspected;
   s[key::kernels_not_inspected] = f.kernels_not_inspected;
   s[key::scans_dropped] = f.scans_dropped;
-  s[key::graph_scans_overlapped] = f.scans_beside;
+  s[key::graph_scans_overlapped] = f.scans_overlapped;
   s[key::graph_scans_merged] = f.scans_merged;
   s[key::graph_edges_programmatic] = f.edges_programmatic;
   s[key::eager_scans_batched] = f.eager_batched;

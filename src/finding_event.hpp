@@ -166,7 +166,7 @@ Json dump_sidecar(const Finding& f, uint64_t event_id, long pid, const Json& eve
 struct SummaryFigures {
   uint64_t launches = 0, scans = 0, findings = 0;
   uint64_t kernels_inspected = 0, kernels_not_inspected = 0, scans_dropped = 0;
-  uint64_t scans_beside = 0;   // scan nodes moved off a graph's critical path
+  uint64_t scans_overlapped = 0;   // scan nodes moved off a graph's critical path
   uint64_t scans_merged = 0;   // scan nodes folded into merged ones
   uint64_t edges_programmatic = 0;  // graph edges around read-only scan nodes made programmatic
   uint64_t eager_batched = 0;  // eager scans launched with others in one grouped launch

@@ -15,13 +15,13 @@ struct ScanPolicy {
   uint64_t bytes_per_block_step = uint64_t{NANSCOPE_SCAN_THREADS} * NANSCOPE_SCAN_UNROLL * 16;  // threads x unroll x 16-byte loads
 };
 
-// A graph scan node that runs beside the app's next kernels (hooks/graph_beside.cpp) is off the
+// A graph scan node that runs beside the app's next kernels (hooks/graph_overlap.cpp) is off the
 // critical path, so its latency matters less than how much of the GPU it takes from the app:
 // the replay cost of such a node grows with its block count (H200: an empty 128-block scan node
 // beside a 50-kernel chain added 1.1 us a node, a 1-block one nothing). A quarter of the blocks
 // still keeps the scans as fast as a chain of 2 MiB kernels. A plain-scan variant with 16 loads in
 // flight per thread and 2-16 blocks was slower (BENCHMARKS.md, runs S3-3 and S3-5).
-inline ScanPolicy beside_policy() {
+inline ScanPolicy overlap_policy() {
   ScanPolicy p;
   p.bytes_per_block_step *= 4;
   return p;
@@ -141,7 +141,7 @@ inline nanscope_scan_task scan_task_of(const nanscope_zero_task& z) {
   return t;
 }
 
-// ---- Graph scan nodes merged into one (hooks/graph_beside.cpp, nanscope_scan_grouped).
+// ---- Graph scan nodes merged into one (hooks/graph_overlap.cpp, nanscope_scan_grouped).
 
 // A plain task's attribution and origin inputs, as a group holds them per launch.
 inline nanscope_launch_meta launch_meta_of(const nanscope_scan_task& t) {

@@ -108,7 +108,7 @@ std::string in_line_reason(const Node& scan, uint32_t parents, const Node* paren
 // Plans every detachable scan: a `scan` node with exactly one parent that is not a scan.
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits = {});
 
-// Scan nodes that may become one node (one launch instead of several: hooks/graph_beside.cpp).
+// Scan nodes that may become one node (one launch instead of several: hooks/graph_overlap.cpp).
 // `weight[i]` is node i's buffer count when it is a read-only scan that may be merged, else 0.
 // A merged node waits for every member's parents and runs before every member's children, so a
 // group never holds two scans joined by a path through another node (that node would then have

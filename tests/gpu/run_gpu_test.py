@@ -942,7 +942,7 @@ def test_torch_extents():
 # casting closure in aten_elementwise.cpp). Kept as one block so the other tests' additions merge
 # around it.
 
-# The debug line's "node after" (graph_beside.cpp: the first 70 characters of its name) when it
+# The debug line's "node after" (graph_overlap.cpp: the first 70 characters of its name) when it
 # is arange's kernel or a non-contiguous elementwise closure (in this app only the casting copies).
 RANGE_COPY_AFTER = re.compile(r"->\s+void (\(anonymous namespace\)::elementwise_kernel_with_index"
                               r"|at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_im)")

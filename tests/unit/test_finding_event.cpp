@@ -303,7 +303,7 @@ TEST(FindingEvent, DumpSidecar) {
 TEST(FindingEvent, Summary) {
   SummaryFigures s;
   s.launches = 10, s.scans = 8, s.findings = 3, s.kernels_inspected = 2, s.kernels_not_inspected = 1;
-  s.scans_dropped = 1, s.scans_beside = 4, s.scans_merged = 2, s.edges_programmatic = 9, s.overflow = 5, s.corrupt = 6, s.unchanged = 7;
+  s.scans_dropped = 1, s.scans_overlapped = 4, s.scans_merged = 2, s.edges_programmatic = 9, s.overflow = 5, s.corrupt = 6, s.unchanged = 7;
   s.nan = 11, s.pos_inf = 12, s.neg_inf = 13, s.duration_ns = 99, s.python_captures = 14, s.python_ns = 15;
   EXPECT_EQ(summary_event(s, std::nullopt).dump(),
             R"j({"launches":10,"scans":8,"findings":3,"kernels_inspected":2,"kernels_not_inspected":1,)j"

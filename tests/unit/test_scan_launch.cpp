@@ -223,7 +223,7 @@ TEST(ScanGroup, ReplaceKeepsTheLaunchPlacesAndEmptiesTheRest) {
 TEST(ScanGroup, SmallNodesGetABlockPerBufferStep) {
   nanscope_scan_group g{};
   ASSERT_TRUE(nanscope::append_launch(g, plain_task(1, 2, 0x100000)));  // 1 KiB and 2 KiB of f32
-  const nanscope::ScanPolicy beside = nanscope::beside_policy();
+  const nanscope::ScanPolicy beside = nanscope::overlap_policy();
   EXPECT_EQ(nanscope::group_part_grid(g), 2u) << "one block per buffer";
   EXPECT_EQ(nanscope::group_grid(beside, g, 132), 2u);
   const uint64_t step = NANSCOPE_GROUP_PART_BYTES;

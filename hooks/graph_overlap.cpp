@@ -132,7 +132,7 @@ overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KE
   for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
     fixes |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].fix;
   // A fix writes the buffer; a scan moved before stays where it went (plans are not redone).
-  m.kind = fixes || is_beside(node) ? overlap::NodeKind::pinned_scan : overlap::NodeKind::scan;
+  m.kind = fixes || is_overlapped(node) ? overlap::NodeKind::pinned_scan : overlap::NodeKind::scan;
   if (fixes) m.writes = m.reads;
   return m;
 }
@@ -203,7 +203,7 @@ void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes,
     log_.debug(fmt::format("graph: {} scan(s) left in line after {}", top[i].first, top[i].second));
 }
 
-void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
+void GraphInstrumenter::overlap_scans(CUgraph g, ContextState& cs) {
   if (!cfg_.graph_overlap) return;
   GraphView view;
   if (!read_graph(g, view) || view.nodes.empty()) return;
@@ -229,11 +229,11 @@ void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
   const std::vector<overlap::ScanPlan> plans = overlap::plan(model, view.edges);
   if (log_.debug_enabled()) log_scans_in_line(view.nodes, view.edges, model, plans);
   for (const overlap::ScanPlan& p : plans) {
-    if (!move_beside(g, p, nodes, edge_data, failed)) continue;
+    if (!move_to_overlap(g, p, nodes, edge_data, failed)) continue;
     ++moved_scans;
-    use_beside_grid(nodes[p.scan], cs);
+    use_overlap_grid(nodes[p.scan], cs);
   }
-  counters_.scans_beside.fetch_add(moved_scans, std::memory_order_relaxed);
+  counters_.scans_overlapped.fetch_add(moved_scans, std::memory_order_relaxed);
   if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
   if (moved_scans) use_programmatic_edges(g, cs);
   if (log_.debug_enabled()) {
@@ -243,14 +243,14 @@ void GraphInstrumenter::move_scans_beside(CUgraph g, ContextState& cs) {
                            nodes.size(), moved_scans, failed, before.nodes, before.scans, after.nodes, after.scans));
   }
   if (failed)
-    warn_once(log_, warned_beside_, "graph_overlap",
+    warn_once(log_, warned_overlap_, "graph_overlap",
               fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
                           "(slower replays, same findings)",
                           failed));
 }
 
 // Moves the edges of one scan as `p` plans; false when an edge could not be added.
-bool GraphInstrumenter::move_beside(CUgraph g, const overlap::ScanPlan& p, const std::vector<CUgraphNode>& nodes,
+bool GraphInstrumenter::move_to_overlap(CUgraph g, const overlap::ScanPlan& p, const std::vector<CUgraphNode>& nodes,
                                     std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data,
                                     uint32_t& failed) {
   CUgraphNode scan = nodes[p.scan], parent = nodes[p.parent];
@@ -273,25 +273,25 @@ bool GraphInstrumenter::move_beside(CUgraph g, const overlap::ScanPlan& p, const
       if (cuGraphRemoveDependencies(g, &scan, &nodes[c], &d, 1) != CUDA_SUCCESS) ++failed;
     }
   std::lock_guard lock(mu_);
-  beside_.insert(scan);
+  overlapped_.insert(scan);
   return true;
 }
 
-// Off the critical path, a scan takes fewer blocks (beside_policy()).
-void GraphInstrumenter::use_beside_grid(CUgraphNode scan, ContextState& cs) {
+// Off the critical path, a scan takes fewer blocks (overlap_policy()).
+void GraphInstrumenter::use_overlap_grid(CUgraphNode scan, ContextState& cs) {
   CUDA_KERNEL_NODE_PARAMS p{};
   nanscope_scan_task task;
   if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, task)) return;
   ContextState::ScanArgs args;
-  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, task_max_bytes(task), /*beside=*/true);
+  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, task_max_bytes(task), /*overlapped=*/true);
   if (sp.func == p.func && sp.gridDimX != p.gridDimX) cuGraphKernelNodeSetParams(scan, &sp);  // on failure it stays as it was
 }
 
 // A scan beside the critical path was ordered before the later writers of the buffers it read
 // at instantiation. New kernel-node parameters that point it at memory outside those buffers
 // cannot reorder an instantiated graph: say so once (the scan may then see a later kernel's values).
-void GraphInstrumenter::warn_if_beside_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs) {
-  if (!is_beside(scan)) return;
+void GraphInstrumenter::warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs) {
+  if (!is_overlapped(scan)) return;
   CUDA_KERNEL_NODE_PARAMS p{};
   nanscope_scan_task before;
   if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, before)) return;
@@ -300,7 +300,7 @@ void GraphInstrumenter::warn_if_beside_stale(CUgraphNode scan, const nanscope_sc
     bool covered = false;
     for (const overlap::Range& o : old_reads) covered |= r.lo >= o.lo && r.hi <= o.hi;
     if (covered) continue;
-    warn_once(log_, warned_beside_stale_, "graph_overlap_stale",
+    warn_once(log_, warned_overlap_stale_, "graph_overlap_stale",
               "a kernel node of an instantiated graph now writes a buffer its scan node was not ordered for; "
               "that scan runs beside later kernels and may see their values (NANSCOPE_GRAPH_OVERLAP=0 keeps "
               "scans in line)");
@@ -424,11 +424,11 @@ void GraphInstrumenter::merge_members(CUgraph g, ContextState& cs, MergePass& pa
   pass.folded += members.size();
   std::lock_guard lock(mu_);
   scan_nodes_.insert(merged);
-  beside_.insert(merged);
+  overlapped_.insert(merged);
   for (uint32_t l = 0; l < members.size(); ++l) {
     const CUgraphNode member = pass.view.nodes[members[l]];
     scan_nodes_.erase(member);
-    beside_.erase(member);
+    overlapped_.erase(member);
     const auto k = pass.kernel_of.find(member);
     if (k == pass.kernel_of.end()) continue;
     auto sn = scan_after_.find(k->second);
