@@ -151,6 +151,19 @@ NANSCOPE_API nanscope_status_t nanscope_padding_set_global(nanscope_padding_spec
 
 NANSCOPE_API nanscope_status_t nanscope_padding_clear_global(void) { return nanscope_padding_set_global(nullptr); }
 
+NANSCOPE_API nanscope_status_t nanscope_python_line_origin(const char* generated_file, uint32_t generated_line,
+                                                          const char* traceback) {
+  if (!generated_file || !*generated_file)
+    return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_python_line_origin: generated_file is NULL or empty");
+  if (generated_line == 0)
+    return fail(NANSCOPE_ERROR_INVALID_ARGUMENT, "nanscope_python_line_origin: generated_line is 0 (lines count from 1)");
+  nanscope::Engine* e = nanscope::Engine::instance();
+  if (!e) return fail(NANSCOPE_ERROR_NOT_INITIALIZED, "nanscope_python_line_origin: nanscope is not attached to this process");
+  if (std::string why = e->note_generated_line(generated_file, generated_line, traceback); !why.empty())
+    return fail(NANSCOPE_ERROR_UNAVAILABLE, "nanscope_python_line_origin: " + why);
+  return NANSCOPE_SUCCESS;
+}
+
 NANSCOPE_API const char* nanscope_last_error(void) { return t_last_error.c_str(); }
 
 }  // extern "C"

@@ -164,6 +164,15 @@ void Engine::on_context_destroy(CUcontext ctx) {
   dying.reset();
 }
 
+std::string Engine::note_generated_line(std::string_view generated_file, uint32_t generated_line, const char* traceback) {
+  if (!python_.enabled()) return "Python lines are off (NANSCOPE_PYTHON_LINE=0)";
+  if (generated_file.empty() || generated_line == 0) return "generated_file is empty or generated_line is 0";
+  if (!python_.note_generated_line(generated_file, generated_line, traceback))
+    return fmt::format("the map of generated lines is full ({} files, {} lines at most)", GeneratedLines::kMaxFiles,
+                       GeneratedLines::kMaxEntries);
+  return {};
+}
+
 void Engine::flush() {
   {
     ToolScope scope;

@@ -51,6 +51,9 @@ class Engine {
   uint32_t add_watch(WatchSpec spec) { return watches_.add(std::move(spec)); }
   bool remove_watch(uint32_t id) { return watches_.remove(id); }
   void set_global_padding(std::optional<PaddingSpec> spec) { watches_.set_global_padding(std::move(spec)); }
+  // A line of generated Python code and where it came from (PythonFrames::note_generated_line);
+  // why it was not kept, or empty.
+  std::string note_generated_line(std::string_view generated_file, uint32_t generated_line, const char* traceback);
 
   void flush();
   void shutdown();                                          // at exit: held scans, last drain, closing repeats, summary

@@ -55,6 +55,8 @@ constexpr uint64_t kMaxText = 4096;       // characters kept of a file or functi
 constexpr size_t kMaxSites = 1u << 16;    // distinct code objects remembered
 constexpr uint64_t kRing = 1u << 16;      // eager launches remembered
 constexpr size_t kMaxCaptured = 1u << 16;
+// A key whose site is a generated frame of a mapped line: resolve() names the line's origin.
+constexpr uint64_t kMappedKey = uint64_t{1} << 63;
 
 }  // namespace
 
@@ -223,8 +225,19 @@ uint64_t PythonFrames::capture() {
   return rd.failed ? 0 : key;
 }
 
+// The line a frame is at: CPython's own functions, as the layout says.
+int PythonFrames::line_of(Reader& rd, const void* frame, const void* code) const {
+  const Layout& L = *layout_;
+  if (L.line != LineVia::addr2line) return api_->frame_line(frame);
+  // 3.11: the byte offset of the last instruction
+  const char* instr = static_cast<const char*>(rd.ptr(frame, L.frame_instr));
+  const long offset = instr - (static_cast<const char*>(code) + L.code_adaptive);
+  return api_->addr2line(code, offset < 0 ? -1 : static_cast<int>(offset));
+}
+
 // From the innermost frame outwards, the first frame whose code is neither library nor generated
-// code; the innermost generated frame when there is none.
+// code, or a generated line whose origin is mapped; the innermost generated frame when there is
+// none.
 uint64_t PythonFrames::walk(Reader& rd, const void* tstate) {
   uint64_t generated = 0;
   const Layout& L = *layout_;
@@ -239,18 +252,14 @@ uint64_t PythonFrames::walk(Reader& rd, const void* tstate) {
     ++rd.codes;
     const uint32_t site = site_of(rd, code);
     if (!site) return 0;
-    if (sites_[site - 1].skipped || (generated && sites_[site - 1].generated)) continue;
-    int line = 0;
-    if (L.line == LineVia::addr2line) {  // 3.11: the byte offset of the last instruction
-      const char* instr = static_cast<const char*>(rd.ptr(frame, L.frame_instr));
-      const long offset = instr - (static_cast<const char*>(code) + L.code_adaptive);
-      line = api_->addr2line(code, offset < 0 ? -1 : static_cast<int>(offset));
-    } else {
-      line = api_->frame_line(frame);
-    }
+    if (sites_[site - 1].skipped) continue;
+    const int line = line_of(rd, frame, code);
     const uint64_t key = uint64_t{site} << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
     if (!sites_[site - 1].generated) return key;
-    generated = key;  // kept in case no user frame follows
+    // Inductor's output code, with its map: the model's line is known from here.
+    if (line > 0 && generated_lines_.files() && generated_lines_.maps(sites_[site - 1].file, static_cast<uint32_t>(line)))
+      return kMappedKey | key;
+    if (!generated) generated = key;  // kept in case no user frame follows
   }
   return generated;
 }
@@ -282,11 +291,20 @@ uint32_t PythonFrames::site_of(Reader& rd, const void* code) {
 }
 
 std::optional<PythonLine> PythonFrames::resolve(uint64_t key) const {
-  const auto site = static_cast<uint32_t>(key >> 32);
+  const auto site = static_cast<uint32_t>((key & ~kMappedKey) >> 32);
   std::lock_guard lock(mu_);
   if (site == 0 || site > sites_.size()) return std::nullopt;
   const Site& s = sites_[site - 1];
+  if (key & kMappedKey)
+    if (auto origin = generated_lines_.find(s.file, static_cast<uint32_t>(key))) return origin;
   return PythonLine{s.file, static_cast<uint32_t>(key), s.function};
+}
+
+bool PythonFrames::note_generated_line(std::string_view generated_file, uint32_t generated_line, const char* traceback) {
+  std::optional<PythonLine> origin;
+  if (traceback && *traceback) origin = innermost_user_frame(traceback);
+  std::lock_guard lock(mu_);
+  return generated_lines_.add(generated_file, generated_line, std::move(origin));
 }
 
 void PythonFrames::remember(uint64_t launch_id, uint64_t key, bool captured) {

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "generated_lines.hpp"
 #include "python_line.hpp"
 
 namespace nanscope {
@@ -47,10 +48,17 @@ class PythonFrames {
   void remember(uint64_t launch_id, uint64_t key, bool captured);
   uint64_t recall(uint64_t launch_id) const;
 
+  // Lines of generated code that came from the user's frames (src/generated_lines.hpp): a
+  // launch from a mapped line is named at the frame the traceback's innermost user frame names.
+  // `traceback` null or empty: the lines from `generated_line` on came from no user frame.
+  // False when the map is full or the arguments are empty.
+  bool note_generated_line(std::string_view generated_file, uint32_t generated_line, const char* traceback);
+
   // Why there is no Python line when the process runs Python (one line, for the warning); empty
   // while it works or when the process has no Python.
   std::string problem() const;
   bool gave_up() const { return state_.load(std::memory_order_acquire) == State::off; }
+  bool enabled() const { return enabled_; }
 
   // What the line cost: walks taken and their total wall time (the summary's python_line_*).
   struct Cost {
@@ -68,6 +76,7 @@ class PythonFrames {
   bool ready();
   uint64_t walk(Reader& rd, const void* tstate);  // under mu_
   uint32_t site_of(Reader& rd, const void* code);  // under mu_; 0 when none
+  int line_of(Reader& rd, const void* frame, const void* code) const;
   void give_up(std::string why);
 
   const bool enabled_;
@@ -93,6 +102,7 @@ class PythonFrames {
   };
   std::vector<Site> sites_;  // site - 1
   std::string problem_;
+  GeneratedLines generated_lines_;
 
   struct Slot {
     std::atomic<uint64_t> launch{0}, key{0};

@@ -252,7 +252,10 @@ std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 Json python_json(const std::optional<PythonLine>& line) {
   if (!line) return nullptr;
-  return Json{{key::file, line->file}, {key::line, line->line}, {key::function, line->function}};
+  Json j{{key::file, line->file}, {key::line, line->line}, {key::function, line->function}};
+  if (!line->generated_file.empty())
+    j[schema::python_key::generated] = Json{{key::file, line->generated_file}, {key::line, line->generated_line}};
+  return j;
 }
 
 std::string short_name(const std::string& kernel) {

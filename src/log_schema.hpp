@@ -170,6 +170,7 @@ namespace python_key {  // nonfinite.python, candidates[i].python: where the ker
 inline constexpr char file[] = "file";
 inline constexpr char line[] = "line";
 inline constexpr char function[] = "function";
+inline constexpr char generated[] = "generated";  // {file, line} of generated code, when file:line was mapped from it
 }  // namespace python_key
 namespace origins_key {  // summary.origins
 inline constexpr char roots[] = "roots";
@@ -394,7 +395,8 @@ inline constexpr std::string_view kCandidateKeys[] = {key::kernel, key::launch_i
 inline constexpr std::string_view kCollectiveKeys[] = {
     collective_key::op,     collective_key::comm,  collective_key::seq,        collective_key::rank,
     collective_key::nranks, collective_key::peers, collective_key::send_state, collective_key::role};
-inline constexpr std::string_view kPythonKeys[] = {python_key::file, python_key::line, python_key::function};
+inline constexpr std::string_view kPythonKeys[] = {python_key::file, python_key::line, python_key::function,
+                                                   python_key::generated};
 inline constexpr std::string_view kFirstLeakKeys[] = {root_key::event, key::kernel,      key::launch_id,
                                                       key::buffer,     key::rows_before, key::rows_after};
 

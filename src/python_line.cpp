@@ -77,6 +77,47 @@ bool skipped_frame(std::string_view file) {
   return false;
 }
 
+namespace {
+
+// One `File "<file>", line <n>, in <function>` header line (leading blanks allowed), or
+// nullopt. The file is everything between the first `File "` and the last `", line ` of the line.
+std::optional<PythonLine> frame_header(std::string_view text) {
+  const size_t start = text.find_first_not_of(" \t");
+  if (start == std::string_view::npos || !text.substr(start).starts_with("File \"")) return std::nullopt;
+  text.remove_prefix(start + 6);
+  const size_t quote = text.rfind("\", line ");
+  if (quote == std::string_view::npos || quote == 0) return std::nullopt;
+  PythonLine frame;
+  frame.file = std::string(text.substr(0, quote));
+  std::string_view rest = text.substr(quote + 8);
+  uint64_t line = 0;
+  size_t digits = 0;
+  for (; digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9' && digits < 10; ++digits)
+    line = line * 10 + static_cast<uint64_t>(rest[digits] - '0');
+  if (digits == 0 || line == 0 || line > UINT32_MAX) return std::nullopt;
+  rest.remove_prefix(digits);
+  if (!rest.starts_with(", in ")) return std::nullopt;
+  frame.line = static_cast<uint32_t>(line);
+  frame.function = std::string(rest.substr(5));
+  return frame;
+}
+
+}  // namespace
+
+std::optional<PythonLine> innermost_user_frame(std::string_view traceback) {
+  std::optional<PythonLine> innermost;
+  while (!traceback.empty()) {
+    const size_t end = traceback.find('\n');
+    std::string_view line = traceback.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (auto frame = frame_header(line); frame && !skipped_frame(frame->file) && !generated_frame(frame->file))
+      innermost = std::move(frame);
+    if (end == std::string_view::npos) break;
+    traceback.remove_prefix(end + 1);
+  }
+  return innermost;
+}
+
 bool append_utf8(const void* data, uint64_t length, uint32_t kind, std::string& out) {
   if (kind != 1 && kind != 2 && kind != 4) return false;
   std::string text;

@@ -4,6 +4,7 @@
 // characters, so CPU tests reach them.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,10 @@ struct PythonLine {
   std::string file;
   uint32_t line = 0;
   std::string function;  // the qualified name (Class.method) where Python has one
+  // Set when `file:line` was found through a map of generated code (src/generated_lines.hpp):
+  // the generated frame the launch really came from, e.g. Inductor's output code.
+  std::string generated_file;
+  uint32_t generated_line = 0;
 };
 
 // Whether a frame whose code comes from `file` is library plumbing, not where the user's program
@@ -28,6 +33,12 @@ bool skipped_frame(std::string_view file);
 // model's own function), and falls back to the innermost one only when no user frame is left
 // (`python -c` code is "<string>" too).
 bool generated_frame(std::string_view file);
+
+// The innermost frame of a Python traceback's text that is neither library nor generated code,
+// or nullopt. The text is the standard one, outermost frame first: `File "<file>", line <n>, in
+// <function>` then the source line, per frame (traceback.format_stack, and the stack_trace FX
+// keeps for each node Dynamo traced). Only the file, the line and the function are read.
+std::optional<PythonLine> innermost_user_frame(std::string_view traceback);
 
 // Appends the UTF-8 text of `length` characters stored `kind` bytes each (1: Latin-1, 2: UCS-2,
 // 4: UCS-4, as CPython's compact strings keep them). False, with `out` unchanged, on a kind

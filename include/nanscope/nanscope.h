@@ -141,6 +141,18 @@ NANSCOPE_API nanscope_status_t nanscope_unwatch(nanscope_watch_t watch);
 NANSCOPE_API nanscope_status_t nanscope_padding_set_global(nanscope_padding_spec_t spec);
 NANSCOPE_API nanscope_status_t nanscope_padding_clear_global(void);
 
+/* ---- Generated Python code ------------------------------------------------------------
+ * A code generator's map from its generated lines to the user's source (torch.compile:
+ * Inductor's output code and the stack trace of the FX node each line was emitted for; the
+ * Python helper sends them, docs/python.md). Lines of `generated_file` from `generated_line` up to
+ * the next line given are named at the innermost frame of `traceback` outside libraries and
+ * generated code: the standard traceback text, outermost frame first (`File "f", line n, in fn`
+ * lines, as traceback.format_stack writes them). NULL or "": those lines come from no user frame.
+ * A launch whose Python frame is such a line is then logged at that frame, the generated line
+ * beside it. Copied; bounded (UNAVAILABLE when full). Does not initialise nanscope. */
+NANSCOPE_API nanscope_status_t nanscope_python_line_origin(const char* generated_file, uint32_t generated_line,
+                                                          const char* traceback);
+
 /* The message of the last failed call on this thread (names the offending field). */
 NANSCOPE_API const char* nanscope_last_error(void);
 

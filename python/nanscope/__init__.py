@@ -27,7 +27,7 @@ import operator
 import os
 import threading
 
-from nanscope import _versions
+from nanscope import _inductor_lines, _versions
 
 __all__ = [
     "__version__",
@@ -639,3 +639,10 @@ def padding(seq_lens=None, num_real=None, mask=None, rows=None, pad_value=0):
         p.active = True
         _padding_stack.append(p)
     return p
+
+
+# torch.compile: the model's line for kernels launched from Inductor's output code.
+try:
+    _inductor_lines.install()
+except Exception as _e:  # importing nanscope never fails for it
+    _inductor_lines.warn_once(f"torch.compile lines: {type(_e).__name__}: {_e}")

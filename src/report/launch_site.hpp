@@ -14,6 +14,8 @@ namespace nanscope::report {
 struct PythonSite {
   std::string file, function;
   std::int64_t line = 0;
+  std::string generated_file;  // the generated code file:line was mapped from (torch.compile)
+  std::int64_t generated_line = 0;
 };
 struct CandidateRef {
   std::string kernel, stream;

@@ -1042,9 +1042,16 @@ def said(events, limit=8):
     return "\n  " + "\n  ".join(rows)
 
 
-def run_app(name, args, label):
+# What the wheel's `nanscope --` puts first on PYTHONPATH (python/nanscope/_launcher.py): its
+# sitecustomize loads the Python helper, whose torch.compile hook maps Inductor's output code to
+# the model's lines.
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python", "nanscope", "_bootstrap")
+
+
+def run_app(name, args, label, python_helper=False):
     """Runs apps/NAME.py plainly (with its reference pass), then under CUDA_INJECTION64_PATH with
-    --no-reference (when the app has one) so the log holds only the measured pass. Fails unless
+    --no-reference (when the app has one) so the log holds only the measured pass; with
+    `python_helper`, as the wheel's launcher runs it (the bootstrap on PYTHONPATH). Fails unless
     the two outputs are bit-identical. Returns (plain truth line, nanscope events)."""
     script = os.path.join(APPS, name + ".py")
     plain = run([sys.executable, script, *args], check=False)
@@ -1061,6 +1068,8 @@ def run_app(name, args, label):
     cmd = [sys.executable, script, *args, *no_ref]
     env = dict(os.environ, CUDA_INJECTION64_PATH=LIB, NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"),
                NANSCOPE_CONSOLE="0")
+    if python_helper:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP, env.get("PYTHONPATH")) if p)
     scoped = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = scoped.communicate(timeout=240)
     if scoped.returncode != 0:
@@ -1171,7 +1180,7 @@ def test_hf_compile():
     require_torch("transformers")
     for mode in ("compile", "compile-ro"):
         label = f"hf_llama_padding {mode}"
-        want, events = run_app("hf_llama_padding", [mode], label)
+        want, events = run_app("hf_llama_padding", [mode], label, python_helper=True)
         first_op = llama_first_op(want, label)
         norm_out = want["truth"]["outputs"]["model.layers.0.input_layernorm"]
         allowed = {(want["rmsnorm"]["rsqrt_numel"], json.dumps(first_op["counts"], sort_keys=True)),
@@ -1182,10 +1191,45 @@ def test_hf_compile():
             fail(f"{label}: first finding over {actual}, want the rsqrt result or the norm output: "
                  f"{sorted(allowed)}\nnanscope said:{said(events)}")
         expect_finding(first, INDUCTOR_RSQRT, first["buffer"]["elements"], first["counts"], label, events)
-        clean, events = run_app("hf_llama_padding", [mode, "--clean"], label + " --clean")
+        print(f"{label}: python line {expect_compiled_line(first, 'modeling_llama.py', RMSNORM_LINE, label, events)}; "
+              f"{python_line_cost(events)}")
+        clean, events = run_app("hf_llama_padding", [mode, "--clean"], label + " --clean", python_helper=True)
         expect_first_op(events, clean["truth"]["first_op"], label + " --clean")
     print("ok: compiled (default and reduce-overhead): the fused rsqrt kernel named first, introduced, over "
-          "an exact tensor; clean twins give no finding; outputs bit-identical")
+          "an exact tensor, at the RMSNorm's own line in modeling_llama.py (Inductor's output-code line beside it); "
+          "clean twins give no finding; outputs bit-identical")
+
+
+# The lines of LlamaRMSNorm.forward that Inductor may name for the fused norm kernel (the fused
+# nodes' last origin): the variance, the rsqrt, the weight's product.
+RMSNORM_LINE = re.compile(r"variance|rsqrt|self\.weight")
+
+
+def python_line_cost(events):
+    """The Python line's host cost from the summary: walks and their mean time."""
+    summary = [e for e in events if e["event"] == "summary"]
+    n = summary[0].get("python_line_captures", 0) if summary else 0
+    ns = summary[0].get("python_line_ns", 0) if summary else 0
+    return f"python line: {n} walks, {ns / max(n, 1) / 1000:.1f} us each"
+
+
+def expect_compiled_line(finding, file_name, source_re, label, events):
+    """Under torch.compile with the Python helper: the finding's `python` is the model's line in
+    `file_name` whose source matches `source_re`, with `generated` naming Inductor's output code."""
+    py = finding.get("python")
+    gen = (py or {}).get("generated") if isinstance(py, dict) else None
+    if not isinstance(py, dict) or os.path.basename(py.get("file", "")) != file_name or not isinstance(gen, dict) \
+            or "torchinductor_" not in gen.get("file", "") or not isinstance(gen.get("line"), int):
+        fail(f"{label}: the first finding's python line should be in {file_name}, mapped from Inductor's output code: "
+             f"{py}\nnanscope said:{said(events)}")
+    try:
+        with open(py["file"]) as f:
+            source = f.read().splitlines()[py["line"] - 1]
+    except (OSError, IndexError) as e:
+        fail(f"{label}: cannot read the python line {py}: {e}")
+    if not source_re.search(source):
+        fail(f"{label}: the python line {py} is not the model's op ({source_re.pattern}): {source!r}")
+    return f"{file_name}:{py['line']} ({source.strip()[:60]}), compiled into {os.path.basename(gen['file'])}:{gen['line']}"
 
 
 # Where c_fc's GEMM is launched from in Python (issue 17, item 4): transformers' Conv1D.forward
@@ -1218,7 +1262,7 @@ def test_hf_gpt2_overflow():
     require_torch("transformers")
     for mode in ("eager", "graph", "compile"):
         label = f"hf_gpt2_overflow {mode}"
-        want, events = run_app("hf_gpt2_overflow", [mode], label)
+        want, events = run_app("hf_gpt2_overflow", [mode], label, python_helper=mode == "compile")
         t = want["truth"]
         gemm, bounds = t["gemm"], want["gemm_inf_bounds"]
         within = lambda c: c["nan"] == 0 and all(lo <= c[k] <= hi for k, (lo, hi) in bounds.items())
@@ -1237,12 +1281,15 @@ def test_hf_gpt2_overflow():
             expect_finding(first, GEMM_KERNELS, gemm["numel"], gemm["counts"], label, events)
         if mode == "graph":
             expect_in_graph(events, GEMM_KERNELS, gemm["numel"], gemm["counts"], label)
-        if mode != "compile":  # compiled: Inductor's generated module is the innermost frame
+        if mode == "compile":  # Inductor's output code, mapped to Conv1D.forward's addmm line
+            print(f"{label}: python line {expect_compiled_line(first, 'pytorch_utils.py', re.compile('addmm'), label, events)}")
+        else:
             print(f"{label}: python line {expect_python_line(first, GPT2_GEMM_LINES, label, events)}")
-        _, events = run_app("hf_gpt2_overflow", [mode, "--clean"], label + " --clean")
+        _, events = run_app("hf_gpt2_overflow", [mode, "--clean"], label + " --clean", python_helper=mode == "compile")
         expect_clean(events, label + " --clean")
     print("ok: GPT-2 c_fc GEMM named first, introduced, over its output with its exact Inf counts, eager, "
-          "graph and compiled, with the Python line of the c_fc call (eager, graph); clean runs give no finding; "
+          "graph and compiled, with the Python line of the c_fc call (compiled: mapped from Inductor's output code); "
+          "clean runs give no finding; "
           "outputs bit-identical")
 
 

@@ -17,12 +17,20 @@ nanscope::PythonFrames& frames() {
 
 extern "C" {
 
-// "file\nline\nfunction" of the caller's Python line into `out`; 1 when there is one.
+// "file\nline\nfunction\ngenerated file\ngenerated line" of the caller's Python line into
+// `out`; 1 when there is one.
 __attribute__((visibility("default"))) int nanscope_probe_line(char* out, int size) {
   const auto line = frames().resolve(frames().capture());
   if (!line || size <= 0) return 0;
-  std::snprintf(out, static_cast<size_t>(size), "%s\n%u\n%s", line->file.c_str(), line->line, line->function.c_str());
+  std::snprintf(out, static_cast<size_t>(size), "%s\n%u\n%s\n%s\n%u", line->file.c_str(), line->line,
+                line->function.c_str(), line->generated_file.c_str(), line->generated_line);
   return 1;
+}
+
+// nanscope_python_line_origin's work (PythonFrames::note_generated_line); 1 when it was kept.
+__attribute__((visibility("default"))) int nanscope_probe_generated_line(const char* file, unsigned line,
+                                                                       const char* traceback) {
+  return frames().note_generated_line(file ? file : "", line, traceback) ? 1 : 0;
 }
 
 // Why there is no line ("" while it works).

@@ -42,10 +42,19 @@ def where(lib):
         problem = ctypes.create_string_buffer(1024)
         lib.nanscope_probe_problem(problem, len(problem))
         return None, problem.value.decode()
-    file, line, function = buf.value.decode().split("\\n")
+    file, line, function, generated_file, generated_line = buf.value.decode().split("\\n")
     return (file, int(line), function), ""
+
+def where_compiled(lib):
+    buf = ctypes.create_string_buffer(8192)
+    if not lib.nanscope_probe_line(buf, len(buf)):
+        return None
+    file, line, function, generated_file, generated_line = buf.value.decode().split("\\n")
+    return file, int(line), function, generated_file, int(generated_line)
 """)
 where = PROBE_CALL["where"]  # (file, line, function) of its caller, or (None, why)
+# (file, line, function, generated file, generated line), or None
+where_compiled = PROBE_CALL["where_compiled"]
 
 
 def norm(got):
@@ -136,6 +145,35 @@ class PythonLine(unittest.TestCase):
         self.assertEqual(problem, "")
         self.assertTrue(got[0].endswith("threading.py"), got)
         self.assertEqual(got[2], "Thread.run")
+
+    def test_compiled_code_is_named_at_the_models_line(self):
+        # torch.compile: Triton's launcher (exec'd from a string) inside Inductor's output code,
+        # whose map (PyCodeCache.linemaps, handed over by nanscope/_inductor_lines.py) says which
+        # model line each generated line came from.
+        lib = load(ctypes.CDLL)
+        lib.nanscope_probe_generated_line.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p]
+        output_code = os.path.join(tempfile.gettempdir(), "torchinductor_nanscope", "ab", "cab123.py")
+        launcher, module = {}, {}
+        exec(compile("def launch(where, lib):\n    return where(lib)\n", "<string>", "exec"), launcher)
+        exec(compile("def call(launch, where, lib):\n"
+                     "    x = 1\n"
+                     "    return launch(where, lib)\n"
+                     "def call_late(launch, where, lib):\n"
+                     "    return launch(where, lib)\n", output_code, "exec"), module)
+        unmapped = module["call"](launcher["launch"], where_compiled, lib)  # no map yet: this frame
+        self.assertEqual(norm(unmapped[:3]), (HERE, line_of("unmapped = module", "test_compiled_code_is_named_at_the_models_line"),
+                                              "PythonLine.test_compiled_code_is_named_at_the_models_line"))
+        self.assertEqual(unmapped[3:], ("", 0))
+        trace = ('  File "/home/u/model.py", line 12, in forward\n    y = self.norm(x)\n'
+                 '  File "/opt/venv/lib/python3.12/site-packages/torch/nn/modules/normalization.py", line 200, '
+                 'in forward\n    return F.rms_norm(x)\n')
+        self.assertEqual(lib.nanscope_probe_generated_line(output_code.encode(), 2, trace.encode()), 1)
+        self.assertEqual(lib.nanscope_probe_generated_line(output_code.encode(), 4, None), 1)  # Inductor's own lines
+        got = module["call"](launcher["launch"], where_compiled, lib)
+        self.assertEqual(got, ("/home/u/model.py", 12, "forward", output_code, 3))
+        late = module["call_late"](launcher["launch"], where_compiled, lib)
+        self.assertEqual(late[0], HERE)
+        self.assertEqual(late[3:], ("", 0))
 
     def test_capture_cost(self):
         lib = load(ctypes.CDLL)

@@ -199,6 +199,20 @@ TEST(Schema, CandidatesAndThePythonLineAreReadBack) {
   EXPECT_NE(j.out.find("\"function\": \"main\""), std::string::npos) << j.out;
 }
 
+// torch.compile: the model's line, mapped from Inductor's output code, with the generated line.
+TEST(Schema, AMappedPythonLineShowsWhereItWasCompiledInto) {
+  const auto py = python_site(R"({"file":"/m/modeling_llama.py","line":64,"function":"forward",)"
+                              R"("generated":{"file":"/tmp/torchinductor_u/ab/cab.py","line":112}})");
+  ASSERT_TRUE(py.has_value());
+  EXPECT_EQ(py->generated_line, 112);
+  EXPECT_EQ(python_site_text(*py), "/m/modeling_llama.py:64 in forward (compiled into /tmp/torchinductor_u/ab/cab.py:112)");
+  EXPECT_EQ(python_site_short(*py), "modeling_llama.py:64");
+  // An odd `generated` is ignored.
+  const auto odd = python_site(R"({"file":"/m/a.py","line":3,"function":"f","generated":[1]})");
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(python_site_text(*odd), "/m/a.py:3 in f");
+}
+
 // Hostile or older values give nothing (or the entries that make sense), never an error.
 TEST(Schema, OddCandidatesAndPythonValuesAreHarmless) {
   EXPECT_FALSE(python_site("null").has_value());

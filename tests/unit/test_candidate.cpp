@@ -207,6 +207,14 @@ TEST(CandidateOrigin, TheEventListsTheCandidatesWithTheirPythonLines) {
   EXPECT_EQ(c[schema::key::python][schema::python_key::line], 12);
   EXPECT_EQ(j[schema::key::python][schema::python_key::file], "/app/run.py");
   EXPECT_EQ(j[schema::key::python][schema::python_key::function], "main");
+  EXPECT_FALSE(j[schema::key::python].contains(schema::python_key::generated));
+
+  // torch.compile: the model's line mapped from Inductor's output code keeps the generated line.
+  facts.python->generated_file = "/tmp/torchinductor_u/ab/cab.py";
+  facts.python->generated_line = 112;
+  const Json g = finding_event(facts, v)[schema::key::python][schema::python_key::generated];
+  EXPECT_EQ(g[schema::python_key::file], "/tmp/torchinductor_u/ab/cab.py");
+  EXPECT_EQ(g[schema::python_key::line], 112);
 
   v.origin = Origin::introduced;  // candidates only with the candidate origin
   facts.python.reset();

@@ -7,8 +7,10 @@ At start-up of every Python program it launches (and their Python children) it:
   3. finds the nvidia-cuda-cupti wheel over this Python's sys.path, as torch finds its CUDA
      libraries, and tells the injected library (NANSCOPE_CUPTI_PYTHON) unless NANSCOPE_CUPTI
      names one;
-  4. runs the sitecustomize that would have run without nanscope, if any (as ddtrace-run does).
-Failures in 1-3 print one line and change nothing else; the program always runs.
+  4. installs the torch.compile hook (nanscope/_inductor_lines.py): when Inductor is imported, the
+     map from its generated lines to the model's lines goes to the injected library;
+  5. runs the sitecustomize that would have run without nanscope, if any (as ddtrace-run does).
+Failures in 1-4 print one line and change nothing else; the program always runs.
 """
 import os
 import sys
@@ -75,7 +77,7 @@ def install(meta_path=None, path=None, environ=None):
 
 
 def chain():
-    """Step 4: the next sitecustomize on sys.path runs as `sitecustomize`; its errors are its own
+    """Step 5: the next sitecustomize on sys.path runs as `sitecustomize`; its errors are its own
     and reach site.py as they would have without nanscope."""
     import importlib.machinery
     import importlib.util
@@ -93,4 +95,11 @@ if __name__ == "sitecustomize":  # imported by site.py at start-up; tests load i
         install()
     except Exception as e:  # never stop the program for nanscope's sake
         sys.stderr.write(f"nanscope: sitecustomize: {type(e).__name__}: {e}; `import nanscope` may need PYTHONPATH\n")
+    try:
+        from nanscope import _inductor_lines
+
+        _inductor_lines.install()
+    except Exception as e:
+        sys.stderr.write(f"nanscope: sitecustomize: {type(e).__name__}: {e}; torch.compile findings name the "
+                         "model's calling frame\n")
     chain()
