@@ -67,6 +67,10 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   ContextState* cs = contexts_.get(cb.context);
   if (!cs) return;
   nanscope_scan_task task{};
+  // Before the build: the slots its outputs claim are judged by this launch (BufferSlots'
+  // judged_by), which a later opaque reader's finding is propagated through.
+  task.launch_id = launch_id;
+  task.correlation_id = cb.correlationId;
   uint64_t max_bytes = 0;
   LaunchPlan plan;
   const uint64_t t0 = profile_.on ? steady_now_ns() : 0;
@@ -82,8 +86,6 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
     note_opaque(k, a, launch_id, cb.context);
   for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
   if (!scan) return;
-  task.launch_id = launch_id;
-  task.correlation_id = cb.correlationId;
 
   const uint64_t t1 = profile_.on ? steady_now_ns() : 0;
   submit_scan(*cs, task, a.stream, max_bytes);
