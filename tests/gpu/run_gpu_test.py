@@ -1050,38 +1050,59 @@ BOOTSTRAP = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python", "nans
 
 def run_app(name, args, label, python_helper=False):
     """Runs apps/NAME.py plainly (with its reference pass), then under CUDA_INJECTION64_PATH with
-    --no-reference (when the app has one) so the log holds only the measured pass; with
-    `python_helper`, as the wheel's launcher runs it (the bootstrap on PYTHONPATH). Fails unless
-    the two outputs are bit-identical. Returns (plain truth line, nanscope events)."""
+    --no-reference (when the app has one) so the log holds only the measured pass. Fails unless
+    the two outputs are bit-identical. Returns (plain truth line, nanscope events).
+
+    With `python_helper` (torch.compile apps, which all have a reference pass): as the wheel's
+    launcher runs it (the bootstrap on PYTHONPATH), under nanscope first, in an Inductor cache of
+    its own, then plainly with that cache. A graph Inductor takes from its cache keeps the line map
+    it was saved with, and the plain run must run the same compiled kernels to be bit-identical."""
     script = os.path.join(APPS, name + ".py")
-    plain = run([sys.executable, script, *args], check=False)
+    if not python_helper:
+        want = run_plain(script, args, label)
+        got, events = run_scoped([sys.executable, script, *args, *(["--no-reference"] if "truth" in want else [])],
+                                 {}, label)
+    else:
+        cache = {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="nanscope_inductor_")}
+        got, events = run_scoped([sys.executable, script, *args, "--no-reference"],
+                                 dict(cache, PYTHONPATH=os.pathsep.join(p for p in (BOOTSTRAP, os.environ.get("PYTHONPATH"))
+                                                                         if p)), label)
+        want = run_plain(script, args, label, cache)
+    if want.get("checksum") != got.get("checksum"):
+        fail(f"{label}: outputs differ under nanscope: {want.get('checksum')} vs {got.get('checksum')}")
+    return want, events
+
+
+def run_plain(script, args, label, env=None):
+    """The app without nanscope: its truth line (skips the test when the app skips)."""
+    plain = run([sys.executable, script, *args], env=env, check=False)
     if plain.returncode == SKIP:
         print(f"skip {label}: {plain.stdout.strip()} {plain.stderr.strip()[-2000:]}")
         sys.exit(SKIP)
     if plain.returncode != 0:
         fail(f"{label}: the plain run exited {plain.returncode}\n{plain.stdout[-3000:]}\n{plain.stderr[-3000:]}")
-    want = truth_line(plain.stdout, label)
-    no_ref = ["--no-reference"] if "truth" in want else []
+    return truth_line(plain.stdout, label)
+
+
+def run_scoped(cmd, extra_env, label):
+    """`cmd` under CUDA_INJECTION64_PATH: its truth line and its log's events."""
     # One log per process: torch.compile's worker processes inherit the injection too, and must
     # not write into the app's log.
     logs = tempfile.mkdtemp(prefix="nanscope_logs_")
-    cmd = [sys.executable, script, *args, *no_ref]
     env = dict(os.environ, CUDA_INJECTION64_PATH=LIB, NANSCOPE_LOG=os.path.join(logs, "%p.jsonl"),
-               NANSCOPE_CONSOLE="0")
-    if python_helper:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP, env.get("PYTHONPATH")) if p)
+               NANSCOPE_CONSOLE="0", **extra_env)
     scoped = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = scoped.communicate(timeout=240)
+    if scoped.returncode == SKIP:
+        print(f"skip {label}: {stdout.strip()[-2000:]} {stderr.strip()[-2000:]}")
+        sys.exit(SKIP)
     if scoped.returncode != 0:
         fail(f"{label}: {' '.join(cmd)} exited {scoped.returncode} under nanscope\nstdout:\n{stdout[-3000:]}"
              f"\nstderr:\n{stderr[-3000:]}")
-    got = truth_line(stdout, label)
-    if want.get("checksum") != got.get("checksum"):
-        fail(f"{label}: outputs differ under nanscope: {want.get('checksum')} vs {got.get('checksum')}")
     log = os.path.join(logs, f"{scoped.pid}.jsonl")
     if not os.path.exists(log):
         fail(f"{label}: no log {log} from the app (logs: {os.listdir(logs)})\nstderr:\n{stderr[-3000:]}")
-    return want, read_log(log)
+    return truth_line(stdout, label), read_log(log)
 
 
 def expect_clean(events, label):

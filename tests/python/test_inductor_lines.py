@@ -2,6 +2,7 @@
 (PyCodeCache.linemaps, as torch 2.x keeps them: lines and stack traces unzipped) go to the
 library once per output-code module, through a wrapped load_by_key_path; a fake torch package in
 a temporary folder checks the post-import hook in a fresh interpreter. No torch, no GPU."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -106,6 +107,23 @@ class Hook(unittest.TestCase):
         self.assertEqual(len(lines._warned), 1)
         self.assertIn("the map of generated lines is full", lines._warned[0])
 
+    def test_a_cached_module_without_its_partitions_lines_is_said_once(self):
+        codecache, lib = fake_codecache(), FakeLib()
+        lines.patch(codecache, library=lambda: lib)
+        with tempfile.TemporaryDirectory() as root:
+            plain, parted = os.path.join(root, "c1.py"), os.path.join(root, "c2.py")
+            with open(plain, "w") as f:
+                f.write("def call(args):\n    pass\n")
+            with open(parted, "w") as f:
+                f.write("def partition_0(args):\n    pass\n\ndef call(args):\n    pass\n")
+            codecache.PyCodeCache.load_by_key_path("k1", plain, [])
+            self.assertEqual(lines._warned, [])
+            codecache.PyCodeCache.load_by_key_path("k2", parted, [])
+            codecache.PyCodeCache.load_by_key_path("k3", parted, [])
+        self.assertEqual(len(lines._warned), 1)
+        self.assertIn("without its partitions' line map", lines._warned[0])
+        self.assertEqual(lib.calls, [])
+
     def test_an_unknown_codecache_is_left_alone(self):
         module = type(sys)("torch._inductor.codecache")
 
@@ -125,6 +143,104 @@ class Hook(unittest.TestCase):
         self.assertTrue(lines.install(meta_path=meta_path, modules={}, environ={}))
         self.assertTrue(lines.install(meta_path=meta_path, modules={}, environ={"NANSCOPE_PYTHON_LINE": "1"}))
         self.assertEqual(len(meta_path), 1)
+
+
+class Recorder:
+    """The part of Inductor's IndentedBuffer a splice uses: what was written, in order."""
+
+    def __init__(self):
+        self.lines = []
+
+    def writeline(self, line):
+        self.lines.append(line)
+
+
+class Code:
+    def __init__(self, value, line_map):
+        self.value, self.line_map = value, line_map
+
+
+# A partition function as Inductor generates it (indented, trailing blank line), with the line
+# map getvaluewithlinemap gives: contexts before lines 3 and 5.
+PARTITION = Code("\n    def partition_0(args):\n        buf0 = empty()\n        kernel_0.run(buf0)\n"
+                 "        kernel_1.run(buf0)\n        return (buf0, )\n\n", [(5, "node_b"), (3, "node_a"), (40, "past")])
+
+
+class Partitions(unittest.TestCase):
+    def test_the_partitions_contexts_stay_before_their_lines(self):
+        out = Recorder()
+        lines.splice_keeping_lines(out, PARTITION, lambda ctx: ("ctx", ctx))
+        self.assertEqual(out.lines, ["", "def partition_0(args):", ("ctx", "node_a"), "    buf0 = empty()",
+                                     "    kernel_0.run(buf0)", ("ctx", "node_b"), "    kernel_1.run(buf0)",
+                                     "    return (buf0, )"])
+        empty = Recorder()
+        lines.splice_keeping_lines(empty, Code("", [(1, "x")]), tuple)
+        self.assertEqual(empty.lines, [])
+
+    def test_only_the_known_one_line_splice_is_replaced(self):
+        module = type(sys)("torch._inductor.codegen.wrapper")
+        # inspect reads the source from the file: a torch 2.11 body, and a newer one.
+        with tempfile.TemporaryDirectory() as root:
+            path = os.path.join(root, "wrapper.py")
+            with open(path, "w") as f:
+                f.write("class PythonWrapperCodegen:\n"
+                        "    def define_subgraph_launcher_fn(self, name: str, subgraph_code):\n"
+                        "        self.subgraph_definitions.splice(subgraph_code.value)\n\n\n"
+                        "class Newer:\n"
+                        "    def define_subgraph_launcher_fn(self, name: str, subgraph_code):\n"
+                        "        self.subgraph_definitions.splice(subgraph_code)\n")
+            namespace = {}
+            exec(compile(open(path).read(), path, "exec"), namespace)
+            module.PythonWrapperCodegen = namespace["PythonWrapperCodegen"]
+            self.assertTrue(lines.patch_wrapper(module, line_context=lambda c: ("ctx", c), indented_buffer=Recorder))
+            self.assertTrue(lines.patch_wrapper(module, line_context=lambda c: ("ctx", c), indented_buffer=Recorder))
+            wrapper = type("Wrapper", (), {})()
+            wrapper.subgraph_definitions = Recorder()
+            module.PythonWrapperCodegen.define_subgraph_launcher_fn(wrapper, "partition_0", PARTITION)
+            self.assertIn(("ctx", "node_a"), wrapper.subgraph_definitions.lines)
+            newer = type(sys)("newer")
+            newer.PythonWrapperCodegen = namespace["Newer"]
+            self.assertFalse(lines.patch_wrapper(newer, line_context=tuple, indented_buffer=Recorder))
+            self.assertFalse(getattr(namespace["Newer"].define_subgraph_launcher_fn, "_nanscope_wrapped", False))
+
+
+@unittest.skipUnless(importlib.util.find_spec("torch") is not None, "no torch in this Python")
+class PartitionsInInductor(unittest.TestCase):
+    """Against Inductor's own IndentedBuffer: the module's text is the same with the patch, and
+    its line map names the partition's lines."""
+
+    def test_same_text_and_the_partitions_lines_in_the_map(self):
+        from torch._inductor.codegen import wrapper
+        from torch._inductor.utils import IndentedBuffer, LineContext
+
+        original = vars(wrapper.PythonWrapperCodegen)["define_subgraph_launcher_fn"]
+        original = getattr(original, "__wrapped__", original)
+        part = IndentedBuffer()
+        part.writeline("def partition_0(args):")
+        with part.indent():
+            part.writeline("buf0 = empty()")
+            part.writeline(LineContext("node_a"))
+            part.writeline("kernel_0.run(buf0)")
+            part.writeline(LineContext("node_b"))
+            part.writeline("kernel_1.run(buf0)")
+            part.writeline("return (buf0, )")
+        code = part.getvaluewithlinemap()
+        plain, kept = type("W", (), {})(), type("W", (), {})()
+        plain.subgraph_definitions, kept.subgraph_definitions = IndentedBuffer(), IndentedBuffer()
+        original(plain, "partition_0", code)
+        self.assertTrue(lines.patch_wrapper(wrapper))
+        wrapper.PythonWrapperCodegen.define_subgraph_launcher_fn(kept, "partition_0", code)
+        module = IndentedBuffer()
+        module.writeline("import torch")
+        module.splice(kept.subgraph_definitions)
+        got = module.getvaluewithlinemap()
+        reference = IndentedBuffer()
+        reference.writeline("import torch")
+        reference.splice(plain.subgraph_definitions)
+        self.assertEqual(got.value, reference.getvalue())
+        text = got.value.split("\n")
+        self.assertEqual([(text[n - 1].strip(), ctx) for n, ctx in got.line_map],
+                         [("kernel_0.run(buf0)", "node_a"), ("kernel_1.run(buf0)", "node_b")])
 
 
 class PostImport(unittest.TestCase):
