@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "got_library.hpp"
+
 // cuDNN's headers, where the toolkit has them, only to check the prototypes and the enum values
 // src/cudnn_graph.hpp spells out: nothing here links against cuDNN.
 #if __has_include(<cudnn_graph.h>)
@@ -20,12 +22,8 @@ namespace {
   X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute)   \
   X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) X(cudnnBackendExecute)
 
-#define NS_ID_(name) k_##name,
-enum Id : int { NS_CUDNN_HOOKS(NS_ID_) kHookCount };
-#undef NS_ID_
-#define NS_NAME_(name) #name,
-constexpr const char* kNames[] = {NS_CUDNN_HOOKS(NS_NAME_)};
-#undef NS_NAME_
+enum Id : int { NS_CUDNN_HOOKS(NS_GOT_ID) kHookCount };
+constexpr const char* kNames[] = {NS_CUDNN_HOOKS(NS_GOT_NAME)};
 
 // The ABI the wrappers use: cudnnStatus_t and the enums are ints, handles and descriptors
 // pointers (checked against the headers below).
@@ -33,7 +31,6 @@ using Status = int;
 using Descriptor = void*;
 constexpr Status kSuccess = 0;
 
-std::atomic<void*> g_original[kHookCount];
 using GetStreamFn = Status (*)(void* handle, void** stream);
 std::atomic<GetStreamFn> g_get_stream{nullptr};
 
@@ -41,12 +38,17 @@ struct Sink {
   CudnnSink fn;
   void* ctx;
 };
-std::atomic<const Sink*> g_sink{nullptr};
 
-template <class Fn>
-Fn original(Id id) {
-  return reinterpret_cast<Fn>(g_original[id].load(std::memory_order_relaxed));
-}
+struct Traits {
+  static constexpr std::size_t kCount = kHookCount;
+  using Sink = cudnn::Sink;
+  static const got::Hook* table();
+  // cuDNN's own libraries reach each other through pointers, not these imports: the shim
+  // libcudnn.so.9 forwards to libcudnn_graph.so.9. Skipping them keeps one call one report.
+  static got::Options options(bool force) { return got::options_skipping(force, {"libcudnn", "libnanscope"}); }
+  static void after_walk();
+};
+using Lib = got::Library<Traits>;
 
 uint64_t key(const void* descriptor) { return reinterpret_cast<uint64_t>(descriptor); }
 
@@ -61,7 +63,7 @@ void record(Status status, Record&& r) {
 }
 
 Status w_cudnnBackendCreateDescriptor(int type, Descriptor* out) {
-  const Status s = original<decltype(&w_cudnnBackendCreateDescriptor)>(k_cudnnBackendCreateDescriptor)(type, out);
+  const Status s = Lib::original<decltype(&w_cudnnBackendCreateDescriptor)>(k_cudnnBackendCreateDescriptor)(type, out);
   record(s, [&] {
     if (out) graphs().on_create(key(*out), type);
   });
@@ -72,19 +74,19 @@ Status w_cudnnBackendCreateDescriptor(int type, Descriptor* out) {
 // whatever the status: a stale handle is never mapped.
 Status w_cudnnBackendDestroyDescriptor(Descriptor d) {
   record(kSuccess, [&] { graphs().on_destroy(key(d)); });
-  return original<decltype(&w_cudnnBackendDestroyDescriptor)>(k_cudnnBackendDestroyDescriptor)(d);
+  return Lib::original<decltype(&w_cudnnBackendDestroyDescriptor)>(k_cudnnBackendDestroyDescriptor)(d);
 }
 
 Status w_cudnnBackendSetAttribute(Descriptor d, int name, int type, int64_t count, const void* elements) {
   const Status s =
-      original<decltype(&w_cudnnBackendSetAttribute)>(k_cudnnBackendSetAttribute)(d, name, type, count, elements);
+      Lib::original<decltype(&w_cudnnBackendSetAttribute)>(k_cudnnBackendSetAttribute)(d, name, type, count, elements);
   record(s, [&] { graphs().on_set(key(d), name, type, count, elements); });
   return s;
 }
 
 Status w_cudnnBackendGetAttribute(Descriptor const d, int name, int type, int64_t requested, int64_t* count,
                                   void* elements) {
-  const Status s = original<decltype(&w_cudnnBackendGetAttribute)>(k_cudnnBackendGetAttribute)(
+  const Status s = Lib::original<decltype(&w_cudnnBackendGetAttribute)>(k_cudnnBackendGetAttribute)(
       d, name, type, requested, count, elements);
   record(s, [&] {
     const int64_t got = count ? std::min(*count, requested) : requested;
@@ -94,7 +96,7 @@ Status w_cudnnBackendGetAttribute(Descriptor const d, int name, int type, int64_
 }
 
 Status w_cudnnBackendFinalize(Descriptor d) {
-  const Status s = original<decltype(&w_cudnnBackendFinalize)>(k_cudnnBackendFinalize)(d);
+  const Status s = Lib::original<decltype(&w_cudnnBackendFinalize)>(k_cudnnBackendFinalize)(d);
   record(s, [&] { graphs().on_finalize(key(d)); });
   return s;
 }
@@ -111,9 +113,9 @@ uint64_t stream_of(void* handle) {
 // candidates. Calls through, and reports on success.
 Status w_cudnnBackendExecute(void* handle, Descriptor plan, Descriptor variant_pack) {
   auto call = [&] {
-    return original<decltype(&w_cudnnBackendExecute)>(k_cudnnBackendExecute)(handle, plan, variant_pack);
+    return Lib::original<decltype(&w_cudnnBackendExecute)>(k_cudnnBackendExecute)(handle, plan, variant_pack);
   };
-  const Sink* sink = g_sink.load(std::memory_order_acquire);
+  const Sink* sink = Lib::observer();
   if (!sink || libcall::current()) return call();  // no observer, or nested: the outer call owns it
   CudnnCall c;
   bool mapped = false;
@@ -185,14 +187,13 @@ NS_SAME(CUDNN_DATA_FP8_E5M2, data::kFp8E5m2)
 #undef NS_SAME
 #endif
 
-#define NS_HOOK_(name) {#name, reinterpret_cast<void*>(&w_##name), &g_original[k_##name]},
-const got::Hook kHooks[] = {NS_CUDNN_HOOKS(NS_HOOK_)};
-#undef NS_HOOK_
+const got::Hook kHooks[] = {NS_CUDNN_HOOKS(NS_GOT_HOOK)};
+const got::Hook* Traits::table() { return kHooks; }
 
 // cudnnGetStream from the library cudnnBackendExecute's original lives in (never loading one).
-void resolve_get_stream() {
+void Traits::after_walk() {
   if (g_get_stream.load()) return;
-  if (void* fn = got::sibling_symbol(g_original[k_cudnnBackendExecute].load(), "cudnnGetStream"))
+  if (void* fn = got::sibling_symbol(Lib::originals[k_cudnnBackendExecute].load(), "cudnnGetStream"))
     g_get_stream.store(reinterpret_cast<GetStreamFn>(fn));
 }
 
@@ -203,31 +204,16 @@ CudnnGraphs& graphs() {
   return *store;
 }
 
-void set_cudnn_sink(CudnnSink fn, void* ctx) {
-  // Never freed: a wrapper on another thread may still hold the previous one.
-  g_sink.store(fn ? new Sink{fn, ctx} : nullptr, std::memory_order_release);
-}
+void set_cudnn_sink(CudnnSink fn, void* ctx) { Lib::observe(fn ? new Sink{fn, ctx} : nullptr); }
 
-const got::Hook* hooks(std::size_t* count) {
-  if (count) *count = kHookCount;
-  return kHooks;
-}
+const got::Hook* hooks(std::size_t* count) { return Lib::hooks(count); }
 
-got::Report patch_all(bool force) {
-  got::Options options;
-  options.force = force;
-  // cuDNN's own libraries reach each other through pointers, not these imports: the shim
-  // libcudnn.so.9 forwards to libcudnn_graph.so.9. Skipping them keeps one call one report.
-  options.skip_names = {"libcudnn", "libnanscope"};
-  const got::Report report = got::patch_all(kHooks, kHookCount, options);
-  if (report.walked) resolve_get_stream();
-  return report;
-}
+got::Report patch_all(bool force) { return Lib::patch_all(force); }
 
-bool set_original(const char* name, void* fn) { return got::set_original(kHooks, kHookCount, name, fn); }
+bool set_original(const char* name, void* fn) { return Lib::set_original(name, fn); }
 
 void set_get_stream(void* fn) { g_get_stream.store(reinterpret_cast<GetStreamFn>(fn)); }
 
-void* wrapper(const char* name) { return got::wrapper_of(kHooks, kHookCount, name); }
+void* wrapper(const char* name) { return Lib::wrapper(name); }
 
 }  // namespace nanscope::cudnn

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <type_traits>
 
+#include "got_library.hpp"
+
 // Headers only, for the exact prototypes: nothing here links against cuBLAS.
 #include <cublasLt.h>
 #include <cublas_api.h>
@@ -30,14 +32,8 @@ namespace {
   X(cublasCgemmBatched) X(cublasCgemmBatched_64) X(cublasZgemmBatched) X(cublasZgemmBatched_64)  \
   X(cublasHgemmBatched) X(cublasHgemmBatched_64)
 
-#define NS_ID_(name) k_##name,
-enum Id : int { NS_GEMM_HOOKS(NS_ID_) kHookCount };
-#undef NS_ID_
-#define NS_NAME_(name) #name,
-constexpr const char* kNames[] = {NS_GEMM_HOOKS(NS_NAME_)};
-#undef NS_NAME_
-
-std::atomic<void*> g_original[kHookCount];
+enum Id : int { NS_GEMM_HOOKS(NS_GOT_ID) kHookCount };
+constexpr const char* kNames[] = {NS_GEMM_HOOKS(NS_GOT_NAME)};
 
 using GetStreamFn = cublasStatus_t (*)(cublasHandle_t, cudaStream_t*);
 using LayoutGetFn = cublasStatus_t (*)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void*, size_t,
@@ -49,12 +45,17 @@ struct Sink {
   GemmSink fn;
   void* ctx;
 };
-std::atomic<const Sink*> g_sink{nullptr};
 
-template <class Fn>
-Fn original(Id id) {
-  return reinterpret_cast<Fn>(g_original[id].load(std::memory_order_relaxed));
-}
+struct Traits {
+  static constexpr std::size_t kCount = kHookCount;
+  using Sink = gemm::Sink;
+  static const got::Hook* table();
+  // The providers calling each other (libcublas calls cublasLtMatmul) are never patched.
+  static got::Options options(bool force) { return got::options_skipping(force, {"libcublas.so", "libcublasLt.so", "libnanscope"}); }
+  static void after_walk();
+};
+using Lib = got::Library<Traits>;
+
 
 uint64_t stream_of(cublasHandle_t handle) {
   cudaStream_t stream = nullptr;
@@ -68,7 +69,7 @@ uint64_t stream_of(cublasHandle_t handle) {
 // `stream` is a callable too: cublasGetStream_v2 is only asked when someone observes.
 template <class Stream, class Call, class Describe>
 cublasStatus_t intercept(Id id, Stream&& stream_of_call, Call&& call, Describe&& describe) {
-  const Sink* sink = g_sink.load(std::memory_order_acquire);
+  const Sink* sink = Lib::observer();
   if (!sink || libcall::current()) return call();  // no observer, or nested: the outer call owns it
   const uint64_t stream = stream_of_call();
   libcall::enter(kNames[id], stream);
@@ -182,7 +183,7 @@ cublasStatus_t w_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, con
   return intercept(
       k_cublasLtMatmul, [&] { return reinterpret_cast<uint64_t>(stream); },
       [&] {
-        return original<decltype(&w_cublasLtMatmul)>(k_cublasLtMatmul)(h, op, alpha, A, Adesc, B, Bdesc, beta, C,
+        return Lib::original<decltype(&w_cublasLtMatmul)>(k_cublasLtMatmul)(h, op, alpha, A, Adesc, B, Bdesc, beta, C,
                                                                       Cdesc, D, Ddesc, algo, ws, ws_size, stream);
       },
       [&] { return lt_call(A, Adesc, B, Bdesc, C, D, Ddesc); });
@@ -197,7 +198,7 @@ cublasStatus_t w_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, con
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc, ct, algo);                          \
         },                                                                                                     \
         [&] { return NS_COLUMN_CALL(At, Bt, Ct, 1, 0, 0, 0); });                                               \
@@ -214,7 +215,7 @@ NS_GEMM_EX(cublasGemmEx_64, int64_t)
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, sa, B, Bt,    \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, sa, B, Bt,    \
                                                          ldb, sb, beta, C, Ct, ldc, sc, batch, ct, algo);     \
         },                                                                                                     \
         [&] { return NS_COLUMN_CALL(At, Bt, Ct, batch, sa, sb, sc); });                                        \
@@ -230,7 +231,7 @@ NS_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc, batch, ct, algo);                   \
         },                                                                                                     \
         [&] { return legacy_call(C, Ct, m, n, ldc, batch, 0, true); });                                        \
@@ -245,7 +246,7 @@ NS_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, At, lda, B, Bt, ldb,   \
                                                          beta, C, Ct, ldc);                                    \
         },                                                                                                     \
         [&] { return NS_COLUMN_CALL(At, Bt, Ct, 1, 0, 0, 0); });                                               \
@@ -261,7 +262,7 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C,  \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C,  \
                                                          ldc);                                                 \
         },                                                                                                     \
         [&] { return NS_COLUMN_CALL(CT, CT, CT, 1, 0, 0, 0); });                                               \
@@ -273,7 +274,7 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb,   \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb,   \
                                                          beta, C, ldc, sc, batch);                             \
         },                                                                                                     \
         [&] { return NS_COLUMN_CALL(CT, CT, CT, batch, sa, sb, sc); });                                        \
@@ -285,7 +286,7 @@ NS_SGEMM_EX(cublasSgemmEx_64, int64_t)
     return intercept(                                                                                          \
         k_##NAME, [&] { return stream_of(h); },                                                                                \
         [&] {                                                                                                  \
-          return original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C,  \
+          return Lib::original<decltype(&w_##NAME)>(k_##NAME)(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C,  \
                                                          ldc, batch);                                          \
         },                                                                                                     \
         [&] { return legacy_call(C, CT, m, n, ldc, batch, 0, true); });                                        \
@@ -317,48 +318,35 @@ NS_TYPED_BATCHED(cublasHgemmBatched_64, __half, int64_t, CUDA_R_16F)
 NS_GEMM_HOOKS(NS_SAME_TYPE_)
 #undef NS_SAME_TYPE_
 
-#define NS_HOOK_(name) {#name, reinterpret_cast<void*>(&w_##name), &g_original[k_##name]},
-const got::Hook kHooks[] = {NS_GEMM_HOOKS(NS_HOOK_)};
-#undef NS_HOOK_
+const got::Hook kHooks[] = {NS_GEMM_HOOKS(NS_GOT_HOOK)};
+const got::Hook* Traits::table() { return kHooks; }
 
 // The helpers come from the libraries the originals live in, once those are known.
-void resolve_helpers() {
+void Traits::after_walk() {
   if (!g_get_stream.load())
     for (int i = k_cublasGemmEx; i < kHookCount && !g_get_stream.load(); ++i)
-      if (void* fn = got::sibling_symbol(g_original[i].load(), "cublasGetStream_v2"))
+      if (void* fn = got::sibling_symbol(Lib::originals[i].load(), "cublasGetStream_v2"))
         g_get_stream.store(reinterpret_cast<GetStreamFn>(fn));
   if (!g_layout_get.load())
-    if (void* fn = got::sibling_symbol(g_original[k_cublasLtMatmul].load(), "cublasLtMatrixLayoutGetAttribute"))
+    if (void* fn = got::sibling_symbol(Lib::originals[k_cublasLtMatmul].load(), "cublasLtMatrixLayoutGetAttribute"))
       g_layout_get.store(reinterpret_cast<LayoutGetFn>(fn));
 }
 
 }  // namespace
 
-void set_gemm_sink(GemmSink fn, void* ctx) {
-  // Never freed: a wrapper on another thread may still hold the previous one.
-  g_sink.store(fn ? new Sink{fn, ctx} : nullptr, std::memory_order_release);
-}
+void set_gemm_sink(GemmSink fn, void* ctx) { Lib::observe(fn ? new Sink{fn, ctx} : nullptr); }
 
-const got::Hook* hooks(std::size_t* count) {
-  if (count) *count = kHookCount;
-  return kHooks;
-}
+const got::Hook* hooks(std::size_t* count) { return Lib::hooks(count); }
 
-got::Report patch_all(bool force) {
-  got::Options options;
-  options.force = force;
-  const got::Report report = got::patch_all(kHooks, kHookCount, options);
-  if (report.walked) resolve_helpers();
-  return report;
-}
+got::Report patch_all(bool force) { return Lib::patch_all(force); }
 
-bool set_original(const char* name, void* fn) { return got::set_original(kHooks, kHookCount, name, fn); }
+bool set_original(const char* name, void* fn) { return Lib::set_original(name, fn); }
 
 void set_helpers(void* cublas_get_stream, void* lt_layout_get_attribute) {
   g_get_stream.store(reinterpret_cast<GetStreamFn>(cublas_get_stream));
   g_layout_get.store(reinterpret_cast<LayoutGetFn>(lt_layout_get_attribute));
 }
 
-void* wrapper(const char* name) { return got::wrapper_of(kHooks, kHookCount, name); }
+void* wrapper(const char* name) { return Lib::wrapper(name); }
 
 }  // namespace nanscope::gemm

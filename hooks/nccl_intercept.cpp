@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "got_library.hpp"
+
 namespace nanscope::nccl {
 namespace {
 
@@ -22,17 +24,21 @@ struct UniqueId {
   X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd) X(ncclCommInitRank)                        \
   X(ncclCommInitRankConfig) X(ncclCommInitRankScalable) X(ncclCommInitAll) X(ncclCommSplit)
 
-#define NS_ID_(name) k_##name,
-enum Id : int { NS_NCCL_HOOKS(NS_ID_) kHookCount };
-#undef NS_ID_
-#define NS_NAME_(name) #name,
-constexpr const char* kNames[] = {NS_NCCL_HOOKS(NS_NAME_)};
-#undef NS_NAME_
+enum Id : int { NS_NCCL_HOOKS(NS_GOT_ID) kHookCount };
+constexpr const char* kNames[] = {NS_NCCL_HOOKS(NS_GOT_NAME)};
 
-std::atomic<void*> g_original[kHookCount];
 using QueryFn = Result (*)(Comm, int*);
 std::atomic<QueryFn> g_user_rank{nullptr}, g_count{nullptr};
-std::atomic<const CollectiveSink*> g_sink{nullptr};
+
+struct Traits {
+  static constexpr std::size_t kCount = kHookCount;
+  using Sink = CollectiveSink;
+  static const got::Hook* table();
+  // libnccl's own calls between its entry points are not the application's collectives.
+  static got::Options options(bool force) { return got::options_skipping(force, {"libnccl.so", "libnanscope"}); }
+  static void after_walk();
+};
+using Lib = got::Library<Traits>;
 
 // Plain zero-initialised thread-local: no TLS constructor. Allocated on the thread's first
 // group and kept for the thread's life (a few bytes; NCCL groups are per thread).
@@ -42,10 +48,6 @@ CollectiveGroup<CollectiveCall>& group() {
   return *t_group;
 }
 
-template <class Fn>
-Fn original(Id id) {
-  return reinterpret_cast<Fn>(g_original[id].load(std::memory_order_relaxed));
-}
 
 CommTable& table() {
   static CommTable* t = new CommTable;  // never destroyed: wrappers may run during exit
@@ -76,7 +78,7 @@ Result intercept(Id id, CollectiveCall c, Call&& call) {
     if (auto pos = table().next(c.comm, c.op, c.root_or_peer, query_comm)) c.where = *pos, c.positioned = true;
   } catch (...) {
   }
-  const CollectiveSink* sink = g_sink.load(std::memory_order_acquire);
+  const CollectiveSink* sink = Lib::observer();
   if (!sink || libcall::current()) return call();  // no observer, or nested in another library's call
   try {
     if (sink->before) sink->before(sink->ctx, c);
@@ -111,46 +113,46 @@ CollectiveCall make(CollectiveOp op, const void* send, const void* recv, size_t 
 
 Result w_ncclAllReduce(const void* send, void* recv, size_t count, int datatype, int op, Comm comm, Stream stream) {
   return intercept(k_ncclAllReduce, make(CollectiveOp::all_reduce, send, recv, count, datatype, op, 0, comm, stream),
-                   [&] { return original<decltype(&w_ncclAllReduce)>(k_ncclAllReduce)(send, recv, count, datatype, op, comm, stream); });
+                   [&] { return Lib::original<decltype(&w_ncclAllReduce)>(k_ncclAllReduce)(send, recv, count, datatype, op, comm, stream); });
 }
 Result w_ncclReduceScatter(const void* send, void* recv, size_t recvcount, int datatype, int op, Comm comm,
                            Stream stream) {
   return intercept(k_ncclReduceScatter,
                    make(CollectiveOp::reduce_scatter, send, recv, recvcount, datatype, op, 0, comm, stream), [&] {
-                     return original<decltype(&w_ncclReduceScatter)>(k_ncclReduceScatter)(send, recv, recvcount,
+                     return Lib::original<decltype(&w_ncclReduceScatter)>(k_ncclReduceScatter)(send, recv, recvcount,
                                                                                           datatype, op, comm, stream);
                    });
 }
 Result w_ncclAllGather(const void* send, void* recv, size_t sendcount, int datatype, Comm comm, Stream stream) {
   return intercept(k_ncclAllGather, make(CollectiveOp::all_gather, send, recv, sendcount, datatype, -1, 0, comm, stream),
-                   [&] { return original<decltype(&w_ncclAllGather)>(k_ncclAllGather)(send, recv, sendcount, datatype, comm, stream); });
+                   [&] { return Lib::original<decltype(&w_ncclAllGather)>(k_ncclAllGather)(send, recv, sendcount, datatype, comm, stream); });
 }
 Result w_ncclBroadcast(const void* send, void* recv, size_t count, int datatype, int root, Comm comm, Stream stream) {
   return intercept(k_ncclBroadcast, make(CollectiveOp::broadcast, send, recv, count, datatype, -1, root, comm, stream),
-                   [&] { return original<decltype(&w_ncclBroadcast)>(k_ncclBroadcast)(send, recv, count, datatype, root, comm, stream); });
+                   [&] { return Lib::original<decltype(&w_ncclBroadcast)>(k_ncclBroadcast)(send, recv, count, datatype, root, comm, stream); });
 }
 // The in-place broadcast: buff is both.
 Result w_ncclBcast(void* buff, size_t count, int datatype, int root, Comm comm, Stream stream) {
   return intercept(k_ncclBcast, make(CollectiveOp::broadcast, buff, buff, count, datatype, -1, root, comm, stream),
-                   [&] { return original<decltype(&w_ncclBcast)>(k_ncclBcast)(buff, count, datatype, root, comm, stream); });
+                   [&] { return Lib::original<decltype(&w_ncclBcast)>(k_ncclBcast)(buff, count, datatype, root, comm, stream); });
 }
 Result w_ncclReduce(const void* send, void* recv, size_t count, int datatype, int op, int root, Comm comm,
                     Stream stream) {
   return intercept(k_ncclReduce, make(CollectiveOp::reduce, send, recv, count, datatype, op, root, comm, stream), [&] {
-    return original<decltype(&w_ncclReduce)>(k_ncclReduce)(send, recv, count, datatype, op, root, comm, stream);
+    return Lib::original<decltype(&w_ncclReduce)>(k_ncclReduce)(send, recv, count, datatype, op, root, comm, stream);
   });
 }
 Result w_ncclSend(const void* send, size_t count, int datatype, int peer, Comm comm, Stream stream) {
   return intercept(k_ncclSend, make(CollectiveOp::send, send, nullptr, count, datatype, -1, peer, comm, stream),
-                   [&] { return original<decltype(&w_ncclSend)>(k_ncclSend)(send, count, datatype, peer, comm, stream); });
+                   [&] { return Lib::original<decltype(&w_ncclSend)>(k_ncclSend)(send, count, datatype, peer, comm, stream); });
 }
 Result w_ncclRecv(void* recv, size_t count, int datatype, int peer, Comm comm, Stream stream) {
   return intercept(k_ncclRecv, make(CollectiveOp::recv, nullptr, recv, count, datatype, -1, peer, comm, stream),
-                   [&] { return original<decltype(&w_ncclRecv)>(k_ncclRecv)(recv, count, datatype, peer, comm, stream); });
+                   [&] { return Lib::original<decltype(&w_ncclRecv)>(k_ncclRecv)(recv, count, datatype, peer, comm, stream); });
 }
 
 Result w_ncclGroupStart() {
-  const Result r = original<decltype(&w_ncclGroupStart)>(k_ncclGroupStart)();
+  const Result r = Lib::original<decltype(&w_ncclGroupStart)>(k_ncclGroupStart)();
   if (r == kSuccess) try {
       group().start();
     } catch (...) {
@@ -162,9 +164,9 @@ Result w_ncclGroupStart() {
 // group are told to the sink once it returned, each named after this call's kernels.
 Result w_ncclGroupEnd() {
   const bool open = t_group && t_group->open();
-  const CollectiveSink* sink = g_sink.load(std::memory_order_acquire);
+  const CollectiveSink* sink = Lib::observer();
   const bool mark = open && sink && !libcall::current() && libcall::enter(kNames[k_ncclGroupEnd], 0);
-  const Result r = original<decltype(&w_ncclGroupEnd)>(k_ncclGroupEnd)();
+  const Result r = Lib::original<decltype(&w_ncclGroupEnd)>(k_ncclGroupEnd)();
   const libcall::LibraryCall done = mark ? libcall::leave() : libcall::LibraryCall{};
   if (!open) return r;
   try {
@@ -190,32 +192,32 @@ void note_init(Result r, Comm* comm, uint64_t hash, int rank, int nranks) {
 }
 
 Result w_ncclCommInitRank(Comm* comm, int nranks, UniqueId id, int rank) {
-  const Result r = original<decltype(&w_ncclCommInitRank)>(k_ncclCommInitRank)(comm, nranks, id, rank);
+  const Result r = Lib::original<decltype(&w_ncclCommInitRank)>(k_ncclCommInitRank)(comm, nranks, id, rank);
   note_init(r, comm, id_hash(id), rank, nranks);
   return r;
 }
 Result w_ncclCommInitRankConfig(Comm* comm, int nranks, UniqueId id, int rank, Config config) {
-  const Result r = original<decltype(&w_ncclCommInitRankConfig)>(k_ncclCommInitRankConfig)(comm, nranks, id, rank, config);
+  const Result r = Lib::original<decltype(&w_ncclCommInitRankConfig)>(k_ncclCommInitRankConfig)(comm, nranks, id, rank, config);
   note_init(r, comm, id_hash(id), rank, nranks);
   return r;
 }
 Result w_ncclCommInitRankScalable(Comm* comm, int nranks, int rank, int n_ids, UniqueId* ids, Config config) {
   const Result r =
-      original<decltype(&w_ncclCommInitRankScalable)>(k_ncclCommInitRankScalable)(comm, nranks, rank, n_ids, ids, config);
+      Lib::original<decltype(&w_ncclCommInitRankScalable)>(k_ncclCommInitRankScalable)(comm, nranks, rank, n_ids, ids, config);
   if (ids && n_ids > 0) note_init(r, comm, hash_bytes(ids, sizeof(UniqueId) * static_cast<size_t>(n_ids)), rank, nranks);
   return r;
 }
 // One process, every rank: the communicators of one call share a hash no other process has.
 Result w_ncclCommInitAll(Comm* comms, int ndev, const int* devlist) {
   static std::atomic<uint64_t> calls{0};
-  const Result r = original<decltype(&w_ncclCommInitAll)>(k_ncclCommInitAll)(comms, ndev, devlist);
+  const Result r = Lib::original<decltype(&w_ncclCommInitAll)>(k_ncclCommInitAll)(comms, ndev, devlist);
   if (r != kSuccess || !comms) return r;
   const uint64_t words[2] = {0x696e6974616c6cull /* "initall" */, calls.fetch_add(1)};
   for (int i = 0; i < ndev; ++i) note_init(r, &comms[i], hash_bytes(words, sizeof(words)), i, ndev);
   return r;
 }
 Result w_ncclCommSplit(Comm comm, int color, int key, Comm* newcomm, Config config) {
-  const Result r = original<decltype(&w_ncclCommSplit)>(k_ncclCommSplit)(comm, color, key, newcomm, config);
+  const Result r = Lib::original<decltype(&w_ncclCommSplit)>(k_ncclCommSplit)(comm, color, key, newcomm, config);
   if (r != kSuccess && r != kInProgress) return r;
   try {
     int rank = -1, nranks = 0;
@@ -227,13 +229,13 @@ Result w_ncclCommSplit(Comm comm, int color, int key, Comm* newcomm, Config conf
   return r;
 }
 
-#define NS_HOOK_(name) {#name, reinterpret_cast<void*>(&w_##name), &g_original[k_##name]},
-const got::Hook kHooks[] = {NS_NCCL_HOOKS(NS_HOOK_)};
-#undef NS_HOOK_
+const got::Hook kHooks[] = {NS_NCCL_HOOKS(NS_GOT_HOOK)};
+const got::Hook* Traits::table() { return kHooks; }
 
-void resolve_helpers() {
+// ncclCommUserRank and ncclCommCount beside any original (never loading a library).
+void Traits::after_walk() {
   for (int i = 0; i < kHookCount && !(g_user_rank.load() && g_count.load()); ++i) {
-    void* known = g_original[i].load();
+    void* known = Lib::originals[i].load();
     if (!g_user_rank.load())
       if (void* fn = got::sibling_symbol(known, "ncclCommUserRank")) g_user_rank.store(reinterpret_cast<QueryFn>(fn));
     if (!g_count.load())
@@ -243,32 +245,21 @@ void resolve_helpers() {
 
 }  // namespace
 
-void set_collective_sink(const CollectiveSink* sink) { g_sink.store(sink, std::memory_order_release); }
+void set_collective_sink(const CollectiveSink* sink) { Lib::observe(sink); }
 
-const got::Hook* hooks(std::size_t* count) {
-  if (count) *count = kHookCount;
-  return kHooks;
-}
+const got::Hook* hooks(std::size_t* count) { return Lib::hooks(count); }
 
-got::Report patch_all(bool force) {
-  got::Options options;
-  options.force = force;
-  // libnccl's own calls between its entry points are not the application's collectives.
-  options.skip_names = {"libnccl.so", "libnanscope"};
-  const got::Report report = got::patch_all(kHooks, kHookCount, options);
-  if (report.walked) resolve_helpers();
-  return report;
-}
+got::Report patch_all(bool force) { return Lib::patch_all(force); }
 
 CommTable& comms() { return table(); }
 
-bool set_original(const char* name, void* fn) { return got::set_original(kHooks, kHookCount, name, fn); }
+bool set_original(const char* name, void* fn) { return Lib::set_original(name, fn); }
 
 void set_helpers(void* comm_user_rank, void* comm_count) {
   g_user_rank.store(reinterpret_cast<QueryFn>(comm_user_rank));
   g_count.store(reinterpret_cast<QueryFn>(comm_count));
 }
 
-void* wrapper(const char* name) { return got::wrapper_of(kHooks, kHookCount, name); }
+void* wrapper(const char* name) { return Lib::wrapper(name); }
 
 }  // namespace nanscope::nccl
