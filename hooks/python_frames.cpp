@@ -283,7 +283,7 @@ uint32_t PythonFrames::site_of(Reader& rd, const void* code) {
   if (!read_text(rd, L, api_->unicode_type, name, site.function)) site.function = "?";
   if (rd.failed) return 0;
   site.skipped = skipped_frame(site.file);
-  site.generated = generated_frame(site.file);
+  site.generated = generated_frame(site.file) || generated_lines_.has_file(site.file);
   sites_.push_back(std::move(site));
   const auto id = static_cast<uint32_t>(sites_.size());
   code_sites_[code] = {filename, name, id};
@@ -304,7 +304,12 @@ bool PythonFrames::note_generated_line(std::string_view generated_file, uint32_t
   std::optional<PythonLine> origin;
   if (traceback && *traceback) origin = innermost_user_frame(traceback);
   std::lock_guard lock(mu_);
-  return generated_lines_.add(generated_file, generated_line, std::move(origin));
+  const bool new_file = !generated_lines_.has_file(generated_file);
+  if (!generated_lines_.add(generated_file, generated_line, std::move(origin))) return false;
+  if (new_file)  // a site seen before its map (bounded: once per file) is generated code too
+    for (Site& site : sites_)
+      if (site.file == generated_file) site.generated = true;
+  return true;
 }
 
 void PythonFrames::remember(uint64_t launch_id, uint64_t key, bool captured) {

@@ -34,6 +34,9 @@ class GeneratedLines {
   // them; nullopt when the file has no map or the line no origin (the covering entry's is null).
   std::optional<PythonLine> find(std::string_view generated_file, uint32_t line) const;
   bool maps(std::string_view generated_file, uint32_t line) const;
+  // Whether `file` has a map: it is generated code wherever it lives (TORCHINDUCTOR_CACHE_DIR
+  // moves Inductor's output code out of any torchinductor_ directory).
+  bool has_file(std::string_view file) const { return files_.find(file) != files_.end(); }
 
   size_t files() const { return files_.size(); }
   size_t entries() const { return entries_; }

@@ -152,7 +152,8 @@ class PythonLine(unittest.TestCase):
         # model line each generated line came from.
         lib = load(ctypes.CDLL)
         lib.nanscope_probe_generated_line.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p]
-        output_code = os.path.join(tempfile.gettempdir(), "torchinductor_nanscope", "ab", "cab123.py")
+        # TORCHINDUCTOR_CACHE_DIR may put the output code anywhere: its map makes it generated.
+        output_code = os.path.join(tempfile.gettempdir(), "my_inductor_cache", "ab", "cab123.py")
         launcher, module = {}, {}
         exec(compile("def launch(where, lib):\n    return where(lib)\n", "<string>", "exec"), launcher)
         exec(compile("def call(launch, where, lib):\n"
@@ -160,10 +161,9 @@ class PythonLine(unittest.TestCase):
                      "    return launch(where, lib)\n"
                      "def call_late(launch, where, lib):\n"
                      "    return launch(where, lib)\n", output_code, "exec"), module)
-        unmapped = module["call"](launcher["launch"], where_compiled, lib)  # no map yet: this frame
-        self.assertEqual(norm(unmapped[:3]), (HERE, line_of("unmapped = module", "test_compiled_code_is_named_at_the_models_line"),
-                                              "PythonLine.test_compiled_code_is_named_at_the_models_line"))
-        self.assertEqual(unmapped[3:], ("", 0))
+        # No map yet, and not under a torchinductor_ directory: the module reads as the user's.
+        unmapped = module["call"](launcher["launch"], where_compiled, lib)
+        self.assertEqual(unmapped, (output_code, 3, "call", "", 0))
         trace = ('  File "/home/u/model.py", line 12, in forward\n    y = self.norm(x)\n'
                  '  File "/opt/venv/lib/python3.12/site-packages/torch/nn/modules/normalization.py", line 200, '
                  'in forward\n    return F.rms_norm(x)\n')

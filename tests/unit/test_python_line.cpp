@@ -140,6 +140,8 @@ TEST(GeneratedLines, ALineIsCoveredByTheLastEntryAtOrBeforeIt) {
   EXPECT_TRUE(map.maps(kOutputCode, 50));
   EXPECT_FALSE(map.find("/tmp/torchinductor_root/cd/cother.py", 50));
   EXPECT_EQ(map.entries(), 3u);
+  EXPECT_TRUE(map.has_file(kOutputCode));
+  EXPECT_FALSE(map.has_file("/tmp/torchinductor_root/cd/cother.py"));
 }
 
 TEST(GeneratedLines, AnEntryForAKnownLineReplacesIt) {
