@@ -1,0 +1,135 @@
+#include "sentinel.hpp"
+
+#include <algorithm>
+#include <deque>
+
+namespace nanscope::sentinel {
+
+using overlap::Edge;
+using overlap::Node;
+using overlap::NodeKind;
+using overlap::Range;
+
+namespace {
+
+bool is_scan(NodeKind k) { return k == NodeKind::scan || k == NodeKind::pinned_scan; }
+
+// The writes of `n` that surely happen: a decoder's exact ones (the first exact_writes), a memset
+// or memcpy node's destination. Pointer words may not be written through.
+std::vector<Range> exact_writes(const Node& n) {
+  if (n.kind != NodeKind::app) return {};
+  if (n.model == overlap::WriteModel::node_params) return n.writes;
+  if (n.model == overlap::WriteModel::decoded)
+    return {n.writes.begin(), n.writes.begin() + std::min<size_t>(n.exact_writes, n.writes.size())};
+  return {};
+}
+
+struct Adjacency {
+  std::vector<std::vector<uint32_t>> children, parents;
+};
+
+Adjacency adjacency(size_t n, const std::vector<Edge>& edges) {
+  Adjacency a{std::vector<std::vector<uint32_t>>(n), std::vector<std::vector<uint32_t>>(n)};
+  for (const Edge& e : edges)
+    if (e.from < n && e.to < n) a.children[e.from].push_back(e.to), a.parents[e.to].push_back(e.from);
+  return a;
+}
+
+// The exact writes of every node after `scan`'s kernel: reachable from its parents, or from the
+// scan itself (the scan in line); false when the search passed `max_visits`.
+bool later_writes(uint32_t scan, const std::vector<Node>& nodes, const Adjacency& a, uint32_t max_visits,
+                  std::vector<Range>& out) {
+  std::vector<bool> seen(nodes.size(), false);
+  std::deque<uint32_t> queue;
+  seen[scan] = true;
+  // After its kernel: the kernel's other children (the scan beside the chain) and the scan's
+  // own (the scan in line, K -> S -> C).
+  for (uint32_t p : a.parents[scan])
+    for (uint32_t c : a.children[p])
+      if (!seen[c]) seen[c] = true, queue.push_back(c);
+  for (uint32_t c : a.children[scan])
+    if (!seen[c]) seen[c] = true, queue.push_back(c);
+  uint32_t visits = 0;
+  while (!queue.empty()) {
+    if (++visits > max_visits) return false;
+    const uint32_t v = queue.front();
+    queue.pop_front();
+    for (const Range& r : exact_writes(nodes[v])) out.push_back(r);
+    for (uint32_t c : a.children[v])
+      if (!seen[c]) seen[c] = true, queue.push_back(c);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool covered(const Range& range, std::vector<Range> cover) {
+  if (range.lo >= range.hi) return true;
+  std::sort(cover.begin(), cover.end(), [](const Range& x, const Range& y) { return x.lo < y.lo; });
+  uint64_t reached = range.lo;  // every byte below it is covered
+  for (const Range& c : cover) {
+    if (c.lo > reached) break;
+    reached = std::max(reached, c.hi);
+    if (reached >= range.hi) return true;
+  }
+  return false;
+}
+
+std::vector<bool> sentinel_scans(const std::vector<Node>& nodes, const std::vector<Edge>& edges,
+                                 const std::vector<bool>& watch, const Limits& limits) {
+  std::vector<bool> out(nodes.size(), false);
+  const Adjacency a = adjacency(nodes.size(), edges);
+  std::vector<Range> after;
+  for (uint32_t s = 0; s < nodes.size(); ++s) {
+    if (!is_scan(nodes[s].kind)) continue;
+    if (s < watch.size() && watch[s]) {
+      out[s] = true;
+      continue;
+    }
+    after.clear();
+    if (!later_writes(s, nodes, a, limits.max_visits, after)) {
+      out[s] = true;
+      continue;
+    }
+    out[s] = std::any_of(nodes[s].reads.begin(), nodes[s].reads.end(),
+                         [&](const Range& r) { return !covered(r, after); });
+  }
+  return out;
+}
+
+Mode Escalation::on_launch(uint64_t replay) {
+  if (!escalated_ || to_launch_ == 0) return Mode::sentinels;
+  --to_launch_;
+  escalated_replays_.insert(replay);
+  return Mode::all;
+}
+
+Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
+  if (!escalated_) {
+    if (!nonfinite) return Outcome::none;
+    escalated_ = true;
+    to_launch_ = to_drain_ = window_;
+    recurred_ = false;
+    first_seen_ = replay;
+    return Outcome::escalate;
+  }
+  // Escalating: replays launched before the escalation took effect drain as sentinels; only the
+  // window's own replays count.
+  if (escalated_replays_.erase(replay) == 0) return Outcome::none;
+  recurred_ = recurred_ || nonfinite;
+  if (--to_drain_ > 0) return Outcome::none;
+  escalated_ = false;
+  to_launch_ = 0;
+  return recurred_ ? Outcome::localized : Outcome::did_not_recur;
+}
+
+bool EagerSample::should_scan(uint64_t launch_id, uint32_t kernel_id, bool always) {
+  if (always || launch_id < window_end_ || launch_id % period_ == 0) return true;
+  if (seen_kernels_.size() >= max_kernels_ || seen_kernels_.count(kernel_id)) return false;
+  seen_kernels_.insert(kernel_id);
+  return true;
+}
+
+void EagerSample::on_hit(uint64_t next_launch_id) { window_end_ = std::max(window_end_, next_launch_id + window_); }
+
+}  // namespace nanscope::sentinel

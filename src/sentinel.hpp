@@ -1,0 +1,94 @@
+// The sentinel tier's decisions (issue 37, docs/sentinel.md), as pure code on plain models so CPU
+// tests reach them; the engine applies them (hooks/, not yet wired).
+//
+// In a CUDA graph, every scan node stays in the instantiated exec; the sentinel tier leaves enabled
+// only the scans whose values the graph hands out: watches, and scans of buffers no later node of
+// the graph overwrites (its live-out buffers). A NaN made anywhere upstream reaches one of them
+// unless the graph masks it on the way. When one fires, every scan node is enabled for the next
+// replays (the escalation window) so that the full lineage and FIRST CAUSE of a recurring NaN are
+// logged; a NaN that does not recur is reported as seen, with its place and replay, and with no
+// guess at its cause. In eager mode, watches and host copies are always scanned, other launches
+// in a bounded sample, and every launch for a window after a hit.
+#pragma once
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "scan_overlap.hpp"
+
+namespace nanscope::sentinel {
+
+// Which scan nodes of a graph stay enabled under the sentinel tier, on the model the overlap
+// planner uses (src/scan_overlap.hpp): true for a scan node that is a watch (`watch[i]`), or that
+// reads a range no later app node overwrites exactly. "Later" is reachable from the scan's parents
+// (its kernel) or from the scan (in line, K -> S -> C); "exactly" is a decoder's exact write or
+// a memset/memcpy destination (a pointer word may or may not be written through: it never counts).
+// A search that visits more than `max_visits` nodes keeps the scan (when unsure, scan). Non-scan
+// nodes are false.
+struct Limits {
+  uint32_t max_visits = 4096;
+};
+std::vector<bool> sentinel_scans(const std::vector<overlap::Node>& nodes, const std::vector<overlap::Edge>& edges,
+                                 const std::vector<bool>& watch, const Limits& limits = {});
+
+// Whether the union of `cover` holds every byte of `range`.
+bool covered(const overlap::Range& range, std::vector<overlap::Range> cover);
+
+// One graph exec's tier over its replays. The engine asks at each launch which scans the replay
+// runs (sentinels only, or all), and tells each replay's drained result; the answer changes only
+// at a launch, before it is made, so an exec is never changed under a launch in flight.
+enum class Mode : uint8_t { sentinels, all };
+enum class Outcome : uint8_t {
+  none,
+  escalate,        // a sentinel fired: the next `window` replays run every scan
+  localized,       // the window ended and the NaN recurred in it: its lineage is in the log
+  did_not_recur,   // the window ended clean: seen at first_seen(), first cause unknown
+};
+class Escalation {
+ public:
+  explicit Escalation(uint32_t window) : window_(window ? window : 1) {}
+
+  // The mode replay `replay` is launched in; call once per launch, in launch order.
+  Mode on_launch(uint64_t replay);
+  // Replay `replay` drained: whether any of its scans found a non-finite value.
+  Outcome on_drained(uint64_t replay, bool nonfinite);
+
+  // A sentinel fired and its window has not drained yet (at exit: seen, the window incomplete).
+  bool escalating() const { return escalated_; }
+  uint64_t first_seen() const { return first_seen_; }  // the replay whose sentinel fired last
+  uint32_t window() const { return window_; }
+
+ private:
+  const uint32_t window_;
+  bool escalated_ = false;        // launches run every scan until `to_launch_` is spent
+  uint32_t to_launch_ = 0;        // escalated launches still to make
+  std::unordered_set<uint64_t> escalated_replays_;  // launched with every scan, not drained yet
+  uint32_t to_drain_ = 0;         // escalated replays not drained yet
+  bool recurred_ = false;
+  uint64_t first_seen_ = 0;
+};
+
+// Eager launches under the sentinel tier: which are scanned. Watches and copies to the host are
+// always scanned (the caller says so); the first launch of each kernel (up to `max_kernels`
+// kernels) and every `period`-th launch are the sample; after a hit, every launch of the next
+// `window` is scanned.
+class EagerSample {
+ public:
+  EagerSample(uint32_t period, uint64_t window, uint32_t max_kernels = 1u << 14)
+      : period_(period ? period : 1), window_(window), max_kernels_(max_kernels) {}
+
+  bool should_scan(uint64_t launch_id, uint32_t kernel_id, bool always);
+  // A finding was drained; `next_launch_id` is the id the next launch will get: the window
+  // starts there (the launches between the hit and its drain are not scanned again).
+  void on_hit(uint64_t next_launch_id);
+  bool in_window(uint64_t launch_id) const { return launch_id < window_end_; }
+
+ private:
+  const uint32_t period_;
+  const uint64_t window_;
+  const uint32_t max_kernels_;
+  uint64_t window_end_ = 0;  // launches below it are all scanned
+  std::unordered_set<uint32_t> seen_kernels_;
+};
+
+}  // namespace nanscope::sentinel

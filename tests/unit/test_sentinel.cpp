@@ -1,0 +1,147 @@
+// Tests for src/sentinel.cpp: which scans a graph keeps under the sentinel tier, the escalation
+// window over replays, and the eager sample. The graphs are the shapes the engine models
+// (src/scan_overlap.hpp): K -> S -> next, a decode layer's reused buffers.
+#include <gtest/gtest.h>
+
+#include "sentinel.hpp"
+
+namespace nanscope::sentinel {
+namespace {
+
+using overlap::Edge;
+using overlap::Node;
+using overlap::NodeKind;
+using overlap::Range;
+using overlap::WriteModel;
+
+Node kernel(std::vector<Range> writes, WriteModel model = WriteModel::decoded) {
+  Node n;
+  n.kind = NodeKind::app;
+  n.writes = std::move(writes);
+  n.model = model;
+  n.exact_writes = model == WriteModel::decoded ? static_cast<uint32_t>(n.writes.size()) : 0;
+  return n;
+}
+Node scan(std::vector<Range> reads) {
+  Node n;
+  n.kind = NodeKind::scan;
+  n.reads = std::move(reads);
+  return n;
+}
+
+constexpr Range kScores{0x1000, 0x2000}, kProbs{0x2000, 0x3000}, kOut{0x3000, 0x4000};
+
+TEST(Covered, TheUnionMustHoldEveryByte) {
+  EXPECT_TRUE(covered({10, 20}, {{0, 15}, {15, 30}}));
+  EXPECT_TRUE(covered({10, 20}, {{12, 20}, {5, 13}}));
+  EXPECT_FALSE(covered({10, 20}, {{0, 15}, {16, 30}}));  // a gap at 15
+  EXPECT_FALSE(covered({10, 20}, {}));
+  EXPECT_FALSE(covered({10, 20}, {{10, 19}}));
+  EXPECT_TRUE(covered({10, 10}, {}));  // nothing to cover
+}
+
+// scores = matmul; S0; probs = softmax(scores); S1; scores = matmul (reused); S2; out = probs@v; S3.
+// The first scores are overwritten by the second matmul: not a sentinel. probs and out are live-out.
+TEST(SentinelScans, BuffersOverwrittenLaterAreNotSentinels) {
+  std::vector<Node> nodes = {kernel({kScores}), scan({kScores}), kernel({kProbs}), scan({kProbs}),
+                             kernel({kScores}), scan({kScores}), kernel({kOut}),   scan({kOut})};
+  std::vector<Edge> edges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}};
+  const auto s = sentinel_scans(nodes, edges, {});
+  EXPECT_EQ(s, (std::vector<bool>{false, false, false, true, false, true, false, true}));
+}
+
+// A scan beside the chain (the overlap planner moved it: K -> S, K -> C) sees C as later too.
+TEST(SentinelScans, ADetachedScanStillSeesTheNodesAfterItsKernel) {
+  std::vector<Node> nodes = {kernel({kScores}), scan({kScores}), kernel({kScores})};
+  const auto s = sentinel_scans(nodes, {{0, 1}, {0, 2}}, {});
+  EXPECT_FALSE(s[1]);
+}
+
+// Overwritten only in part, through a pointer word (may not write), on a parallel branch, or by an
+// opaque node: the scan stays. A watch always stays.
+TEST(SentinelScans, WhenUnsureTheScanStays) {
+  std::vector<Node> part = {kernel({kScores}), scan({kScores}), kernel({{0x1000, 0x1800}})};
+  EXPECT_TRUE(sentinel_scans(part, {{0, 1}, {1, 2}}, {})[1]);
+  std::vector<Node> words = {kernel({kScores}), scan({kScores}), kernel({{0x1000, 0x9000}}, WriteModel::pointer_words)};
+  EXPECT_TRUE(sentinel_scans(words, {{0, 1}, {1, 2}}, {})[1]);
+  // 0 -> 1 (scan), and 2 on its own branch: not after the kernel.
+  std::vector<Node> parallel = {kernel({kScores}), scan({kScores}), kernel({kScores})};
+  EXPECT_TRUE(sentinel_scans(parallel, {{0, 1}}, {})[1]);
+  std::vector<Node> opaque = {kernel({kScores}), scan({kScores}), Node{NodeKind::opaque, {}, {}, {}, 0}};
+  EXPECT_TRUE(sentinel_scans(opaque, {{0, 1}, {1, 2}}, {})[1]);
+  std::vector<Node> watched = {kernel({kScores}), scan({kScores}), kernel({kScores})};
+  EXPECT_TRUE(sentinel_scans(watched, {{0, 1}, {1, 2}}, {false, true, false})[1]);
+  // A memset of the whole buffer is an exact write.
+  std::vector<Node> memset = {kernel({kScores}), scan({kScores}), kernel({kScores}, WriteModel::node_params)};
+  EXPECT_FALSE(sentinel_scans(memset, {{0, 1}, {1, 2}}, {})[1]);
+}
+
+TEST(SentinelScans, ASearchPastItsBoundKeepsTheScan) {
+  std::vector<Node> nodes = {kernel({kScores}), scan({kScores})};
+  std::vector<Edge> edges = {{0, 1}};
+  for (uint32_t i = 0; i < 10; ++i) {
+    nodes.push_back(kernel({kOut}));
+    edges.push_back({static_cast<uint32_t>(nodes.size() - 2), static_cast<uint32_t>(nodes.size() - 1)});
+  }
+  nodes.push_back(kernel({kScores}));
+  edges.push_back({static_cast<uint32_t>(nodes.size() - 2), static_cast<uint32_t>(nodes.size() - 1)});
+  EXPECT_FALSE(sentinel_scans(nodes, edges, {})[1]);
+  EXPECT_TRUE(sentinel_scans(nodes, edges, {}, Limits{5})[1]);
+}
+
+// Replays 1..: the sentinel fires on replay 7 (drained after replay 8 was launched), every scan
+// runs for 3 replays from the next launch, then the tier goes back to sentinels.
+TEST(Escalation, ARecurringNaNIsLocalizedInTheWindow) {
+  Escalation e(3);
+  for (uint64_t r = 1; r <= 8; ++r) EXPECT_EQ(e.on_launch(r), Mode::sentinels);
+  for (uint64_t r = 1; r <= 6; ++r) EXPECT_EQ(e.on_drained(r, false), Outcome::none);
+  EXPECT_EQ(e.on_drained(7, true), Outcome::escalate);
+  EXPECT_EQ(e.first_seen(), 7u);
+  EXPECT_EQ(e.on_drained(8, true), Outcome::none);  // launched before the escalation
+  EXPECT_EQ(e.on_launch(9), Mode::all);
+  EXPECT_EQ(e.on_launch(10), Mode::all);
+  EXPECT_EQ(e.on_drained(9, true), Outcome::none);
+  EXPECT_EQ(e.on_launch(11), Mode::all);
+  EXPECT_EQ(e.on_launch(12), Mode::sentinels);  // the window is spent; it drains later
+  EXPECT_EQ(e.on_drained(10, false), Outcome::none);
+  EXPECT_EQ(e.on_drained(11, true), Outcome::localized);
+  EXPECT_FALSE(e.escalating());
+  EXPECT_EQ(e.on_drained(12, false), Outcome::none);
+}
+
+// The NaN of replay 7 only: the window drains clean, so the cause is unknown.
+TEST(Escalation, ANaNThatDoesNotRecurIsSaidSo) {
+  Escalation e(3);
+  e.on_launch(7);
+  EXPECT_EQ(e.on_drained(7, true), Outcome::escalate);
+  for (uint64_t r = 8; r <= 10; ++r) EXPECT_EQ(e.on_launch(r), Mode::all);
+  EXPECT_EQ(e.on_drained(8, false), Outcome::none);
+  EXPECT_EQ(e.on_drained(9, false), Outcome::none);
+  EXPECT_TRUE(e.escalating());
+  EXPECT_EQ(e.on_drained(10, false), Outcome::did_not_recur);
+  EXPECT_EQ(e.first_seen(), 7u);
+  // A later one escalates again.
+  e.on_launch(11);
+  EXPECT_EQ(e.on_drained(11, true), Outcome::escalate);
+  EXPECT_EQ(e.first_seen(), 11u);
+  EXPECT_EQ(Escalation(0).window(), 1u);
+}
+
+TEST(EagerSample, WatchesFirstLaunchesPeriodAndTheWindowAfterAHit) {
+  EagerSample s(/*period=*/100, /*window=*/50, /*max_kernels=*/2);
+  EXPECT_TRUE(s.should_scan(1, 7, false));   // kernel 7's first launch
+  EXPECT_FALSE(s.should_scan(2, 7, false));
+  EXPECT_TRUE(s.should_scan(3, 7, true));    // a watch or a host copy
+  EXPECT_TRUE(s.should_scan(100, 7, false)); // the period
+  EXPECT_TRUE(s.should_scan(101, 8, false));
+  EXPECT_FALSE(s.should_scan(102, 9, false));  // past max_kernels: only the period
+  s.on_hit(150);
+  EXPECT_TRUE(s.in_window(150));
+  EXPECT_TRUE(s.should_scan(199, 7, false));
+  EXPECT_FALSE(s.should_scan(201, 7, false));
+  s.on_hit(120);  // an older hit drained late never shortens the window
+  EXPECT_TRUE(s.in_window(199));
+}
+
+}  // namespace
+}  // namespace nanscope::sentinel
