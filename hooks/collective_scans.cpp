@@ -72,8 +72,8 @@ void LaunchInstrumenter::on_collective(const nccl::CollectiveCall& c) {
   facts.peers = collective_peers(c.op, c.where.rank, c.where.nranks, c.root_or_peer);
   facts.send_read = e.send_elements > 0;
   allocs_.collectives().put(at.launch_id, s.ptr, std::move(facts), at.captured);
-  if (!c.where.known && !warned_comm_.load(std::memory_order_relaxed))
-    warn_once(log_, warned_comm_, "nccl_comm_unseen",
+  if (!c.where.known && !log_.said(schema::Once::nccl_comm_unseen))
+    warn_once(log_, schema::Once::nccl_comm_unseen,
               "an NCCL communicator was in use before nanscope saw it created; its `comm` id comes from the order "
               "this process first used such communicators (equal across ranks only if they all use them in the "
               "same order)");

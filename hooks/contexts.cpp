@@ -19,7 +19,7 @@ ContextState* Contexts::get(CUcontext ctx) {
   if (!state->ok()) {
     failed_[ctx] = state->error();
     lock.unlock();
-    warn_once(log_, warned_context_, "context_setup",
+    warn_once(log_, schema::Once::context_setup,
               "cannot set up scanning in a CUDA context (" + state->error() + "); kernels in it are not scanned");
     return nullptr;
   }

@@ -54,7 +54,6 @@ class Contexts {
   mutable std::shared_mutex mu_;
   std::unordered_map<CUcontext, std::unique_ptr<ContextState>> states_;
   std::unordered_map<CUcontext, std::string> failed_;
-  std::atomic<bool> warned_context_{false};
 };
 
 // Driver allocations, from the allocation callbacks (or cuMemGetAddressRange for older ones).

@@ -4,10 +4,10 @@
 
 namespace nanscope {
 
-void warn_once(EventLog& log, std::atomic<bool>& flag, const std::string& what, const std::string& message) {
-  if (flag.exchange(true)) return;
+void warn_once(EventLog& log, schema::Once what, const std::string& message) {
+  if (!log.first_time(what)) return;
   log.warn(message);
-  log.emit("warning", Json{{"what", what}, {"message", message}});
+  log.emit(schema::event::warning, Json{{schema::key::what, schema::once_name(what)}, {schema::key::message, message}});
 }
 
 std::string error_name(CUresult r) {
@@ -19,12 +19,12 @@ std::string error_name(CUresult r) {
 void ScanFailures::report(CUresult r, bool captured) {
   counters_.dropped.fetch_add(1, std::memory_order_relaxed);
   if (captured && r == CUDA_ERROR_OUT_OF_MEMORY)
-    warn_once(log_, warned_capture_pool_, "captured_scans",
+    warn_once(log_, schema::Once::captured_scans,
               fmt::format("NANSCOPE_MAX_CAPTURED_SCANS={} reached: later kernels captured into graphs "
                           "are not scanned (counted as scans_dropped)",
                           cfg_.max_captured_scans));
   else
-    warn_once(log_, warned_launch_, "scan_launch",
+    warn_once(log_, schema::Once::scan_launch,
               fmt::format("a scan could not be launched or added to a graph ({}); such scans are skipped and "
                           "counted as scans_dropped",
                           error_name(r)));

@@ -25,8 +25,9 @@ struct Counters {
   Coverage coverage;                           // launches by how they were inspected (summary)
 };
 
-// Logs `message` (console and a `warning` event) the first time `flag` is raised.
-void warn_once(EventLog& log, std::atomic<bool>& flag, const std::string& what, const std::string& message);
+// Logs `message` (console and a `warning` event with `what`) the first time `what` is warned
+// about in this process (EventLog's registry: one per schema::Once, wherever it is said from).
+void warn_once(EventLog& log, schema::Once what, const std::string& message);
 
 std::string error_name(CUresult r);  // the driver's name for `r`, for messages
 
@@ -41,7 +42,6 @@ class ScanFailures {
   const Config& cfg_;
   EventLog& log_;
   Counters& counters_;
-  std::atomic<bool> warned_launch_{false}, warned_capture_pool_{false};
 };
 
 }  // namespace nanscope

@@ -20,11 +20,11 @@ void LaunchInstrumenter::on_cudnn_call(const cudnn::CudnnCall& c) {
   if (x.why) {
     const uint64_t dropped = cudnn::graphs().dropped();
     if (dropped)
-      warn_once(log_, warned_cudnn_store_, "cudnn_store",
+      warn_once(log_, schema::Once::cudnn_store,
                 fmt::format("cuDNN: {} backend descriptors past the store's bound of {} were not recorded; graphs "
                             "built from them are not scanned",
                             dropped, cudnn::CudnnGraphs::kMaxDescriptors));
-    warn_once(log_, warned_cudnn_, "cudnn_graph",
+    warn_once(log_, schema::Once::cudnn_graph,
               fmt::format("cuDNN: a {} graph cannot be mapped ({}); such calls' outputs are not scanned, and "
                           "their kernels are blamed as opaque kernels (origin candidate)",
                           x.ops.empty() ? "backend" : x.ops, x.why));

@@ -150,7 +150,7 @@ bool Engine::subscribe() {
 }
 
 void Engine::on_callback_error(const std::string& message) {
-  warn_once(*log_, warned_callback_, "callback", message);
+  warn_once(*log_, schema::Once::callback, message);
 }
 
 void Engine::on_context_destroy(CUcontext ctx) {

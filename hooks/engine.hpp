@@ -5,8 +5,28 @@
 //   Watches                 rules, API watches, the global padding spec      (watches.hpp)
 //   TaskBuilder             launch -> scan task, through collectors          (task_builder.hpp)
 //   LaunchInstrumenter      stream launches and copies -> scan launches      (launch_instrumenter.hpp)
-//   GraphInstrumenter       graphs: scan nodes, beside, merged, updates      (graph_instrumenter.hpp)
+//   GraphInstrumenter       graphs: scan nodes, overlap, merged, updates     (graph_instrumenter.hpp)
 //   FindingReporter         drain -> findings -> log, dumps, abort, summary  (finding_reporter.hpp)
+//
+// Lock order. A thread holding a lock takes only locks of a later level, never one of its own
+// level or an earlier one. Every lock is a std::mutex or std::shared_mutex with its owner.
+//   1. FindingReporter::drain_mu_       one drain at a time (drain thread, flush, exit, context
+//                                        teardown); held over a whole drain.
+//   2. Contexts::mu_                     shared to use a context (for_each holds it over a drain),
+//                                        unique only to add or remove one;
+//      EagerBatcher::mu_                 held while it launches held scans (ContextState's locks
+//                                        below). Never held together with Contexts::mu_: get()
+//                                        returns before the batcher is entered.
+//   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache, level 4),
+//      GraphInstrumenter::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
+//      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
+//      ContextState::bitmap_mu_ and captured_mu_.
+//   4. The containers of src/, each with its own mutex, calling nothing that locks while held:
+//      AllocMap, BufferSlots, CandidateBook, OpaqueWriters, Coverage, CommTable and
+//      CollectiveBook, CudnnGraphs, WatchRegistry, TensorBlocks, the Triton caches.
+//   Apart: FindingReporter::wake_mu_ guards the drain thread's wake flag only; the got:: patch
+//   walk's mutex (got_patch.cpp) is taken with no other lock held. The once-only warnings need
+//   no lock (EventLog's flags are atomics). A fatal-signal flush only try-locks (emergency_flush).
 #pragma once
 #include <cuda.h>
 #include <cupti.h>
@@ -85,7 +105,6 @@ class Engine {
   FindingReporter reporter_;
   CuptiLibrary cupti_;  // opened at init, before subscribe()
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::atomic<bool> warned_callback_{false};
 };
 
 void CUPTIAPI cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

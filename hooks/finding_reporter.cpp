@@ -38,7 +38,7 @@ void FindingReporter::drain_all() {
   contexts_.for_each([&](ContextState& state) {
     drain_context(state);
     if (state.reader().overflow() != 0)
-      warn_once(log_, warned_overflow_, "channel_overflow",
+      warn_once(log_, schema::Once::channel_overflow,
                 fmt::format("the device->host channel was full: findings were dropped on the GPU (counted in "
                             "the summary's overflow); raise NANSCOPE_CHANNEL_RECORDS (now {})",
                             cfg_.channel_records));
@@ -145,7 +145,7 @@ std::optional<lineage::Verdict> FindingReporter::classify(std::optional<lineage:
 std::string FindingReporter::dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event) {
   const uint64_t bytes = f.elements * dtype_size(f.dtype);
   if (dumps_ >= cfg_.dump_max || dump_bytes_ + bytes > cfg_.dump_max_bytes) {
-    warn_once(log_, warned_dump_, "dump_budget",
+    warn_once(log_, schema::Once::dump_budget,
               fmt::format("tensor dump budget reached (NANSCOPE_DUMP_MAX={}, NANSCOPE_DUMP_MAX_BYTES={}): later "
                           "findings are not dumped",
                           cfg_.dump_max, cfg_.dump_max_bytes));
@@ -153,7 +153,7 @@ std::string FindingReporter::dump_buffer(const Finding& f, ContextState& cs, uin
   }
   std::vector<unsigned char> host(bytes);
   if (std::string err = cs.copy_to_host(f.ptr, bytes, host.data()); !err.empty()) {
-    warn_once(log_, warned_dump_, "dump_copy", "cannot copy a buffer for a tensor dump: " + err);
+    warn_once(log_, schema::Once::dump_copy, "cannot copy a buffer for a tensor dump: " + err);
     return {};
   }
   // The directory was checked at start-up (config.cpp); none is created here.
@@ -161,11 +161,11 @@ std::string FindingReporter::dump_buffer(const Finding& f, ContextState& cs, uin
       (std::filesystem::path(cfg_.dump_dir) / fmt::format("nanscope-{}-{}.npy", getpid(), event_id)).string();
   const std::vector<uint64_t> shape = dump_shape(f);
   if (std::string err = write_npy(path, f.dtype, shape, host.data(), host.size()); !err.empty()) {
-    warn_once(log_, warned_dump_, "dump_write", err);
+    warn_once(log_, schema::Once::dump_write, err);
     return {};
   }
   const std::string sidecar = dump_sidecar(f, event_id, static_cast<long>(getpid()), event, shape).dump(2) + "\n";
-  if (std::string err = write_new_file(path + ".json", sidecar); !err.empty()) warn_once(log_, warned_dump_, "dump_write", err);
+  if (std::string err = write_new_file(path + ".json", sidecar); !err.empty()) warn_once(log_, schema::Once::dump_write, err);
   ++dumps_;
   dump_bytes_ += bytes;
   return path;

@@ -88,7 +88,6 @@ class FindingReporter {
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> in_signal_{false};  // emergency_flush from a fatal signal
   std::atomic<bool> aborting_{false};
-  std::atomic<bool> warned_overflow_{false}, warned_dump_{false};
 };
 
 }  // namespace nanscope

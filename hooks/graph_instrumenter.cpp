@@ -197,7 +197,7 @@ void GraphInstrumenter::set_scan_params(CUgraphExec exec, const ScanNode& sn, na
   const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes, is_overlapped(sn.node));
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
   if (r != CUDA_SUCCESS)
-    warn_once(log_, warned_update_, "graph_update",
+    warn_once(log_, schema::Once::graph_update,
               fmt::format("a scan node could not follow a kernel node's new parameters ({}); it keeps scanning "
                           "the old buffers",
                           error_name(r)));

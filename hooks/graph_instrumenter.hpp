@@ -140,9 +140,6 @@ class GraphInstrumenter {
   };
   std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made
 
-  std::atomic<bool> warned_update_{false}, warned_overlap_{false}, warned_overlap_stale_{false};
-  std::atomic<bool> warned_merge_{false}, warned_merged_update_{false}, warned_merged_after_update_{false};
-  std::atomic<bool> warned_pdl_{false}, warned_pdl_restore_{false};
 };
 
 }  // namespace nanscope

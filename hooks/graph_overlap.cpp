@@ -243,7 +243,7 @@ void GraphInstrumenter::overlap_scans(CUgraph g, ContextState& cs) {
                            nodes.size(), moved_scans, failed, before.nodes, before.scans, after.nodes, after.scans));
   }
   if (failed)
-    warn_once(log_, warned_overlap_, "graph_overlap",
+    warn_once(log_, schema::Once::graph_overlap,
               fmt::format("{} scan node(s) of a graph could not be moved off its critical path; they stay in line "
                           "(slower replays, same findings)",
                           failed));
@@ -300,7 +300,7 @@ void GraphInstrumenter::warn_if_overlap_stale(CUgraphNode scan, const nanscope_s
     bool covered = false;
     for (const overlap::Range& o : old_reads) covered |= r.lo >= o.lo && r.hi <= o.hi;
     if (covered) continue;
-    warn_once(log_, warned_overlap_stale_, "graph_overlap_stale",
+    warn_once(log_, schema::Once::graph_overlap_stale,
               "a kernel node of an instantiated graph now writes a buffer its scan node was not ordered for; "
               "that scan runs beside later kernels and may see their values (NANSCOPE_GRAPH_OVERLAP=0 keeps "
               "scans in line)");
@@ -380,7 +380,7 @@ void GraphInstrumenter::merge_scans(CUgraph g, ContextState& cs) {
   if (log_.debug_enabled())
     log_.debug(fmt::format("graph: {} scan nodes merged into {} ({} failures)", pass.folded, merges.size(), pass.failed));
   if (pass.failed)
-    warn_once(log_, warned_merge_, "graph_merge",
+    warn_once(log_, schema::Once::graph_merge,
               fmt::format("{} graph scan node merge(s) failed; those scans keep their own nodes (same findings)",
                           pass.failed));
 }
@@ -452,7 +452,7 @@ void GraphInstrumenter::update_merged_member(CUgraphExec exec, const ScanNode& s
   if (!known && updated) {
     // The exec holds another graph's version of this node, which nanscope cannot read back: setting
     // the node from this graph's version would undo the update for the other members.
-    warn_once(log_, warned_merged_after_update_, "graph_update",
+    warn_once(log_, schema::Once::graph_update,
               "a merged scan node of an exec changed by cuGraphExecUpdate cannot follow a later kernel-node "
               "parameter update; it keeps scanning what the update gave it (NANSCOPE_GRAPH_MERGE=0 avoids this)");
     return;
@@ -461,14 +461,14 @@ void GraphInstrumenter::update_merged_member(CUgraphExec exec, const ScanNode& s
   if (!known && (cuGraphKernelNodeGetParams(sn.node, &current) != CUDA_SUCCESS || !cs.read_merged(current, merged)))
     return;
   if (!replace_launch(merged, sn.merge_launch, task))
-    warn_once(log_, warned_merged_update_, "graph_update",
+    warn_once(log_, schema::Once::graph_update,
               "a kernel node of a merged scan now has more outputs than its scan had: the extra ones are not "
               "scanned (NANSCOPE_GRAPH_MERGE=0 keeps one scan node per kernel)");
   void* slot[1];
   const CUDA_KERNEL_NODE_PARAMS p = cs.merged_node_params(merged, slot);
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &p) : cuGraphKernelNodeSetParams(sn.node, &p);
   if (r != CUDA_SUCCESS) {
-    warn_once(log_, warned_update_, "graph_update",
+    warn_once(log_, schema::Once::graph_update,
               fmt::format("a merged scan node could not follow a kernel node's new parameters ({}); it keeps "
                           "scanning the old buffers",
                           error_name(r)));

@@ -88,7 +88,7 @@ void GraphInstrumenter::use_programmatic_edges(CUgraph g, ContextState& cs) {
   if (log_.debug_enabled())
     log_.debug(fmt::format("graph: {} edges around read-only scan nodes made programmatic ({} failed)", changed, failed));
   if (failed)
-    warn_once(log_, warned_pdl_, "graph_pdl",
+    warn_once(log_, schema::Once::graph_pdl,
               fmt::format("{} graph edge(s) around scan nodes could not be made programmatic; they keep full "
                           "serialization (slower replays, same findings; NANSCOPE_GRAPH_PDL=off)",
                           failed));
@@ -111,7 +111,7 @@ void GraphInstrumenter::on_graph_copied(CUgraph graph) {
     failed += cuGraphAddDependencies(graph, &e.from, &e.to, &full, 1) != CUDA_SUCCESS;
   }
   if (failed)
-    warn_once(log_, warned_pdl_restore_, "graph_pdl",
+    warn_once(log_, schema::Once::graph_pdl,
               fmt::format("{} programmatic edge(s) of an instantiated graph could not be made full again in the "
                           "app's graph; a later instantiate of it may let a scan see a later kernel's values",
                           failed));

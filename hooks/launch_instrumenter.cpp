@@ -76,7 +76,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   const uint64_t t0 = profile_.on ? steady_now_ns() : 0;
   const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
   if (plan.refused_extent)
-    warn_once(log_, warned_extent_, "decoded_extent",
+    warn_once(log_, schema::Once::decoded_extent,
               fmt::format("a decoded extent of {} runs past its allocation; such buffers are not scanned (a decoder "
                           "whose layout facts do not fit this build: please report it)", k.demangled));
   counters_.coverage.on_launch(k.id, plan.inspection, plan.written_bytes, plan.scanned_bytes);
@@ -109,8 +109,8 @@ void LaunchInstrumenter::remember_for_findings(const nanscope_scan_task& task, c
 
 uint64_t LaunchInstrumenter::python_key() {
   const uint64_t key = python_.capture();
-  if (!key && python_.gave_up() && !warned_python_.load(std::memory_order_relaxed))
-    warn_once(log_, warned_python_, "python_line", python_.problem() + "; findings carry no python line");
+  if (!key && python_.gave_up() && !log_.said(schema::Once::python_line))
+    warn_once(log_, schema::Once::python_line, python_.problem() + "; findings carry no python line");
   return key;
 }
 
@@ -175,8 +175,8 @@ void LaunchInstrumenter::submit_initial(ContextState& cs, const InitialScan& s, 
 void LaunchInstrumenter::watch_torch() {
   TorchBlockTracker& torch = allocs_.torch();
   torch.try_attach();
-  if (torch.state() != TorchBlockTracker::State::kFailed || warned_torch_.load(std::memory_order_relaxed)) return;
-  warn_once(log_, warned_torch_, "torch_blocks",
+  if (torch.state() != TorchBlockTracker::State::kFailed || log_.said(schema::Once::torch_blocks)) return;
+  warn_once(log_, schema::Once::torch_blocks,
             fmt::format("PyTorch {}: tensor extents are unknown ({}); {}", torch.torch_version(), torch.reason(),
                         allocs_.torch_blind()
                             ? "outputs that only a kernel signature types are not scanned (decoded kernels are)"
@@ -257,7 +257,7 @@ uint64_t LaunchInstrumenter::watched_scan(uint64_t dst, ContextState& cs, nansco
   if (!k) return 0;
   const auto snapshot = watches_.snapshot();
   const LaunchArgs none;
-  TaskDraft draft(*k, none, cs, task, watches_, counters_, log_, warned_copy_full_);
+  TaskDraft draft(*k, none, cs, task, watches_, counters_, log_);
   WatchRegistry::for_each_containing(*snapshot, dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
   task.buffer_count = draft.count();
   return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;

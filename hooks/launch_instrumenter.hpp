@@ -130,8 +130,6 @@ class LaunchInstrumenter {
   const Watches& watches_;
   EventLog& log_;
   PythonFrames& python_;
-  std::atomic<bool> warned_torch_{false};
-  std::atomic<bool> warned_python_{false};
   // NANSCOPE_LEVEL=debug: where a scanned launch's host time goes (said once, at exit).
   struct HostProfile {
     static constexpr uint64_t kSlowCallNs = 100'000;  // a first sight or a driver stall, counted apart
@@ -150,11 +148,6 @@ class LaunchInstrumenter {
     Site enter, exit;
     std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0};
   } profile_;
-  std::atomic<bool> warned_extent_{false};
-  std::atomic<bool> warned_copy_full_{false};
-  std::atomic<bool> warned_comm_{false};
-  std::atomic<bool> warned_cudnn_{false};
-  std::atomic<bool> warned_cudnn_store_{false};
   EagerBatcher batch_;
 };
 

@@ -63,7 +63,7 @@ bool TaskDraft::covered(uint64_t ptr) const {
 
 bool TaskDraft::full() {
   if (n_ < NANSCOPE_SCAN_MAX_BUFFERS) return false;
-  warn_once(log_, warned_full_, "scan_buffers",
+  warn_once(log_, schema::Once::scan_buffers,
             fmt::format("a launch of {} references more than {} scanned buffers; the rest are skipped",
                         kernel.demangled, NANSCOPE_SCAN_MAX_BUFFERS));
   return true;
@@ -101,7 +101,7 @@ bool TaskBuilder::worth_a_look(const KernelInfo& k) const {
 
 bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
                         uint64_t& max_bytes, LaunchPlan* plan) {
-  TaskDraft draft(k, a, cs, task, watches_, counters_, log_, warned_full_);
+  TaskDraft draft(k, a, cs, task, watches_, counters_, log_);
   draft.inspection = k.decoder != Decoder::none ? Inspection::decoded
                      : cfg_.typed && k.inspected ? Inspection::typed
                                                  : Inspection::watched;

@@ -29,9 +29,8 @@ namespace nanscope {
 class TaskDraft {
  public:
   TaskDraft(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
-            const Watches& watches, Counters& counters, EventLog& log, std::atomic<bool>& warned_full)
-      : kernel(k), args(a), context(cs), task_(task), watches_(watches), counters_(counters), log_(log),
-        warned_full_(warned_full) {}
+            const Watches& watches, Counters& counters, EventLog& log)
+      : kernel(k), args(a), context(cs), task_(task), watches_(watches), counters_(counters), log_(log) {}
 
   const KernelInfo& kernel;
   const LaunchArgs& args;
@@ -100,7 +99,6 @@ class TaskDraft {
   const Watches& watches_;
   Counters& counters_;
   EventLog& log_;
-  std::atomic<bool>& warned_full_;
   uint32_t n_ = 0;
   uint32_t earlier_ = 0;  // buffers added by the collectors before the current one
   uint64_t max_bytes_ = 0;
@@ -199,7 +197,6 @@ class TaskBuilder {
   std::set<std::string> not_inspected_;  // mangled names already reported: one kernel can
                                          // arrive under two handles (CUkernel and CUfunction)
   std::set<std::pair<std::string, uint32_t>> pool_refused_;  // (mangled name, argument), under not_inspected_mu_
-  std::atomic<bool> warned_full_{false};
 };
 
 }  // namespace nanscope

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "log_schema.hpp"
+
 namespace spdlog { class logger; }
 
 namespace nanscope {
@@ -42,6 +44,11 @@ class EventLog {
   uint64_t reserve_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
   void emit_with_id(uint64_t id, std::string_view event, const Json& body);
 
+  // True the first time a once-only warning is asked for (the one registry of what was said:
+  // lock-free, one flag per schema::Once), false ever after.
+  bool first_time(schema::Once what) { return !said_[static_cast<size_t>(what)].exchange(true, std::memory_order_relaxed); }
+  bool said(schema::Once what) const { return said_[static_cast<size_t>(what)].load(std::memory_order_relaxed); }
+
   void info(std::string_view line);
   void warn(std::string_view line);
   void debug(std::string_view line);
@@ -55,6 +62,7 @@ class EventLog {
   std::atomic<uint64_t> next_id_{1};
   long pid_;
   std::optional<long> rank_, local_rank_, world_size_;
+  std::atomic<bool> said_[static_cast<size_t>(schema::Once::count)] = {};
 };
 
 uint64_t wall_clock_ns();

@@ -7,6 +7,7 @@
 // Names are char arrays, so they serve as `const char*` (nlohmann keys, C-style returns) and
 // as std::string_view (the parser's tables) alike. No dependencies: the parser includes it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -341,6 +342,21 @@ inline constexpr std::string_view kRepeatKeys[] = {key::of,          key::count,
 // `buffer` ({arg, ptr}) only when an argument was refused: extent unknown (allocator pool).
 inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason, key::buffer};
 inline constexpr std::string_view kWarningKeys[] = {key::what, key::message};
+
+// warning.what of the warnings said once per process (hooks/counters.hpp: warn_once), one row
+// each: the registry of what was said is indexed by this enum (EventLog::first_time).
+#define NS_ONCE_WARNINGS(X)                                                                          \
+  X(callback) X(captured_scans) X(channel_overflow) X(context_setup) X(cudnn_graph) X(cudnn_store)   \
+  X(decoded_extent) X(dump_budget) X(dump_copy) X(dump_write) X(graph_merge) X(graph_overlap)       \
+  X(graph_overlap_stale) X(graph_pdl) X(graph_update) X(nccl_comm_unseen) X(python_line)            \
+  X(scan_buffers) X(scan_launch) X(torch_blocks)
+#define NS_ONCE_ID_(name) name,
+enum class Once : uint8_t { NS_ONCE_WARNINGS(NS_ONCE_ID_) count };
+#undef NS_ONCE_ID_
+#define NS_ONCE_NAME_(name) #name,
+inline constexpr const char* kOnceNames[] = {NS_ONCE_WARNINGS(NS_ONCE_NAME_)};
+#undef NS_ONCE_NAME_
+inline constexpr const char* once_name(Once w) { return kOnceNames[static_cast<size_t>(w)]; }
 inline constexpr std::string_view kAbortKeys[] = {key::reason, key::launch_id, key::watch};
 inline constexpr std::string_view kSummaryKeys[] = {
     key::launches,          key::scans,   key::findings,    key::kernels_inspected, key::kernels_not_inspected,

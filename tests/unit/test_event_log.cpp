@@ -50,6 +50,18 @@ TEST(EventLog, WritesOneObjectPerLineWithCommonFields) {
   std::filesystem::remove(path);
 }
 
+// The one registry of once-only warnings: each kind is said once, wherever it is asked from.
+TEST(EventLog, EachOnceOnlyWarningIsFirstOnce) {
+  EventLog log({"", false, "info"});
+  EXPECT_FALSE(log.said(schema::Once::graph_update));
+  EXPECT_TRUE(log.first_time(schema::Once::graph_update));
+  EXPECT_FALSE(log.first_time(schema::Once::graph_update));
+  EXPECT_TRUE(log.said(schema::Once::graph_update));
+  EXPECT_TRUE(log.first_time(schema::Once::dump_write));  // another kind is its own
+  EXPECT_STREQ(schema::once_name(schema::Once::graph_update), "graph_update");
+  EXPECT_EQ(std::size(schema::kOnceNames), static_cast<size_t>(schema::Once::count));
+}
+
 TEST(EventLog, AppendsAndKeepsEarlierData) {
   const std::string path = temp_path("nanscope-append-");
   std::filesystem::remove(path);
