@@ -87,38 +87,41 @@ void Engine::log_start(nanscope_attach_t attach, const std::vector<std::string>&
   for (const auto& err : config_errors) log_->warn(err);
   log_->info(fmt::format("nanscope {} attached ({}): {}", NANSCOPE_VERSION_STRING, attach_name(attach),
                          cfg_.describe()));
+  namespace key = schema::key;
+  namespace ck = schema::config_key;
   Json start;
-  start["version"] = NANSCOPE_VERSION_STRING;
-  start["attach"] = attach_name(attach);
-  start["config"] = {{"mode", mode_name(cfg_.mode)},
-                     {"log", cfg_.log_path},
-                     {"level", cfg_.level},
-                     {"kernel_filter", cfg_.kernel_filter},
-                     {"kernel_exclude", cfg_.kernel_exclude},
-                     {"channel_records", cfg_.channel_records},
-                     {"max_captured_scans", cfg_.max_captured_scans},
-                     {"poll_us", cfg_.poll_us},
-                     {"max_scan_bytes", cfg_.max_scan_bytes},
-                     {"max_whole_alloc_bytes", cfg_.max_whole_alloc_bytes},
-                     {"typed", cfg_.typed},
-                     {"origin", cfg_.origin},
-                     {"aggregate", cfg_.aggregate},
-                     {"eager_batch", cfg_.eager_batch},
-                     {"rules", cfg_.rules_path}};
+  start[key::version] = NANSCOPE_VERSION_STRING;
+  start[key::attach] = attach_name(attach);
+  start[key::config] = {{ck::mode, mode_name(cfg_.mode)},
+                        {ck::log, cfg_.log_path},
+                        {ck::level, cfg_.level},
+                        {ck::kernel_filter, cfg_.kernel_filter},
+                        {ck::kernel_exclude, cfg_.kernel_exclude},
+                        {ck::channel_records, cfg_.channel_records},
+                        {ck::max_captured_scans, cfg_.max_captured_scans},
+                        {ck::poll_us, cfg_.poll_us},
+                        {ck::max_scan_bytes, cfg_.max_scan_bytes},
+                        {ck::max_whole_alloc_bytes, cfg_.max_whole_alloc_bytes},
+                        {ck::typed, cfg_.typed},
+                        {ck::origin, cfg_.origin},
+                        {ck::aggregate, cfg_.aggregate},
+                        {ck::eager_batch, cfg_.eager_batch},
+                        {ck::rules, cfg_.rules_path}};
   if (cupti_.ok()) {
     log_->info(fmt::format("CUPTI {}: {}, from {}", cupti_.path, cupti_.origin, cupti_.source));
-    start["cupti"] = {{"path", cupti_.path}, {"origin", cupti_.origin}, {"source", cupti_.source}};
+    namespace cu = schema::cupti_key;
+    start[key::cupti] = {{cu::path, cupti_.path}, {cu::origin, cupti_.origin}, {cu::source, cupti_.source}};
   }
-  if (!config_errors.empty()) start["config_errors"] = config_errors;
-  start["argv0"] = program_name();
-  log_->emit("start", start);
+  if (!config_errors.empty()) start[key::config_errors] = config_errors;
+  start[key::argv0] = program_name();
+  log_->emit(schema::event::start, start);
 }
 
 bool Engine::subscribe() {
   if (!cupti_.ok()) {
     const std::string msg = cupti_.error + "; the program runs on without nanscope";
     log_->warn(msg);
-    log_->emit("warning", Json{{"what", "cupti_load"}, {"message", msg}});
+    log_->emit(schema::event::warning, Json{{schema::key::what, schema::warning_what::cupti_load}, {schema::key::message, msg}});
     return false;
   }
   const CuptiApi& cupti = cupti_.api;
@@ -133,7 +136,8 @@ bool Engine::subscribe() {
             ? ": another CUPTI tool (a profiler such as the PyTorch profiler or Nsight) holds it"
             : "");
     log_->warn(msg);
-    log_->emit("warning", Json{{"what", "cupti_subscribe"}, {"message", msg}});
+    log_->emit(schema::event::warning,
+               Json{{schema::key::what, schema::warning_what::cupti_subscribe}, {schema::key::message, msg}});
     return false;
   }
   // Only the callbacks we need: a serving process makes millions of driver calls.

@@ -102,7 +102,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   // The first finding at each site, and the one that aborts, get a tensor dump.
   // No device copies from a fatal-signal handler; a normal exit still dumps what it drains.
   if (!cfg_.dump_dir.empty() && !in_signal_.load() && (first_at_site || abort_now))
-    if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j["dump"] = path;
+    if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j[schema::key::dump] = path;
   log_.emit_with_id(id, event_name::nonfinite, j);
   if (site && site->total == 1) {
     site->first_event = id;
@@ -213,16 +213,17 @@ SummaryFigures FindingReporter::figures(const Contexts::ChannelTotals& channels)
 // Where typed and Triton extents came from: PyTorch's caching-allocator blocks, or why not.
 Json FindingReporter::tensor_extents_json() {
   TorchBlockTracker& torch = allocs_.torch();
-  Json j{{"torch", TorchBlockTracker::state_name(torch.state())}};
-  if (!torch.torch_version().empty()) j["torch_version"] = torch.torch_version();
-  if (!torch.reason().empty()) j["reason"] = torch.reason();
+  namespace tk = schema::tensor_extents_key;
+  Json j{{tk::torch, TorchBlockTracker::state_name(torch.state())}};
+  if (!torch.torch_version().empty()) j[tk::torch_version] = torch.torch_version();
+  if (!torch.reason().empty()) j[tk::reason] = torch.reason();
   if (torch.state() == TorchBlockTracker::State::kAttached) {
     const TensorBlockStats b = torch.stats();
-    j["blocks_live"] = b.live;
-    j["blocks_seen"] = b.allocs + b.seeded;
-    j["blocks_dropped"] = b.dropped;
+    j[tk::blocks_live] = b.live;
+    j[tk::blocks_seen] = b.allocs + b.seeded;
+    j[tk::blocks_dropped] = b.dropped;
   }
-  j["opaque_buffers"] = allocs_.opaque().size();
+  j[tk::opaque_buffers] = allocs_.opaque().size();
   return j;
 }
 

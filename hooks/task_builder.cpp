@@ -88,7 +88,8 @@ const KernelInfo& TaskBuilder::kernel_info(void* handle, const char* symbol_name
       std::lock_guard lock(not_inspected_mu_);
       if (!not_inspected_.insert(k.mangled).second) return k;
     }
-    log_.emit("not_inspected", Json{{"kernel", k.demangled}, {"kernel_mangled", k.mangled}, {"reason", k.reason}});
+    log_.emit(schema::event::not_inspected,
+              Json{{schema::key::kernel, k.demangled}, {schema::key::kernel_mangled, k.mangled}, {schema::key::reason, k.reason}});
     if (log_.debug_enabled()) log_.debug(fmt::format("not inspected: {} ({})", k.demangled, k.reason));
   }
   return k;
@@ -143,10 +144,12 @@ void TaskBuilder::report_pool_refusals(const TaskDraft& draft) {
       if (!pool_refused_.emplace(k.mangled, r.arg).second) continue;
     }
     counters_.coverage.on_refused_launch(k.id, k.demangled, kPoolExtentReason);
-    log_.emit("not_inspected", Json{{"kernel", k.demangled},
-                                    {"kernel_mangled", k.mangled},
-                                    {"reason", kPoolExtentReason},
-                                    {"buffer", {{"arg", r.arg}, {"ptr", fmt::format("0x{:x}", r.ptr)}}}});
+    namespace key = schema::key;
+    log_.emit(schema::event::not_inspected,
+              Json{{key::kernel, k.demangled},
+                   {key::kernel_mangled, k.mangled},
+                   {key::reason, kPoolExtentReason},
+                   {key::buffer, {{schema::buffer_key::arg, r.arg}, {schema::buffer_key::ptr, fmt::format("0x{:x}", r.ptr)}}}});
     if (log_.debug_enabled())
       log_.debug(fmt::format("not inspected: argument {} of {} ({}: no extent but the end of a driver allocation "
                              "larger than NANSCOPE_MAX_WHOLE_ALLOC_BYTES)", r.arg, k.demangled, kPoolExtentReason));

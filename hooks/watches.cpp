@@ -9,7 +9,7 @@ void Watches::load_rules(const std::string& path) {
   RulesResult loaded = nanscope::load_rules(path);
   for (const auto& err : loaded.errors) {
     log_.warn(err);
-    log_.emit("warning", Json{{"what", "rules"}, {"message", err}});
+    log_.emit(schema::event::warning, Json{{schema::key::what, schema::warning_what::rules}, {schema::key::message, err}});
   }
   rules_ = std::move(loaded.file.rules);
   {
@@ -26,7 +26,7 @@ void Watches::warn_rule(uint32_t rule_index, const std::string& error) {
   }
   const std::string msg = error + " (said once per rule; launches it cannot resolve are not scanned by it)";
   log_.warn(msg);
-  log_.emit("warning", Json{{"what", "rule"}, {"message", msg}});
+  log_.emit(schema::event::warning, Json{{schema::key::what, schema::warning_what::rule}, {schema::key::message, msg}});
 }
 
 uint32_t Watches::add(WatchSpec spec) {

@@ -1,5 +1,7 @@
 #include "coverage.hpp"
 
+#include "log_schema.hpp"
+
 #include <algorithm>
 
 namespace nanscope {
@@ -87,6 +89,7 @@ void Coverage::on_library_call(const char* api, const char* refused) {
 }
 
 nlohmann::ordered_json Coverage::to_json(size_t top) const {
+  namespace ck = schema::coverage_key;
   nlohmann::ordered_json launches = nlohmann::ordered_json::object();
   uint64_t total = 0;
   for (size_t i = 0; i < by_kind_.size(); ++i) {
@@ -94,8 +97,9 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
     launches[inspection_key(static_cast<Inspection>(i))] = n;
     total += n;
   }
-  const uint64_t looked = launches["decoded"].get<uint64_t>() + launches["typed"].get<uint64_t>() +
-                          launches["watched"].get<uint64_t>();
+  const uint64_t looked = launches[inspection_key(Inspection::decoded)].get<uint64_t>() +
+                          launches[inspection_key(Inspection::typed)].get<uint64_t>() +
+                          launches[inspection_key(Inspection::watched)].get<uint64_t>();
   struct Row {
     uint64_t launches;
     const Kernel* k;
@@ -103,10 +107,11 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
   std::vector<Row> rows;
   auto library_json = [this] {  // under mu_
     nlohmann::ordered_json refused = nlohmann::ordered_json::array();
-    for (const LibraryRefusal& r : library_refused_) refused.push_back({{"api", r.api}, {"reason", r.why}, {"calls", r.calls}});
-    return nlohmann::ordered_json{{"calls", library_calls_.load(std::memory_order_relaxed)},
-                                  {"scanned", library_scanned_.load(std::memory_order_relaxed)},
-                                  {"not_scanned", refused}};
+    namespace lk = schema::library_calls_key;
+    for (const LibraryRefusal& r : library_refused_) refused.push_back({{lk::api, r.api}, {lk::reason, r.why}, {lk::calls, r.calls}});
+    return nlohmann::ordered_json{{lk::calls, library_calls_.load(std::memory_order_relaxed)},
+                                  {lk::scanned, library_scanned_.load(std::memory_order_relaxed)},
+                                  {lk::not_scanned, refused}};
   };
   std::lock_guard lock(mu_);
   for (const Kernel& k : not_inspected_) {
@@ -121,19 +126,19 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
   nlohmann::ordered_json top_rows = nlohmann::ordered_json::array(), library_rows = nlohmann::ordered_json::array();
   for (const Row& r : rows) {
     nlohmann::ordered_json& list = library_kernel(r.k->name) ? library_rows : top_rows;
-    if (list.size() < top) list.push_back({{"kernel", r.k->name}, {"reason", r.k->reason}, {"launches", r.launches}});
+    if (list.size() < top) list.push_back({{ck::kernel, r.k->name}, {ck::reason, r.k->reason}, {ck::launches, r.launches}});
   }
-  return {{"launches", total},
-          {"by_inspection", launches},
-          {"inspected_share", total ? static_cast<double>(looked) / static_cast<double>(total) : 0.0},
-          {"bytes_written_decoded", written_.load(std::memory_order_relaxed)},
-          {"bytes_written_decoded_scanned", written_scanned_.load(std::memory_order_relaxed)},
-          {"bytes_scanned", scanned_.load(std::memory_order_relaxed)},
-          {"kernels_not_inspected", not_inspected_.size()},
-          {"not_inspected_top", top_rows},
-          {"library_top", library_rows},
-          {"library_calls", library_json()},
-          {"not_inspected_uncounted_launches", overflow_.load(std::memory_order_relaxed)}};
+  return {{ck::launches, total},
+          {ck::by_inspection, launches},
+          {ck::inspected_share, total ? static_cast<double>(looked) / static_cast<double>(total) : 0.0},
+          {ck::bytes_written_decoded, written_.load(std::memory_order_relaxed)},
+          {ck::bytes_written_decoded_scanned, written_scanned_.load(std::memory_order_relaxed)},
+          {ck::bytes_scanned, scanned_.load(std::memory_order_relaxed)},
+          {ck::kernels_not_inspected, not_inspected_.size()},
+          {ck::not_inspected_top, top_rows},
+          {ck::library_top, library_rows},
+          {ck::library_calls, library_json()},
+          {ck::not_inspected_uncounted_launches, overflow_.load(std::memory_order_relaxed)}};
 }
 
 }  // namespace nanscope

@@ -21,113 +21,14 @@ const char* const summary = schema::event::summary;
 namespace {
 
 // The log's keys, from the one schema (src/log_schema.hpp) that `nanscope report` reads too.
-namespace key {
-constexpr const char* device = schema::key::device;
-constexpr const char* stream = schema::key::stream;
-constexpr const char* kernel = schema::key::kernel;
-constexpr const char* kernel_mangled = schema::key::kernel_mangled;
-constexpr const char* launch_id = schema::key::launch_id;
-constexpr const char* correlation_id = schema::key::correlation_id;
-constexpr const char* buffer = schema::key::buffer;
-constexpr const char* arg = schema::buffer_key::arg;
-constexpr const char* ptr = schema::buffer_key::ptr;
-constexpr const char* dtype = schema::buffer_key::dtype;
-constexpr const char* elements = schema::buffer_key::elements;
-constexpr const char* name = schema::buffer_key::name;
-constexpr const char* counts = schema::key::counts;
-constexpr const char* nan = schema::counts_key::nan;
-constexpr const char* pos_inf = schema::counts_key::pos_inf;
-constexpr const char* neg_inf = schema::counts_key::neg_inf;
-constexpr const char* first_index = schema::key::first_index;
-constexpr const char* last_index = schema::key::last_index;
-constexpr const char* graph_id = schema::key::graph_id;
-constexpr const char* graph_node = schema::key::graph_node;
-constexpr const char* replay = schema::key::replay;
-constexpr const char* region = schema::key::region;
-constexpr const char* counts_padding = schema::key::counts_padding;
-constexpr const char* counts_real = schema::key::counts_real;
-constexpr const char* rows = schema::key::rows;
-constexpr const char* rows_total = schema::key::rows_total;
-constexpr const char* watch = schema::key::watch;
-constexpr const char* padding_source = schema::key::padding_source;
-constexpr const char* rows_inferred = schema::key::rows_inferred;
-constexpr const char* action = schema::key::action;
-constexpr const char* padding = schema::rows_key::padding;
-constexpr const char* real = schema::rows_key::real;
-constexpr const char* unknown = schema::rows_key::unknown;
-constexpr const char* truncated = schema::rows_key::truncated;
-constexpr const char* origin = schema::key::origin;
-constexpr const char* origin_why = schema::key::origin_why;
-constexpr const char* parents = schema::key::parents;
-constexpr const char* root = schema::key::root;
-constexpr const char* origin_incomplete = schema::key::origin_incomplete;
-constexpr const char* leak = schema::key::leak;
-constexpr const char* rows_before = schema::key::rows_before;
-constexpr const char* rows_after = schema::key::rows_after;
-constexpr const char* of = schema::key::of;
-constexpr const char* count = schema::key::count;
-constexpr const char* total = schema::key::total;
-constexpr const char* final = schema::key::final_;
-constexpr const char* first_replay = schema::key::first_replay;
-constexpr const char* last_replay = schema::key::last_replay;
-constexpr const char* reason = schema::key::reason;
-constexpr const char* schema = schema::key::schema;
-constexpr const char* event_id = schema::dump_key::event_id;
-constexpr const char* pid = schema::key::pid;
-constexpr const char* storage = schema::dump_key::storage;
-constexpr const char* shape = schema::dump_key::shape;
-constexpr const char* row_verdicts = schema::dump_key::row_verdicts;
-constexpr const char* kind = schema::dump_key::kind;
-constexpr const char* verdict = schema::dump_key::verdict;
-constexpr const char* fixed = schema::key::fixed;
-constexpr const char* note = schema::dump_key::note;
-constexpr const char* launches = schema::key::launches;
-constexpr const char* scans = schema::key::scans;
-constexpr const char* findings = schema::key::findings;
-constexpr const char* kernels_inspected = schema::key::kernels_inspected;
-constexpr const char* kernels_not_inspected = schema::key::kernels_not_inspected;
-constexpr const char* scans_dropped = schema::key::scans_dropped;
-constexpr const char* graph_scans_overlapped = schema::key::graph_scans_overlapped;
-constexpr const char* graph_scans_merged = schema::key::graph_scans_merged;
-constexpr const char* graph_edges_programmatic = schema::key::graph_edges_programmatic;
-constexpr const char* eager_scans_batched = schema::key::eager_scans_batched;
-constexpr const char* eager_batch_launches = schema::key::eager_batch_launches;
-constexpr const char* python_line_captures = schema::key::python_line_captures;
-constexpr const char* python_line_ns = schema::key::python_line_ns;
-constexpr const char* overflow = schema::key::overflow;
-constexpr const char* corrupt_records = schema::key::corrupt_records;
-constexpr const char* rescans_unchanged = schema::key::rescans_unchanged;
-constexpr const char* duration_ns = schema::key::duration_ns;
-constexpr const char* origins = schema::key::origins;
-constexpr const char* event = schema::key::event;
-constexpr const char* leaks = schema::origins_key::leaks;
-constexpr const char* kernels_reached = schema::root_key::kernels_reached;
-constexpr const char* buffers_reached = schema::root_key::buffers_reached;
-constexpr const char* last_event = schema::root_key::last_event;
-constexpr const char* first_leak = schema::root_key::first_leak;
-constexpr const char* roots = schema::origins_key::roots;
-constexpr const char* roots_not_listed = schema::origins_key::roots_not_listed;
-constexpr const char* introduced = schema::origins_key::introduced;
-constexpr const char* propagated = schema::origins_key::propagated;
-constexpr const char* host = schema::origins_key::host;
-constexpr const char* evictions = schema::origins_key::evictions;
-constexpr const char* candidate = schema::origins_key::candidate;
-constexpr const char* candidates = schema::key::candidates;
-constexpr const char* python = schema::key::python;
-constexpr const char* file = schema::python_key::file;
-constexpr const char* line = schema::python_key::line;
-constexpr const char* function = schema::python_key::function;
-constexpr const char* collective = schema::key::collective;
-constexpr const char* inf = schema::key::inf;
-constexpr const char* fault = schema::key::fault;
-constexpr const char* cause = schema::key::cause;
-constexpr const char* intended_from = schema::key::intended_from;
-constexpr const char* spread = schema::key::spread;
-constexpr const char* last_writer = schema::key::last_writer;
-constexpr const char* preexisting = schema::origins_key::preexisting;
-constexpr const char* faults = schema::key::faults;
-constexpr const char* infinities = schema::key::infinities;
-}  // namespace key
+namespace buffer_key = schema::buffer_key;
+namespace counts_key = schema::counts_key;
+namespace dump_key = schema::dump_key;
+namespace key = schema::key;
+namespace origins_key = schema::origins_key;
+namespace python_key = schema::python_key;
+namespace root_key = schema::root_key;
+namespace rows_key = schema::rows_key;
 
 // Values the log spells out.
 constexpr const char* kGlobalSpecWatch = "(global padding spec)";
@@ -144,16 +45,16 @@ Json rows_json(const Finding& f) {
     if (f.padding_source == PaddingSource::none) unknown.push_back(range);
     else (r.padding ? padding : real).push_back(range);
   }
-  Json j{{key::padding, padding}, {key::real, real}};
-  if (!unknown.empty()) j[key::unknown] = unknown;
-  j[key::truncated] = f.verdict.truncated;
+  Json j{{rows_key::padding, padding}, {rows_key::real, real}};
+  if (!unknown.empty()) j[rows_key::unknown] = unknown;
+  j[rows_key::truncated] = f.verdict.truncated;
   return j;
 }
 
 Json rowset_json(const RowVerdict& v) {
   Json padding = Json::array(), real = Json::array();
   for (const RowRange& r : v.ranges) (r.padding ? padding : real).push_back(Json::array({r.first, r.last}));
-  return Json{{key::padding, padding}, {key::real, real}, {key::truncated, v.truncated}};
+  return Json{{rows_key::padding, padding}, {rows_key::real, real}, {rows_key::truncated, v.truncated}};
 }
 
 void add_rows_fields(Json& j, const FindingFacts& facts) {
@@ -218,10 +119,10 @@ Json root_json(const lineage::RootSummary& r, const KernelName& kernel_name) {
          {key::buffer, hex(r.buffer.ptr)},
          {key::rows, rowset_json(r.rows)},
          {key::findings, r.findings},
-         {key::leaks, r.leaks},
-         {key::kernels_reached, r.kernels.size()},
-         {key::buffers_reached, r.buffers.size()},
-         {key::last_event, r.last_event_id}};
+         {origins_key::leaks, r.leaks},
+         {root_key::kernels_reached, r.kernels.size()},
+         {root_key::buffers_reached, r.buffers.size()},
+         {root_key::last_event, r.last_event_id}};
   if (r.origin == lineage::Origin::unknown) j[key::origin_why] = lineage::unknown_name(r.why);
   if (r.inf != lineage::InfKind::none) j[key::inf] = lineage::inf_kind_name(r.inf);
   j[key::fault] = r.nan_cause;  // a NaN names it as its first cause
@@ -234,14 +135,14 @@ Json root_json(const lineage::RootSummary& r, const KernelName& kernel_name) {
   if (r.site.captured)
     j[key::graph_id] = r.site.graph_id, j[key::graph_node] = r.site.graph_node, j[key::replay] = r.site.replay;
   if (r.first_leak) {
-    j[key::first_leak] = {{key::event, r.first_leak->event_id},
+    j[root_key::first_leak] = {{key::event, r.first_leak->event_id},
                           {key::kernel, kernel_name(r.first_leak->site.kernel_id)},
                           {key::launch_id, r.first_leak->site.launch_id},
                           {key::buffer, hex(r.first_leak->buffer.ptr)},
                           {key::rows_before, rowset_json(r.first_leak->rows_before)},
                           {key::rows_after, rowset_json(r.first_leak->rows_after)}};
   } else {
-    j[key::first_leak] = nullptr;
+    j[root_key::first_leak] = nullptr;
   }
   return j;
 }
@@ -252,9 +153,9 @@ std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 Json python_json(const std::optional<PythonLine>& line) {
   if (!line) return nullptr;
-  Json j{{key::file, line->file}, {key::line, line->line}, {key::function, line->function}};
+  Json j{{python_key::file, line->file}, {python_key::line, line->line}, {python_key::function, line->function}};
   if (!line->generated_file.empty())
-    j[schema::python_key::generated] = Json{{key::file, line->generated_file}, {key::line, line->generated_line}};
+    j[schema::python_key::generated] = Json{{python_key::file, line->generated_file}, {python_key::line, line->generated_line}};
   return j;
 }
 
@@ -375,17 +276,17 @@ std::vector<Json> Sites::closing() {
 
 Json site_identity(const Finding& f, const std::string& kernel) {
   Json j{{key::kernel, kernel},
-         {key::buffer, {{key::arg, f.arg}, {key::ptr, hex(f.ptr)}, {key::elements, f.elements}}},
+         {key::buffer, {{buffer_key::arg, f.arg}, {buffer_key::ptr, hex(f.ptr)}, {buffer_key::elements, f.elements}}},
          {key::region, region_of(f)}};
   if (f.row_aware) j[key::rows] = rows_json(f);
   return j;
 }
 
 Json repeat_event(const Site& s, bool with_replays, bool final) {
-  Json r{{key::of, s.first_event}, {key::count, s.pending}, {key::total, s.total}, {key::final, final}};
+  Json r{{key::of, s.first_event}, {key::count, s.pending}, {key::total, s.total}, {key::final_, final}};
   if (with_replays) r[key::first_replay] = s.first_replay, r[key::last_replay] = s.last_replay;
   const FoldedCounts& c = s.pending_counts;
-  r[key::counts] = {{key::nan, c.nan}, {key::pos_inf, c.pos_inf}, {key::neg_inf, c.neg_inf}};
+  r[key::counts] = {{counts_key::nan, c.nan}, {counts_key::pos_inf, c.pos_inf}, {counts_key::neg_inf, c.neg_inf}};
   if (s.row_aware) r[key::counts_padding] = c.padding, r[key::counts_real] = c.real;
   if (s.identity.is_object())
     for (const auto& [k, v] : s.identity.items()) r[k] = v;
@@ -401,9 +302,9 @@ Json finding_event(const FindingFacts& facts, const std::optional<lineage::Verdi
   j[key::kernel_mangled] = facts.kernel_mangled;
   j[key::launch_id] = f.launch_id;
   j[key::correlation_id] = f.correlation_id;
-  j[key::buffer] = {{key::arg, f.arg}, {key::ptr, hex(f.ptr)}, {key::dtype, dtype_name(f.dtype)}, {key::elements, f.elements}};
-  if (f.row_aware) j[key::buffer][key::name] = facts.watch.name;
-  j[key::counts] = {{key::nan, f.nan}, {key::pos_inf, f.pos_inf}, {key::neg_inf, f.neg_inf}};
+  j[key::buffer] = {{buffer_key::arg, f.arg}, {buffer_key::ptr, hex(f.ptr)}, {buffer_key::dtype, dtype_name(f.dtype)}, {buffer_key::elements, f.elements}};
+  if (f.row_aware) j[key::buffer][buffer_key::name] = facts.watch.name;
+  j[key::counts] = {{counts_key::nan, f.nan}, {counts_key::pos_inf, f.pos_inf}, {counts_key::neg_inf, f.neg_inf}};
   j[key::first_index] = f.first_index;
   j[key::last_index] = f.last_index;
   if (f.captured) {
@@ -487,36 +388,36 @@ std::vector<uint64_t> dump_shape(const Finding& f) {
 Json dump_sidecar(const Finding& f, uint64_t event_id, long pid, const Json& event, const std::vector<uint64_t>& shape) {
   Json side;
   side[key::schema] = kDumpSchema;
-  side[key::event_id] = event_id;
+  side[dump_key::event_id] = event_id;
   side[key::pid] = pid;
   side[key::kernel] = event.value(key::kernel, "");
   side[key::buffer] = event[key::buffer];
-  side[key::dtype] = dtype_name(f.dtype);
-  side[key::storage] = npy_descr(f.dtype);
-  side[key::shape] = shape;
+  side[buffer_key::dtype] = dtype_name(f.dtype);
+  side[dump_key::storage] = npy_descr(f.dtype);
+  side[dump_key::shape] = shape;
   side[key::counts] = event[key::counts];
   if (f.row_aware) {
     side[key::padding_source] = padding_source_name(f.padding_source);
     Json verdicts = Json::array();
     for (const RowRange& r : f.verdict.ranges)
       verdicts.push_back(Json{{key::rows, {r.first, r.last}},
-                              {key::kind, f.padding_source == PaddingSource::none ? "unknown" : r.padding ? "padding" : "real"},
-                              {key::verdict, "nonfinite"},
+                              {dump_key::kind, f.padding_source == PaddingSource::none ? "unknown" : r.padding ? "padding" : "real"},
+                              {dump_key::verdict, "nonfinite"},
                               {key::fixed, f.fixed && r.padding}});
-    side[key::row_verdicts] = verdicts;
+    side[dump_key::row_verdicts] = verdicts;
   }
-  side[key::note] = kDumpNote;
+  side[dump_key::note] = kDumpNote;
   return side;
 }
 
 Json origins_json(const lineage::Summary& o, const KernelName& kernel_name) {
   Json roots = Json::array();
   for (const lineage::RootSummary& r : o.roots) roots.push_back(root_json(r, kernel_name));
-  return Json{{key::roots, roots},          {key::roots_not_listed, o.roots_not_listed},
-              {key::introduced, o.introduced}, {key::propagated, o.propagated},
-              {key::host, o.host},            {key::unknown, o.unknown},
-              {key::candidate, o.candidate},  {key::preexisting, o.preexisting},
-              {key::leaks, o.leaks},          {key::evictions, o.evictions}};
+  return Json{{origins_key::roots, roots},          {origins_key::roots_not_listed, o.roots_not_listed},
+              {origins_key::introduced, o.introduced}, {origins_key::propagated, o.propagated},
+              {origins_key::host, o.host},            {rows_key::unknown, o.unknown},
+              {origins_key::candidate, o.candidate},  {origins_key::preexisting, o.preexisting},
+              {origins_key::leaks, o.leaks},          {origins_key::evictions, o.evictions}};
 }
 
 Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) {
@@ -537,7 +438,7 @@ Json summary_event(const SummaryFigures& f, const std::optional<Json>& origins) 
   s[key::rescans_unchanged] = f.unchanged;
   s[key::python_line_captures] = f.python_captures;
   s[key::python_line_ns] = f.python_ns;
-  s[key::counts] = {{key::nan, f.nan}, {key::pos_inf, f.pos_inf}, {key::neg_inf, f.neg_inf}};
+  s[key::counts] = {{counts_key::nan, f.nan}, {counts_key::pos_inf, f.pos_inf}, {counts_key::neg_inf, f.neg_inf}};
   s[key::duration_ns] = f.duration_ns;
   if (origins) s[key::origins] = *origins;
   return s;

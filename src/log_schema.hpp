@@ -127,6 +127,65 @@ inline constexpr char fixed[] = "fixed";
 }  // namespace key
 
 // Keys of the nested objects.
+namespace config_key {  // start.config: the settings in effect (src/config.hpp)
+inline constexpr char mode[] = "mode";
+inline constexpr char log[] = "log";
+inline constexpr char level[] = "level";
+inline constexpr char kernel_filter[] = "kernel_filter";
+inline constexpr char kernel_exclude[] = "kernel_exclude";
+inline constexpr char channel_records[] = "channel_records";
+inline constexpr char max_captured_scans[] = "max_captured_scans";
+inline constexpr char poll_us[] = "poll_us";
+inline constexpr char max_scan_bytes[] = "max_scan_bytes";
+inline constexpr char max_whole_alloc_bytes[] = "max_whole_alloc_bytes";
+inline constexpr char typed[] = "typed";
+inline constexpr char origin[] = "origin";
+inline constexpr char aggregate[] = "aggregate";
+inline constexpr char eager_batch[] = "eager_batch";
+inline constexpr char rules[] = "rules";
+}  // namespace config_key
+namespace cupti_key {  // start.cupti: the CUPTI that was loaded
+inline constexpr char path[] = "path";
+inline constexpr char origin[] = "origin";
+inline constexpr char source[] = "source";
+}  // namespace cupti_key
+namespace tensor_extents_key {  // summary.tensor_extents
+inline constexpr char torch[] = "torch";
+inline constexpr char torch_version[] = "torch_version";
+inline constexpr char reason[] = "reason";
+inline constexpr char blocks_live[] = "blocks_live";
+inline constexpr char blocks_seen[] = "blocks_seen";
+inline constexpr char blocks_dropped[] = "blocks_dropped";
+inline constexpr char opaque_buffers[] = "opaque_buffers";
+}  // namespace tensor_extents_key
+namespace coverage_key {  // summary.coverage (src/coverage.cpp)
+inline constexpr char launches[] = "launches";
+inline constexpr char by_inspection[] = "by_inspection";
+inline constexpr char inspected_share[] = "inspected_share";
+inline constexpr char bytes_written_decoded[] = "bytes_written_decoded";
+inline constexpr char bytes_written_decoded_scanned[] = "bytes_written_decoded_scanned";
+inline constexpr char bytes_scanned[] = "bytes_scanned";
+inline constexpr char kernels_not_inspected[] = "kernels_not_inspected";
+inline constexpr char not_inspected_top[] = "not_inspected_top";
+inline constexpr char library_top[] = "library_top";
+inline constexpr char library_calls[] = "library_calls";
+inline constexpr char not_inspected_uncounted_launches[] = "not_inspected_uncounted_launches";
+inline constexpr char kernel[] = "kernel";  // a row of not_inspected_top and library_top
+inline constexpr char reason[] = "reason";
+}  // namespace coverage_key
+namespace library_calls_key {  // summary.coverage.library_calls
+inline constexpr char calls[] = "calls";
+inline constexpr char scanned[] = "scanned";
+inline constexpr char not_scanned[] = "not_scanned";
+inline constexpr char api[] = "api";  // a row of not_scanned: api, reason, calls
+inline constexpr char reason[] = "reason";
+}  // namespace library_calls_key
+namespace warning_what {  // warning.what of the warnings said where they arise (NS_ONCE_WARNINGS: once)
+inline constexpr char cupti_load[] = "cupti_load";
+inline constexpr char cupti_subscribe[] = "cupti_subscribe";
+inline constexpr char rules[] = "rules";
+inline constexpr char rule[] = "rule";
+}  // namespace warning_what
 namespace buffer_key {  // nonfinite.buffer
 inline constexpr char arg[] = "arg";
 inline constexpr char ptr[] = "ptr";
