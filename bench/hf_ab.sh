@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Hugging Face decode step (bench/hf_bench.py), replayed under several nanscope settings in
 # turn, for ROUNDS rounds, with the plain run first and last: the same setting moved by up to 12%
-# from one process to the next on the H200 (BENCHMARKS.md, session 15), so a comparison needs
+# from one process to the next on the H200 (docs/bench-history.md, session 15), so a comparison needs
 # several runs of each, side by side. Prints every run, then each setting's median and its ratio to
 # the plain median. On the device:
 #   bench/hf_ab.sh CASE ROUNDS NAME=LIB[:VAR=VALUE,...] [NAME=LIB[:...] ...]

@@ -2,7 +2,7 @@
 // scanned launch (its scan is a second launch on the app's stream, right after the kernel).
 // Runtime and driver launches, the scan kernel's 360-byte parameter against an 8-byte one, an app
 // launch followed by the scan launch, the capture-state query the hook makes, and the scan handed
-// to a helper thread (the app waits for it before its next launch). BENCHMARKS.md, runs S6-2/S6-3.
+// to a helper thread (the app waits for it before its next launch). docs/bench-history.md, runs S6-2/S6-3.
 #include <cuda.h>
 #include <cuda_runtime.h>
 

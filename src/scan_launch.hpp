@@ -20,7 +20,7 @@ struct ScanPolicy {
 // the replay cost of such a node grows with its block count (H200: an empty 128-block scan node
 // beside a 50-kernel chain added 1.1 us a node, a 1-block one nothing). A quarter of the blocks
 // still keeps the scans as fast as a chain of 2 MiB kernels. A plain-scan variant with 16 loads in
-// flight per thread and 2-16 blocks was slower (BENCHMARKS.md, runs S3-3 and S3-5).
+// flight per thread and 2-16 blocks was slower (docs/bench-history.md, runs S3-3 and S3-5).
 inline ScanPolicy overlap_policy() {
   ScanPolicy p;
   p.bytes_per_block_step *= 4;
