@@ -5,9 +5,7 @@
 namespace nanscope {
 
 void warn_once(EventLog& log, schema::Once what, const std::string& message) {
-  if (!log.first_time(what)) return;
-  log.warn(message);
-  log.emit(schema::event::warning, Json{{schema::key::what, schema::once_name(what)}, {schema::key::message, message}});
+  if (log.first_time(what)) log.warning(schema::once_name(what), message);
 }
 
 std::string error_name(CUresult r) {

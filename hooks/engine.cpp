@@ -120,8 +120,7 @@ void Engine::log_start(nanscope_attach_t attach, const std::vector<std::string>&
 bool Engine::subscribe() {
   if (!cupti_.ok()) {
     const std::string msg = cupti_.error + "; the program runs on without nanscope";
-    log_->warn(msg);
-    log_->emit(schema::event::warning, Json{{schema::key::what, schema::warning_what::cupti_load}, {schema::key::message, msg}});
+    log_->warning(schema::warning_what::cupti_load, msg);
     return false;
   }
   const CuptiApi& cupti = cupti_.api;
@@ -135,9 +134,7 @@ bool Engine::subscribe() {
         r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
             ? ": another CUPTI tool (a profiler such as the PyTorch profiler or Nsight) holds it"
             : "");
-    log_->warn(msg);
-    log_->emit(schema::event::warning,
-               Json{{schema::key::what, schema::warning_what::cupti_subscribe}, {schema::key::message, msg}});
+    log_->warning(schema::warning_what::cupti_subscribe, msg);
     return false;
   }
   // Only the callbacks we need: a serving process makes millions of driver calls.
@@ -170,7 +167,6 @@ void Engine::on_context_destroy(CUcontext ctx) {
 
 std::string Engine::note_generated_line(std::string_view generated_file, uint32_t generated_line, const char* traceback) {
   if (!python_.enabled()) return "Python lines are off (NANSCOPE_PYTHON_LINE=0)";
-  if (generated_file.empty() || generated_line == 0) return "generated_file is empty or generated_line is 0";
   if (!python_.note_generated_line(generated_file, generated_line, traceback))
     return fmt::format("the map of generated lines is full ({} files, {} lines at most)", GeneratedLines::kMaxFiles,
                        GeneratedLines::kMaxEntries);

@@ -8,8 +8,7 @@ void Watches::load_rules(const std::string& path) {
   if (path.empty()) return;
   RulesResult loaded = nanscope::load_rules(path);
   for (const auto& err : loaded.errors) {
-    log_.warn(err);
-    log_.emit(schema::event::warning, Json{{schema::key::what, schema::warning_what::rules}, {schema::key::message, err}});
+    log_.warning(schema::warning_what::rules, err);
   }
   rules_ = std::move(loaded.file.rules);
   {
@@ -25,8 +24,7 @@ void Watches::warn_rule(uint32_t rule_index, const std::string& error) {
     if (!warned_rules_.insert(rule_index).second) return;
   }
   const std::string msg = error + " (said once per rule; launches it cannot resolve are not scanned by it)";
-  log_.warn(msg);
-  log_.emit(schema::event::warning, Json{{schema::key::what, schema::warning_what::rule}, {schema::key::message, msg}});
+  log_.warning(schema::warning_what::rule, msg);
 }
 
 uint32_t Watches::add(WatchSpec spec) {

@@ -81,6 +81,10 @@ void EventLog::info(std::string_view line) {
 void EventLog::warn(std::string_view line) {
   if (console_) console_->warn(line);
 }
+void EventLog::warning(std::string_view what, const std::string& message) {
+  warn(message);
+  emit(schema::event::warning, Json{{schema::key::what, what}, {schema::key::message, message}});
+}
 void EventLog::debug(std::string_view line) {
   if (console_) console_->debug(line);
 }

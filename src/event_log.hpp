@@ -51,6 +51,9 @@ class EventLog {
 
   void info(std::string_view line);
   void warn(std::string_view line);
+  // Something nanscope could not do: `message` on the console and a `warning` event with `what`
+  // (warn_once in hooks/counters.hpp says it once per schema::Once).
+  void warning(std::string_view what, const std::string& message);
   void debug(std::string_view line);
   bool debug_enabled() const;
   void flush();

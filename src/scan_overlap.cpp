@@ -10,9 +10,17 @@
 
 namespace nanscope::overlap {
 
-namespace {
+void adjacency(uint32_t n, const std::vector<Edge>& edges, Children& children, Children& parents) {
+  children.assign(n, {});
+  parents.assign(n, {});
+  for (const Edge& e : edges) {
+    if (e.from >= n || e.to >= n || e.from == e.to) continue;
+    children[e.from].push_back(e.to);
+    parents[e.to].push_back(e.from);
+  }
+}
 
-bool is_scan(NodeKind k) { return k == NodeKind::scan || k == NodeKind::pinned_scan; }
+namespace {
 
 bool writes_into(const Node& n, const std::vector<Range>& reads) {
   if (n.kind == NodeKind::opaque) return true;
@@ -35,18 +43,6 @@ struct Marks {
   }
 };
 
-using Children = std::vector<std::vector<uint32_t>>;
-
-// The edges as child and parent lists (an edge with an end out of range, or to itself, is left out).
-void adjacency(uint32_t n, const std::vector<Edge>& edges, Children& children, Children& parents) {
-  children.assign(n, {});
-  parents.assign(n, {});
-  for (const Edge& e : edges) {
-    if (e.from >= n || e.to >= n || e.from == e.to) continue;
-    children[e.from].push_back(e.to);
-    parents[e.to].push_back(e.from);
-  }
-}
 
 // Kahn's order: every node after all its parents. Shorter than the node count when the graph
 // has a cycle.

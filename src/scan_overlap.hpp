@@ -52,6 +52,12 @@ struct Edge {
   bool operator==(const Edge&) const = default;
 };
 
+inline bool is_scan(NodeKind k) { return k == NodeKind::scan || k == NodeKind::pinned_scan; }
+
+// The edges as child and parent lists (an edge with an end out of range, or to itself, is left out).
+using Children = std::vector<std::vector<uint32_t>>;
+void adjacency(uint32_t n, const std::vector<Edge>& edges, Children& children, Children& parents);
+
 // What one kernel node may write, for the model. `words` are the non-zero parameter words it may
 // write through (kernel_table.hpp: pointer_words). A decoder's exact writes (`exact`: pointer and
 // byte span) are taken as they are; every other word, unless the decoder names it as an input the

@@ -6,13 +6,12 @@
 namespace nanscope::sentinel {
 
 using overlap::Edge;
+using overlap::is_scan;
 using overlap::Node;
 using overlap::NodeKind;
 using overlap::Range;
 
 namespace {
-
-bool is_scan(NodeKind k) { return k == NodeKind::scan || k == NodeKind::pinned_scan; }
 
 // The writes of `n` that surely happen: a decoder's exact ones (the first exact_writes), a memset
 // or memcpy node's destination. Pointer words may not be written through.
@@ -25,15 +24,8 @@ std::vector<Range> exact_writes(const Node& n) {
 }
 
 struct Adjacency {
-  std::vector<std::vector<uint32_t>> children, parents;
+  overlap::Children children, parents;
 };
-
-Adjacency adjacency(size_t n, const std::vector<Edge>& edges) {
-  Adjacency a{std::vector<std::vector<uint32_t>>(n), std::vector<std::vector<uint32_t>>(n)};
-  for (const Edge& e : edges)
-    if (e.from < n && e.to < n) a.children[e.from].push_back(e.to), a.parents[e.to].push_back(e.from);
-  return a;
-}
 
 // The exact writes of every node after `scan`'s kernel: reachable from its parents, or from the
 // scan itself (the scan in line); false when the search passed `max_visits`.
@@ -78,7 +70,8 @@ bool covered(const Range& range, std::vector<Range> cover) {
 std::vector<bool> sentinel_scans(const std::vector<Node>& nodes, const std::vector<Edge>& edges,
                                  const std::vector<bool>& watch, const Limits& limits) {
   std::vector<bool> out(nodes.size(), false);
-  const Adjacency a = adjacency(nodes.size(), edges);
+  Adjacency a;
+  overlap::adjacency(static_cast<uint32_t>(nodes.size()), edges, a.children, a.parents);
   std::vector<Range> after;
   for (uint32_t s = 0; s < nodes.size(); ++s) {
     if (!is_scan(nodes[s].kind)) continue;
