@@ -1,6 +1,7 @@
 // Everything nanscope keeps per CUDA context: its loaded scan module, the device->host
 // channel and the scan accumulators. Created on first use, destroyed at context teardown.
 #pragma once
+#include "lock_rank.hpp"
 #include <cuda.h>
 
 #include <algorithm>
@@ -106,7 +107,7 @@ class ContextState {
     return f && std::find(std::begin(zero_rows_fns_), std::end(zero_rows_fns_), f) != std::end(zero_rows_fns_);
   }
   unsigned blocks_per_sm_[std::size(kScanEntryNames)] = {4, 4, 4, 4};  // by ScanEntry: ScanPolicy, capped by occupancy
-  std::mutex bitmap_mu_;
+  Ranked<std::mutex, LockLevel::part> bitmap_mu_{"ContextState::bitmap_mu_"};
   std::unordered_map<uint32_t, std::pair<CUdeviceptr, uint64_t>> bitmaps_;  // key -> (ptr, rows)
   std::vector<CUdeviceptr> retired_bitmaps_;
   CUstream private_stream_ = nullptr;
@@ -115,7 +116,7 @@ class ContextState {
   CUdeviceptr channel_dev_ = 0;
   CUdeviceptr eager_accums_ = 0;
   std::atomic<uint32_t> eager_next_{0};
-  std::mutex captured_mu_;
+  Ranked<std::mutex, LockLevel::part> captured_mu_{"ContextState::captured_mu_"};
   std::vector<CUdeviceptr> captured_chunks_;
   uint32_t captured_used_ = 0;  // in the last chunk
   uint32_t captured_total_ = 0;

@@ -1,6 +1,7 @@
 // The per-context states (module, channel, accumulators, origin slots) and the driver
 // allocations nanscope knows of. Each keeps its own lock; other parts ask, never hold.
 #pragma once
+#include "lock_rank.hpp"
 #include <cuda.h>
 #include <cupti.h>
 
@@ -31,7 +32,7 @@ class Contexts {
   ContextState* get(CUcontext ctx);
   ContextState* current();  // of the calling thread; null if none or unusable
 
-  using SharedLock = std::shared_lock<std::shared_mutex>;
+  using SharedLock = std::shared_lock<Ranked<std::shared_mutex, LockLevel::contexts>>;
   SharedLock try_lock_shared() const { return SharedLock(mu_, std::try_to_lock); }
   // Calls `fn` for every live state under the shared lock.
   void for_each(const std::function<void(ContextState&)>& fn);
@@ -51,7 +52,7 @@ class Contexts {
  private:
   const ContextLimits limits_;
   EventLog& log_;
-  mutable std::shared_mutex mu_;
+  mutable Ranked<std::shared_mutex, LockLevel::contexts> mu_{"Contexts::mu_"};
   std::unordered_map<CUcontext, std::unique_ptr<ContextState>> states_;
   std::unordered_map<CUcontext, std::string> failed_;
 };

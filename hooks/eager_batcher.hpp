@@ -4,6 +4,7 @@
 // scan kernel (nanscope_scan_grouped), which publishes its launches in order: the NaN-origin
 // state words see the same sequence as with one scan per launch.
 #pragma once
+#include "lock_rank.hpp"
 #include <cuda.h>
 
 #include <atomic>
@@ -75,7 +76,7 @@ class EagerBatcher {
   const eager::Limits limits_;
   Counters& counters_;
   ScanFailures& failures_;
-  std::mutex mu_;
+  Ranked<std::mutex, LockLevel::contexts> mu_{"EagerBatcher::mu_"};
   std::vector<Held> held_;  // one entry per stream that held scans (few)
   std::vector<Gate> gates_;  // one per stream that held scans, the oldest dropped past kMaxGates
   std::atomic<uint32_t> held_count_{0};

@@ -9,7 +9,10 @@
 //   FindingReporter         drain -> findings -> log, dumps, abort, summary  (finding_reporter.hpp)
 //
 // Lock order. A thread holding a lock takes only locks of a later level, never one of its own
-// level or an earlier one. Every lock is a std::mutex or std::shared_mutex with its owner.
+// level or an earlier one. Every lock is a std::mutex or std::shared_mutex with its owner,
+// declared as Ranked<mutex, LockLevel> with its level and name (src/lock_rank.hpp): debug builds
+// (and NANSCOPE_LOCK_RANKS=ON, as .ci/sanitize builds) abort naming both locks when the order is
+// broken; release builds compile the checks out.
 //   1. FindingReporter::drain_mu_       one drain at a time (drain thread, flush, exit, context
 //                                        teardown); held over a whole drain.
 //   2. Contexts::mu_                     shared to use a context (for_each holds it over a drain),

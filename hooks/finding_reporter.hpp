@@ -3,6 +3,7 @@
 // line, maybe a tensor dump, and the abort the user asked for. It owns the drain lock, the
 // aggregation sites, the lineage tracker and the dump budget, and writes the summary at exit.
 #pragma once
+#include "lock_rank.hpp"
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -74,9 +75,9 @@ class FindingReporter {
   PythonFrames& python_;
   const uint64_t start_ns_;
 
-  std::mutex drain_mu_;  // serialises drains (thread, flush, exit, context teardown)
+  Ranked<std::mutex, LockLevel::drain> drain_mu_{"FindingReporter::drain_mu_"};  // serialises drains (thread, flush, exit, context teardown)
   Sites sites_;          // under drain_mu_
-  std::mutex lineage_mu_;
+  Ranked<std::mutex, LockLevel::part> lineage_mu_{"FindingReporter::lineage_mu_"};
   lineage::Tracker lineage_;  // roots, leaks and reach of the findings' origins
   uint32_t dumps_ = 0;        // drain thread only
   uint64_t dump_bytes_ = 0;

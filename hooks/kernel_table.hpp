@@ -1,6 +1,7 @@
 // Per-kernel decoding, done once per function handle and cached: name, parameter layout
 // from the driver, and which parameters are floating-point outputs.
 #pragma once
+#include "lock_rank.hpp"
 #include <cuda.h>
 
 #include <atomic>
@@ -102,7 +103,7 @@ class KernelTable {
 
   const std::vector<Rule>* rules_;
   std::optional<SafeRegex> filter_, exclude_;  // never backtracks (safe_regex.hpp)
-  mutable std::shared_mutex mu_;
+  mutable Ranked<std::shared_mutex, LockLevel::part> mu_{"KernelTable::mu_"};
   std::unordered_map<void*, uint32_t> by_handle_;
   std::deque<KernelInfo> infos_;  // deque: stable addresses while growing
   std::unordered_map<std::string, uint32_t> pseudo_ids_;

@@ -18,6 +18,7 @@
 // a walk of the few innermost frames and one cache lookup per frame (code object -> its file and
 // function, decoded once); the strings are copied only when a finding is logged.
 #pragma once
+#include "lock_rank.hpp"
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -88,7 +89,7 @@ class PythonFrames {
   std::atomic<uint32_t> checked_walks_{0};  // walks whose reads were all checked
   std::atomic<uint64_t> captures_{0}, capture_ns_{0};
 
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::part> mu_{"PythonFrames::mu_"};
   struct CodeEntry {
     const void* filename;
     const void* name;

@@ -2,6 +2,7 @@
 // the collectors that each add one kind of buffer (rules, watches, typed outputs) to the task,
 // then the NaN-origin state words of what the task scans and what the launch reads.
 #pragma once
+#include "lock_rank.hpp"
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -193,7 +194,7 @@ class TaskBuilder {
   Counters& counters_;
   EventLog& log_;
   std::vector<std::unique_ptr<TaskCollector>> collectors_;  // in order: rules, watches, typed outputs
-  std::mutex not_inspected_mu_;
+  Ranked<std::mutex, LockLevel::part> not_inspected_mu_{"TaskBuilder::not_inspected_mu_"};
   std::set<std::string> not_inspected_;  // mangled names already reported: one kernel can
                                          // arrive under two handles (CUkernel and CUfunction)
   std::set<std::pair<std::string, uint32_t>> pool_refused_;  // (mangled name, argument), under not_inspected_mu_

@@ -4,6 +4,7 @@
 // another allocator backend) the engine falls back to driver allocations; see
 // docs/torch-extents.md for what it then must not scan.
 #pragma once
+#include "lock_rank.hpp"
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -78,7 +79,7 @@ class TorchBlockTracker {
   Sink* const sink_;  // never freed: see the destructor
   std::atomic<State> state_{State::kNotTried};
   void* attach_fn_ = nullptr;  // nanscope_torch_shim_attach, once the shim is loaded
-  mutable std::mutex info_mu_;
+  mutable Ranked<std::mutex, LockLevel::part> info_mu_{"TorchBlockTracker::info_mu_"};
   std::string reason_ = "not tried";
   std::string torch_version_;
 };

@@ -1,6 +1,7 @@
 // What the user asked to watch: rules (NANSCOPE_RULES), watches declared through the C API and
 // the global padding spec, with each watch's name and action kept for late findings.
 #pragma once
+#include "lock_rank.hpp"
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,7 +48,7 @@ class Watches {
   EventLog& log_;
   std::vector<Rule> rules_;
   WatchRegistry registry_;
-  std::mutex meta_mu_;
+  Ranked<std::mutex, LockLevel::part> meta_mu_{"Watches::meta_mu_"};
   std::unordered_map<uint32_t, WatchMeta> meta_;  // kept after unwatch, for late findings
   std::set<uint32_t> warned_rules_;
   std::shared_ptr<const PaddingSpec> global_padding_;  // atomic_load/store

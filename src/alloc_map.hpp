@@ -1,6 +1,7 @@
 // Device allocations seen through the driver API (cuMemAlloc*, pools, VMM maps), so a kernel
 // argument can be turned into the extent of the buffer it points into.
 #pragma once
+#include "lock_rank.hpp"
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,7 +31,7 @@ class AllocationMap {
  private:
   void erase_overlaps_locked(uint64_t base, uint64_t size);
 
-  mutable std::shared_mutex mu_;
+  mutable Ranked<std::shared_mutex, LockLevel::container> mu_{"AllocMap::mu_"};
   std::map<uint64_t, uint64_t> by_base_;  // base -> size; allocations never overlap
 };
 

@@ -3,6 +3,7 @@
 // as the new buffer's. Least recently used buffers give their slot up when all are taken.
 // Host only, no CUDA; thread-safe.
 #pragma once
+#include "lock_rank.hpp"
 #include <cstdint>
 #include <list>
 #include <map>
@@ -57,7 +58,7 @@ class BufferSlots {
     TrackedBuffer buf;
     std::list<uint64_t>::iterator lru;
   };
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"BufferSlots::mu_"};
   const uint32_t slots_;
   std::map<uint64_t, Entry> by_ptr_;
   std::list<uint64_t> lru_;           // front: most recently used

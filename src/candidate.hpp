@@ -6,6 +6,7 @@
 // (docs/origin.md). Pure host code: the lists, and the book that keeps each scan's candidates
 // until its finding is drained. Thread-safe where it says so.
 #pragma once
+#include "lock_rank.hpp"
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -77,7 +78,7 @@ class CandidateBook {
     std::size_t operator()(const Key& k) const { return std::hash<uint64_t>{}(k.launch_id * 0x9e3779b97f4a7c15ull ^ k.ptr); }
   };
   const std::size_t eager_cap_, captured_cap_;
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"CandidateBook::mu_"};
   std::unordered_map<Key, CandidateList, KeyHash> eager_, captured_;
   std::deque<Key> eager_order_;
   uint64_t refused_ = 0;

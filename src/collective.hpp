@@ -5,6 +5,7 @@
 // the facts a finding carries. hooks/nccl_intercept.cpp fills these from the wrapped calls;
 // docs/multi-gpu.md describes the whole path. Pure and thread-safe where it says so.
 #pragma once
+#include "lock_rank.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -91,7 +92,7 @@ class CommTable {
     uint64_t collectives = 0, splits = 0;
     std::map<std::pair<int, bool>, uint64_t> p2p;  // (peer, sending) -> calls so far
   };
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"CommTable::mu_"};
   std::unordered_map<uint64_t, Comm> comms_;
   uint32_t unseen_ = 0;
 };
@@ -149,7 +150,7 @@ class CollectiveBook {
   struct KeyHash {
     std::size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.first * 0x9e3779b97f4a7c15ull ^ k.second); }
   };
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"CollectiveBook::mu_"};
   std::unordered_map<Key, CollectiveFacts, KeyHash> facts_;
   std::deque<Key> eager_;
   std::size_t capacity_;

@@ -4,6 +4,7 @@
 // summary: launches by how they were inspected, bytes scanned against bytes written by decoded
 // kernels, and the kernels launched most often without inspection, each with its reason.
 #pragma once
+#include "lock_rank.hpp"
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -71,7 +72,7 @@ class Coverage {
   std::atomic<uint64_t> written_{0}, scanned_{0}, written_scanned_{0}, overflow_{0};
   std::array<std::atomic<Chunk*>, kChunks> chunks_{};
   std::vector<std::unique_ptr<Chunk>> owned_;  // under mu_
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"Coverage::mu_"};
   struct Kernel {
     uint32_t id;
     std::string name, reason;

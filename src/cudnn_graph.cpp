@@ -216,7 +216,7 @@ bool never_mapped(int type) { return (type >= 6 && type <= 9) || type == 34 || t
 }  // namespace
 
 void CudnnGraphs::on_create(uint64_t handle, int type) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   records_.erase(handle);  // a handle reused after a destroy nanscope did not see
   if (never_mapped(type)) return;
   if (records_.size() >= kMaxDescriptors) return void(++dropped_);
@@ -227,12 +227,12 @@ void CudnnGraphs::on_create(uint64_t handle, int type) {
 }
 
 void CudnnGraphs::on_destroy(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   records_.erase(handle);
 }
 
 void CudnnGraphs::on_finalize(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   Record* r = find(handle);
   if (!r) return;
   r->finalized = true;
@@ -243,7 +243,7 @@ void CudnnGraphs::on_finalize(uint64_t handle) {
 }
 
 void CudnnGraphs::on_set(uint64_t handle, int attr, int attr_type, int64_t count, const void* elements) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   Record* r = find(handle);
   if (!r) return;
   switch (r->type) {
@@ -355,7 +355,7 @@ void CudnnGraphs::link_graph(Record& r, int64_t count, const void* elements) {
 
 void CudnnGraphs::on_get(uint64_t handle, int attr, int attr_type, int64_t count, const void* elements) {
   if (attr_type != type::kBackendDescriptor) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   const Record* r = find(handle);
   const bool gives_graph = r && ((r->type == desc::kEngineHeur && attr == attr::kEngineHeurResults) ||
                                  (r->type == desc::kEngineCfg && attr == attr::kEngineCfgEngine) ||
@@ -367,7 +367,7 @@ void CudnnGraphs::on_get(uint64_t handle, int attr, int attr_type, int64_t count
 }
 
 bool CudnnGraphs::tensor(uint64_t handle, TensorInfo* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   const Record* r = find(handle);
   if (!r || r->type != desc::kTensor || !r->finalized) return false;
   *out = r->tensor;
@@ -375,12 +375,12 @@ bool CudnnGraphs::tensor(uint64_t handle, TensorInfo* out) const {
 }
 
 size_t CudnnGraphs::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return records_.size();
 }
 
 uint64_t CudnnGraphs::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return dropped_;
 }
 
@@ -402,7 +402,7 @@ uint64_t pointer_of(const std::vector<int64_t>& uids, const std::vector<uint64_t
 }  // namespace
 
 Execution CudnnGraphs::execution(uint64_t plan, uint64_t variant_pack) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   const Record* p = find(plan);
   if (!p || p->type != desc::kExecutionPlan) return refused("execution plan not recorded");
   if (p->why) return refused(p->why);

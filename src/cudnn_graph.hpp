@@ -5,6 +5,7 @@
 // to device pointers: the graph's non-virtual outputs (what the call writes) and inputs (what it
 // only reads). A graph it cannot map is refused with a reason, never guessed. docs/library-calls.md.
 #pragma once
+#include "lock_rank.hpp"
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -146,7 +147,7 @@ class CudnnGraphs {
   void set_variant_pack(Record& r, int attr, int64_t count, const void* elements);
   void link_graph(Record& r, int64_t count, const void* elements);
 
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"CudnnGraphs::mu_"};
   std::unordered_map<uint64_t, std::unique_ptr<Record>> records_;
   uint64_t dropped_ = 0;
 };

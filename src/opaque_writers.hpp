@@ -6,6 +6,7 @@
 // src/candidate.hpp), not the host and never the decoded reader. Pure host code, thread-safe,
 // bounded.
 #pragma once
+#include "lock_rank.hpp"
 #include <cstdint>
 #include <atomic>
 #include <mutex>
@@ -47,7 +48,7 @@ class OpaqueWriters {
 
  private:
   const size_t cap_;
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"OpaqueWriters::mu_"};
   std::unordered_map<uint64_t, CandidateList> by_base_;
   uint64_t dropped_ = 0;  // notes refused at the cap
   std::atomic<size_t> count_{0};  // by_base_.size(), for empty()

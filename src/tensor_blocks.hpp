@@ -6,6 +6,7 @@
 // rounded block, so the tail of a rounded block (stale bytes of an older tensor) is outside
 // every block. Blocks are never merged: two adjacent tensors stay two entries.
 #pragma once
+#include "lock_rank.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -87,7 +88,7 @@ class TensorBlockMap {
 
   static constexpr std::size_t kMaxTombstones = 4096;
   const std::size_t cap_;
-  mutable std::shared_mutex mu_;
+  mutable Ranked<std::shared_mutex, LockLevel::container> mu_{"TensorBlocks::mu_"};
   Blocks blocks_;
   std::map<uint64_t, uint64_t> segments_;  // base -> size; trimmed, never overlapping
   bool seeding_ = false;

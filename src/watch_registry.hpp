@@ -1,6 +1,7 @@
 // Watches declared through the C API: buffers tied to a padding spec. Launch hooks read an
 // immutable snapshot without locking; declarations swap in a new one.
 #pragma once
+#include "lock_rank.hpp"
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -33,7 +34,7 @@ class WatchRegistry {
   static void for_each_containing(const Snapshot& s, uint64_t ptr, const std::function<void(const WatchEntry&)>& fn);
 
  private:
-  std::mutex mu_;
+  Ranked<std::mutex, LockLevel::container> mu_{"WatchRegistry::mu_"};
   uint32_t next_id_ = 1;
   std::shared_ptr<const Snapshot> snapshot_ = std::make_shared<Snapshot>();
   std::atomic<size_t> count_{0};

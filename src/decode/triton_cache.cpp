@@ -192,7 +192,7 @@ std::string TritonCacheIndex::cubin_for_image(const void* image, std::size_t siz
   if (!image || size == 0 || size > kMaxCubinBytes) return {};
   const uint64_t hash = fnv1a64(image, size);
   const std::vector<std::string> roots = fixed_roots_.empty() ? triton_cache_dirs() : fixed_roots_;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   for (const std::string& root : roots) {
     Root& r = roots_[root];
     if (r.built_at_ns < 0) build(root, r);
@@ -207,7 +207,7 @@ std::string TritonCacheIndex::cubin_for_image(const void* image, std::size_t siz
 }
 
 std::size_t TritonCacheIndex::indexed_files() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   std::size_t n = 0;
   for (const auto& [root, r] : roots_) n += r.by_size.size();
   return n;
@@ -236,7 +236,7 @@ bool TritonRegistry::on_module_loaded(uint64_t module, const TtirText& source) {
       e.reason = parsed.error;
     }
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock lock(mu_);
   if (modules_.size() >= max_modules_ && modules_.find(module) == modules_.end()) return false;
   const bool known = e.signature != nullptr;
   modules_[module] = std::move(e);
@@ -244,12 +244,12 @@ bool TritonRegistry::on_module_loaded(uint64_t module, const TtirText& source) {
 }
 
 void TritonRegistry::on_module_unloaded(uint64_t module) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock lock(mu_);
   modules_.erase(module);
 }
 
 TritonRegistry::Found TritonRegistry::lookup(uint64_t module, std::string_view function) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock lock(mu_);
   const auto it = modules_.find(module);
   if (it == modules_.end()) return {nullptr, "triton: module not seen loading from the Triton cache"};
   const Entry& e = it->second;
@@ -259,7 +259,7 @@ TritonRegistry::Found TritonRegistry::lookup(uint64_t module, std::string_view f
 }
 
 std::size_t TritonRegistry::size() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock lock(mu_);
   return modules_.size();
 }
 

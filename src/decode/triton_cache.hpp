@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "decode/triton.hpp"
+#include "lock_rank.hpp"
 
 namespace nanscope::decode {
 
@@ -73,7 +74,7 @@ class TritonCacheIndex {
 
   std::vector<std::string> fixed_roots_;
   std::unordered_map<std::string, Root> roots_;
-  mutable std::mutex mu_;
+  mutable Ranked<std::mutex, LockLevel::container> mu_{"TritonCacheIndex::mu_"};
 };
 
 // The TTIR of the cached kernel whose cubin is `image` (cuModuleLoadData). `size` 0: from the
@@ -106,7 +107,7 @@ class TritonRegistry {
   };
   std::size_t max_modules_;
   std::unordered_map<uint64_t, Entry> modules_;
-  mutable std::shared_mutex mu_;
+  mutable Ranked<std::shared_mutex, LockLevel::container> mu_{"TritonRegistry::mu_"};
 };
 
 }  // namespace nanscope::decode
