@@ -17,7 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_timing import median_ms  # noqa: E402
+from torch_timing import capture_graph, median_ms  # noqa: E402
 
 PREFILL_BATCH, PREFILL_LEN, CACHED = 4, 512, 512
 
@@ -53,16 +53,7 @@ def capture_decode(model, batch, replays):
     def step():
         return model(input_ids=token, past_key_values=cache, position_ids=position).logits
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph
+    return capture_graph(step)
 
 
 def graph_decode(model, batch, reps):
