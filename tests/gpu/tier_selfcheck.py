@@ -114,7 +114,51 @@ def broken(good):
     return out
 
 
+def model_runs(graph):
+    """tier_models' runs of one sick app: {tier: events}, as check_model reads them."""
+    runs = {}
+    for tier in ("full", "sentinel"):
+        events = [start(tier), finding(1, GEMM, 0, "introduced", line=107, graph_id=None)]
+        del events[1]["graph_id"], events[1]["replay"]
+        if graph:
+            events.append(finding(7, GEMM, 0, "unknown" if tier == "sentinel" else "introduced", line=107,
+                                  origin_why="sentinel" if tier == "sentinel" else None))
+            if tier == "sentinel":
+                events.append(escalation("escalate", 0, finding=7))
+        runs[tier] = events
+    return runs
+
+
+def model_checks():
+    """check_model on a well-formed pair of runs, then on broken ones; `nanscope report` stands
+    replaced by the first finding as the FIRST CAUSE."""
+    def report_of(events, label):
+        found = [e for e in events if e["event"] == "nonfinite"]
+        return report(found[0] if found else None), 1, ""
+    real, t.report_of = t.report_of, report_of
+    try:
+        good = model_runs(graph=True)
+        t.check_model("hf_gpt2_overflow", "graph", good, r"nvjet|gemm", "model graph")
+        print("ok: well-formed model graph")
+        other = copy.deepcopy(good)
+        other["sentinel"][1]["counts"] = {"nan": 0, "pos_inf": 5, "neg_inf": 0}
+        no_escalation = copy.deepcopy(good)
+        no_escalation["sentinel"].pop()
+        for what, runs in (("another first finding", other), ("no escalation in the graph", no_escalation)):
+            buf = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(buf):
+                    t.check_model("hf_gpt2_overflow", "graph", runs, r"nvjet|gemm", "model graph")
+            except SystemExit:
+                print(f"ok: caught model graph: {what}: {buf.getvalue().strip().splitlines()[0][:120]}")
+                continue
+            raise SystemExit(f"self-check: check_model passed a broken pair of runs ({what})")
+    finally:
+        t.report_of = real
+
+
 def main():
+    model_checks()
     good = logs()
     for name, (events, rep, text, code) in good.items():
         buf = io.StringIO()
