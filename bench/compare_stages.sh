@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --cases) cases=${2:?--cases needs a list}; shift 2 ;;
     --var) [[ ${2:-} == ?*=* ]] || { echo "compare_stages.sh: --var wants VAR=VALUE" >&2; exit 2; }
            vars+=${vars:+,}$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 0 ;;
     -*) echo "compare_stages.sh: unknown option $1" >&2; exit 2 ;;
     *) trees+=("$1"); shift ;;
   esac
