@@ -5,8 +5,8 @@ bench-history.md, session 15): a ratio needs several processes of each setting, 
 round runs every case under every setting in turn (plain, then the others), one process each; at
 the end a table gives each setting's median and its ratio to the first setting's.
 
-Usage: alternate.py [--rounds N] [--reps N] [--cases LIST] [--budget S] [--goal G ...]
-                    [--pair A/B ...] [--json PATH] SETTING [SETTING ...]
+Usage: alternate.py [--rounds N] [--reps N] [--cases LIST] [--together] [--budget S]
+                    [--goal G ...] [--pair A/B ...] [--json PATH] SETTING [SETTING ...]
   SETTING   plain (no nanscope) or NAME=LIB[:VAR=VALUE,...]: the process runs under LIB
             (CUDA_INJECTION64_PATH, NANSCOPE_CONSOLE=0, its log in a temporary file) with the
             variables given, e.g. sentinel=.stage/lib/libnanscope.so:NANSCOPE_TIER=sentinel.
@@ -14,6 +14,8 @@ Usage: alternate.py [--rounds N] [--reps N] [--cases LIST] [--budget S] [--goal 
   --cases   comma-separated: eager, graph-b8, graph-b64 (bench/hf_bench.py) and decode
             (bench/decode_step_bench.py, clean and NaN every replay in one process); default
             graph-b8,graph-b64,eager
+  --together  the hf_bench.py cases in one process per setting and round (the model built once:
+            about a third of the device time for three cases), one after the other on one model
   --rounds  rounds (default 3); --reps: timed repetitions per process (default 30)
   --budget  seconds: no round is started that would end past it, judged by the longest round so
             far (default 540, under a device command's 10 minutes); the medians of the rounds run
@@ -38,7 +40,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 HF_CASES = ("eager", "graph-b8", "graph-b64")
 CASES = HF_CASES + ("decode",)
-LINE = re.compile(r"^\S+ (plain|nanscope)((?: \w+=[-+0-9.eE]+)+)\s*$")
+LINE = re.compile(r"^(\S+) (plain|nanscope)((?: \w+=[-+0-9.eE]+)+)\s*$")
+# The benchmarks' line names: which case each line is.
+CASE_OF = {"hf_llama_eager_forward": "eager", "hf_llama_graph_decode_b8": "graph-b8",
+           "hf_llama_graph_decode_b64": "graph-b64", "vllm_decode_step": "decode"}
 GOAL = re.compile(r"^([^:]+):([^:]+):(\w+):(ratio|value)<=([0-9.]+)$")
 
 
@@ -69,24 +74,35 @@ def parse_goal(text, settings, cases):
     return m.group(1), m.group(2), m.group(3), m.group(4), float(m.group(5))
 
 
-def parse_line(stdout):
-    """{key: value} of the benchmark's `name mode key=value ...` line (its last such line)."""
-    found = None
+def parse_lines(stdout):
+    """{case: ({key: value}, line)} of the benchmarks' `name mode key=value ...` lines (the last
+    line of each case)."""
+    found = {}
     for line in stdout.splitlines():
         m = LINE.match(line.strip())
-        if m:
-            found = {k: float(v) for k, v in (kv.split("=") for kv in m.group(2).split())}
+        if m and m.group(1) in CASE_OF:
+            found[CASE_OF[m.group(1)]] = ({k: float(v) for k, v in (kv.split("=") for kv in m.group(3).split())},
+                                          line.strip())
     return found
 
 
-def command(case, reps):
-    if case == "decode":
+def jobs(cases, together):
+    """The processes of one setting in a round: each a list of cases (hf cases together or not)."""
+    hf = [c for c in cases if c in HF_CASES]
+    if together and len(hf) > 1:
+        return [hf] + [[c] for c in cases if c not in HF_CASES]
+    return [[c] for c in cases]
+
+
+def command(job, reps):
+    if job == ["decode"]:
         return [sys.executable, os.path.join(HERE, "decode_step_bench.py"), "--reps", str(reps)]
-    return [sys.executable, os.path.join(HERE, "hf_bench.py"), case, "--reps", str(reps)]
+    return [sys.executable, os.path.join(HERE, "hf_bench.py"), ",".join(job), "--reps", str(reps)]
 
 
-def run_one(case, setting, reps, timeout=300):
-    """One process: ({key: value} or None, the text to show)."""
+def run_one(job, setting, reps, timeout=300):
+    """One process of the cases in `job`: {case: ({key: value}, line)} and the text to show when a
+    case printed no line."""
     name, lib, variables = setting
     env = dict(os.environ)
     log = None
@@ -95,15 +111,14 @@ def run_one(case, setting, reps, timeout=300):
         env.update(CUDA_INJECTION64_PATH=os.path.abspath(lib), NANSCOPE_CONSOLE="0", NANSCOPE_LOG=log)
     env.update(variables)
     try:
-        p = subprocess.run(command(case, reps), env=env, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(command(job, reps), env=env, capture_output=True, text=True, timeout=timeout * len(job))
         out, err = p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         out, err = "", f"timed out after {timeout} s"
     finally:
         if log and os.path.exists(log):
             os.unlink(log)
-    values = parse_line(out)
-    return values, (out.strip().splitlines() or [""])[-1] if values else f"failed: {(err or out).strip()[-600:]}"
+    return parse_lines(out), f"failed, no line for this case: {(err or out).strip()[-600:]}"
 
 
 def table(results, settings, cases, pairs):
@@ -144,6 +159,7 @@ def arguments(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--cases", default="graph-b8,graph-b64,eager")
+    parser.add_argument("--together", action="store_true")
     parser.add_argument("--budget", type=float, default=540)
     parser.add_argument("--goal", action="append", default=[])
     parser.add_argument("--pair", action="append", default=[])
@@ -183,14 +199,16 @@ def main(argv=None):
                   f"budget {args.budget:.0f} s", flush=True)
             break
         t0 = time.monotonic()
-        for case in args.cases:
+        for job in jobs(args.cases, args.together):
             for setting in args.settings:
-                values, shown = run_one(case, setting, args.reps)
-                print(f"round {r} {case} {setting[0]}: {shown}", flush=True)
-                failed += values is None
-                runs.append({"round": r, "case": case, "setting": setting[0], "values": values})
-                for key, v in (values or {}).items():
-                    results.setdefault((case, key, setting[0]), []).append(v)
+                got, why = run_one(job, setting, args.reps)
+                for case in job:
+                    values, line = got.get(case, (None, why))
+                    print(f"round {r} {case} {setting[0]}: {line}", flush=True)
+                    failed += values is None
+                    runs.append({"round": r, "case": case, "setting": setting[0], "values": values})
+                    for key, v in (values or {}).items():
+                        results.setdefault((case, key, setting[0]), []).append(v)
         longest = max(longest, time.monotonic() - t0)
     print()
     print(table(results, args.settings, args.cases, args.pair))

@@ -10,11 +10,12 @@
 #   LIB     libnanscope.so (.stage/lib/libnanscope.so)
 #   ROUNDS  default 3; REPS timed repetitions per process, default 30
 #   CASES   comma-separated, default graph-b8,graph-b64,eager,decode
-# Each process takes about 20 s (the model is built each time): three settings, three rounds of
-# four cases is about 12 minutes, past a device command's 10. Split the cases over commands, e.g.
-#   bench/tier_bench.sh .stage/lib/libnanscope.so 3 30 graph-b8,decode
-#   bench/tier_bench.sh .stage/lib/libnanscope.so 3 30 graph-b64,eager
-# alternate.py starts no round it cannot finish within BENCH_BUDGET seconds (default 540).
+# The hf_bench.py cases run together, one process per setting and round on one model
+# (alternate.py --together: the model is built once, most of a process's 20 s); BENCH_APART=1
+# gives each case its own processes, as bench/hf_ab.sh does (three times the processes: split
+# the cases over device commands then). Three settings, three rounds: 9 hf processes and 9
+# decode ones, about 7 minutes. alternate.py starts no round it cannot finish within
+# BENCH_BUDGET seconds (default 540, under a device command's 10 minutes).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=${1:?usage: bench/tier_bench.sh LIB [ROUNDS] [REPS] [CASES]}
@@ -38,6 +39,8 @@ for g in "${all_goals[@]}"; do
   IFS=: read -r _ case _ <<<"$g"
   [[ ,$cases, == *,$case,* ]] && goals+=(--goal "$g")
 done
-exec python3 "$here/alternate.py" --rounds "$rounds" --reps "$reps" --cases "$cases" \
+together=(--together)
+[ "${BENCH_APART:-0}" = 1 ] && together=()
+exec python3 "$here/alternate.py" --rounds "$rounds" --reps "$reps" --cases "$cases" "${together[@]}" \
   --budget "${BENCH_BUDGET:-540}" "${goals[@]}" --pair sentinel/full \
   plain "full=$lib:NANSCOPE_TIER=full" "sentinel=$lib:NANSCOPE_TIER=sentinel"
