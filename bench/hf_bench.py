@@ -2,13 +2,15 @@
 the two ways a server runs it: an eager forward (prefill), and one decode step against a static
 KV cache captured as a CUDA graph and replayed, at batch 8 and 64. Times are CUDA-event medians.
 
-Usage: hf_bench.py CASE [--reps N]
+Usage: hf_bench.py CASE[,CASE...] [--reps N]
   CASE     eager (forward of 4 x 512 tokens), graph-b8 or graph-b64 (one decode token per
-           sequence, 512 cached, one replay of the captured step)
+           sequence, 512 cached, one replay of the captured step); several, comma-separated, run
+           in turn on one model in one process (bench/alternate.py --together: the model is
+           built once, which is most of a process's 20 s)
   --reps   timed repetitions (default 50); the median is printed
 
-Prints one line, `name mode key=value`, mode `nanscope` when CUDA_INJECTION64_PATH is set and
-`plain` otherwise, the format bench/run_benchmarks.sh compares.
+Prints one line per case, `name mode key=value`, mode `nanscope` when CUDA_INJECTION64_PATH is
+set and `plain` otherwise, the format bench/run_benchmarks.sh compares.
 """
 import argparse
 import os
@@ -17,7 +19,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_timing import median_ms  # noqa: E402
+from torch_timing import capture_graph, median_ms  # noqa: E402
 
 PREFILL_BATCH, PREFILL_LEN, CACHED = 4, 512, 512
 
@@ -53,16 +55,7 @@ def capture_decode(model, batch, replays):
     def step():
         return model(input_ids=token, past_key_values=cache, position_ids=position).logits
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph
+    return capture_graph(step)
 
 
 def graph_decode(model, batch, reps):
@@ -71,9 +64,20 @@ def graph_decode(model, batch, reps):
     return median_ms(graph.replay, reps)
 
 
+CASES = ("eager", "graph-b8", "graph-b64")
+
+
+def cases(text):
+    """CASE[,CASE...] -> the list, each one of CASES."""
+    names = text.split(",")
+    if not all(n in CASES for n in names):
+        raise argparse.ArgumentTypeError(f"{text!r}: want one or more of {', '.join(CASES)}, comma-separated")
+    return names
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=("eager", "graph-b8", "graph-b64"))
+    parser.add_argument("case", type=cases, help="eager, graph-b8, graph-b64, or several comma-separated")
     parser.add_argument("--reps", type=int, default=50)
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -82,13 +86,14 @@ def main():
     mode = "nanscope" if os.environ.get("CUDA_INJECTION64_PATH") else "plain"
     model = build_model()
     with torch.no_grad():
-        if args.case == "eager":
-            ms = eager_forward(model, args.reps)
-            print(f"hf_llama_eager_forward {mode} ms={ms:.3f}")
-        else:
-            batch = int(args.case.removeprefix("graph-b"))
-            ms = graph_decode(model, batch, args.reps)
-            print(f"hf_llama_graph_decode_b{batch} {mode} us_per_replay={ms * 1000:.2f}")
+        for case in args.case:
+            if case == "eager":
+                ms = eager_forward(model, args.reps)
+                print(f"hf_llama_eager_forward {mode} ms={ms:.3f}", flush=True)
+            else:
+                batch = int(case.removeprefix("graph-b"))
+                ms = graph_decode(model, batch, args.reps)
+                print(f"hf_llama_graph_decode_b{batch} {mode} us_per_replay={ms * 1000:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,12 @@
-"""GPU time of a torch callable for the Python benchmarks: CUDA events around each call, median."""
+"""What the Python benchmarks share: GPU time of a torch callable (CUDA events around each call,
+median), and a step captured as a CUDA graph the way a server captures it."""
+import os
+import sys
+
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "gpu", "apps"))
+from common import capture as capture_like_the_tests  # noqa: E402
 
 
 def median_ms(fn, reps=20):
@@ -17,3 +24,9 @@ def median_ms(fn, reps=20):
         times.append(a.elapsed_time(b))
     times.sort()
     return times[len(times) // 2]
+
+
+def capture_graph(step):
+    """Warms step() up twice on a side stream, then captures one call as a CUDA graph: returns it.
+    The GPU test apps' capture (tests/gpu/apps/common.py), so benchmarks and tests capture alike."""
+    return capture_like_the_tests(step)[0]

@@ -43,6 +43,8 @@ if [ "$fuzz" = 1 ]; then
       { echo "stage.sh: no build-fuzz/fuzz_$t: run NANSCOPE_FUZZ_BUILD_ONLY=1 .ci/fuzz first" >&2; exit 1; }
   done
 fi
-# Which tree the device ran: run_suite.sh prints it above its results.
-(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) >"$root/.stage/commit"
+# Which tree the device ran (the build's source tree, which for a before tree staged from
+# another worktree's build is not this one): run_suite.sh and bench/compare_stages.sh print it.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+(cd "${src:-$root}" && git describe --always --dirty 2>/dev/null || echo unknown) >"$root/.stage/commit"
 du -sh "$root/.stage"

@@ -110,9 +110,9 @@ def additive_mask(mask, dtype):
     return torch.zeros(allowed.shape, dtype=dtype, device=mask.device).masked_fill(~allowed, lowest)
 
 
-def capture_and_replay(forward, replays):
+def capture(forward):
     """The serving pattern: warm up on a side stream, capture one forward with torch.cuda.graph on
-    static inputs, replay it. Returns the graph's output tensor."""
+    static inputs. Returns (the graph, the captured forward's output tensor)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -122,6 +122,12 @@ def capture_and_replay(forward, replays):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = forward()
+    return graph, out
+
+
+def capture_and_replay(forward, replays):
+    """capture(forward), replayed `replays` times. Returns the graph's output tensor."""
+    graph, out = capture(forward)
     for _ in range(replays):
         graph.replay()
     return out
