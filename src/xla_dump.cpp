@@ -14,6 +14,7 @@ struct ElementType {
 constexpr ElementType kFloatTypes[] = {{"f64", DType::f64}, {"f32", DType::f32},         {"f16", DType::f16},
                                        {"bf16", DType::bf16}, {"f8e4m3fn", DType::f8e4m3}, {"f8e5m2", DType::f8e5m2}};
 
+using text::each_line;
 using text::number;
 using text::trim;
 
@@ -23,17 +24,6 @@ std::string_view after(std::string_view s, std::string_view key, std::string_vie
   if (at == std::string_view::npos) return {};
   s.remove_prefix(at + key.size());
   return s.substr(0, s.find_first_of(stops));
-}
-
-template <class F>
-void each_line(std::string_view text, F&& f) {
-  uint32_t n = 0;
-  while (!text.empty()) {
-    const size_t end = text.find('\n');
-    f(text.substr(0, end), ++n);
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
 }
 
 // "allocation 3: size 16, output shape is |f32[4]|, maybe-live-out:" (shapes hold commas: the

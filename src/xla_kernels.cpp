@@ -1,0 +1,159 @@
+// map_kernels, read_dump_module, match_module, check_launch (xla_kernels.hpp).
+#include "xla_kernels.hpp"
+
+#include <algorithm>
+
+namespace nanscope::xla {
+
+namespace {
+
+struct Slice {
+  const Value* value = nullptr;
+  uint32_t allocation = 0;
+};
+
+// The slice holding `name`'s array value, looking through bitcasts (which XLA gives their
+// operand's slice); an empty reason when found.
+std::string slice_of(std::string_view name, const HloInstructions& hlo, const BufferAssignment& buffers, Slice& out) {
+  for (int hops = 0; hops < 64; ++hops) {
+    for (const Allocation& a : buffers.allocations)
+      for (const Value& v : a.values)
+        if (v.instruction == name && (v.index == "@0" || v.index == "@{}")) return out = {&v, a.index}, "";
+    const auto i = hlo.by_name.find(std::string(name));
+    if (i == hlo.by_name.end()) return std::string(name) + " is in neither the HLO nor the buffer assignment";
+    if (i->second.opcode != "bitcast" || i->second.operands.size() != 1)
+      return std::string(name) + " (" + i->second.opcode + ") has no slice of its own in the buffer assignment";
+    name = i->second.operands[0];
+  }
+  return std::string(name) + ": bitcasts without end";
+}
+
+bool same_slice(const KernelArgument& a, const KernelArgument& b) {
+  return a.allocation == b.allocation && a.offset == b.offset && a.size == b.size;
+}
+bool overlapping(const KernelArgument& a, const KernelArgument& b) {
+  return a.allocation == b.allocation && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+// Adds an argument unless its slice is an earlier one's (XLA's de-duplication, which keeps the
+// first argument's shape); the earlier one then is also read or written as this one is.
+void add_argument(std::vector<KernelArgument>& args, KernelArgument arg) {
+  for (KernelArgument& earlier : args)
+    if (same_slice(earlier, arg)) {
+      earlier.read = earlier.read || arg.read;
+      earlier.written = earlier.written || arg.written;
+      return;
+    }
+  args.push_back(std::move(arg));
+}
+
+// The arguments of the fusion `fusion`; an empty return value means mapped.
+std::string fusion_arguments(const Instruction& fusion, const HloInstructions& hlo, const BufferAssignment& buffers,
+                             std::vector<KernelArgument>& args) {
+  if (fusion.opcode != "fusion") return fusion.name + " is a " + fusion.opcode + ", not a fusion";
+  if (fusion.shape_text.starts_with('(')) return fusion.name + " has a tuple output " + fusion.shape_text;
+  const auto argument = [&](const std::string& name, const std::string& shape_text, bool written) -> std::string {
+    Slice s;
+    if (std::string why = slice_of(name, hlo, buffers, s); !why.empty()) return why;
+    add_argument(args, KernelArgument{name, s.value->instruction, !written, written, shape_text,
+                                      parse_shape(shape_text), s.allocation, s.value->offset, s.value->size});
+    return "";
+  };
+  for (const std::string& operand : fusion.operands) {
+    const auto o = hlo.by_name.find(operand);
+    if (o == hlo.by_name.end()) return "operand " + operand + " is not in the HLO";
+    if (std::string why = argument(operand, o->second.shape_text, false); !why.empty()) return "operand " + why;
+  }
+  if (std::string why = argument(fusion.name, fusion.shape_text, true); !why.empty()) return "output " + why;
+  for (const KernelArgument& a : args)
+    for (const KernelArgument& b : args)
+      if (&a != &b && a.written && overlapping(a, b))
+        return "output slice of " + a.value + " overlaps " + b.value + "'s without being it (aliased)";
+  return "";
+}
+
+}  // namespace
+
+std::vector<KernelThunk> map_kernels(const ThunkSequence& thunks, const HloInstructions& hlo,
+                                     const BufferAssignment& buffers) {
+  std::vector<KernelThunk> out;
+  for (size_t i = 0; i < thunks.thunks.size(); ++i) {
+    const Thunk& t = thunks.thunks[i];
+    if (!t.kernel()) continue;
+    KernelThunk k{i, t.name, t.annotation, kernel_name_for(t.annotation) == t.name, {}, {}};
+    const auto fusion = hlo.by_name.find(t.annotation);
+    if (t.annotation.empty()) k.unmapped = "no thunk_metadata names its HLO instruction";
+    else if (fusion == hlo.by_name.end()) k.unmapped = t.annotation + " is not in the HLO";
+    else k.unmapped = fusion_arguments(fusion->second, hlo, buffers, k.arguments);
+    if (!k.unmapped.empty()) k.arguments.clear();
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::set<std::string> DumpModule::kernel_names() const {
+  std::set<std::string> names;
+  for (const KernelThunk& k : kernels) names.insert(k.kernel);
+  return names;
+}
+
+DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, std::string_view thunk_metadata,
+                            std::string_view hlo_text, std::string_view buffer_assignment) {
+  DumpModule m{std::move(name), parse_thunk_sequence(thunk_sequence), {}, {}};
+  attach_thunk_metadata(m.thunks, thunk_metadata);
+  const HloInstructions hlo = parse_hlo_instructions(hlo_text);
+  const BufferAssignment buffers = parse_buffer_assignment(buffer_assignment);
+  const auto add = [&](std::string_view file, const std::vector<std::string>& errors) {
+    for (const std::string& e : errors) m.errors.push_back(std::string(file) + " " + e);
+  };
+  add("thunks", m.thunks.errors);
+  add("hlo", hlo.errors);
+  add("buffers", buffers.errors);
+  m.kernels = map_kernels(m.thunks, hlo, buffers);
+  return m;
+}
+
+ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions) {
+  ModuleMatch match;
+  for (size_t i = 0; i < dumps.size(); ++i) {
+    if (dumps[i].kernels.empty()) continue;
+    const std::set<std::string> names = dumps[i].kernel_names();
+    if (names == functions) match.candidates.push_back(i);
+    else if (std::includes(functions.begin(), functions.end(), names.begin(), names.end())) match.covering.push_back(i);
+  }
+  return match;
+}
+
+LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> words) {
+  LaunchCheck check;
+  if (!kernel.unmapped.empty()) return check.reasons.push_back("unmapped: " + kernel.unmapped), check;
+  const auto& args = kernel.arguments;
+  if (words.size() != args.size())
+    return check.reasons.push_back(std::to_string(words.size()) + " parameter words for " + std::to_string(args.size()) +
+                                   " arguments"), check;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (words[i] == 0 || words[i] < args[i].offset)
+      check.reasons.push_back("argument " + std::to_string(i) + " (" + args[i].value + "): pointer " +
+                              std::to_string(words[i]) + " below its offset " + std::to_string(args[i].offset));
+    check.base.push_back(words[i] - args[i].offset);
+  }
+  for (size_t i = 0; check.reasons.empty() && i < args.size(); ++i)
+    for (size_t j = i + 1; j < args.size(); ++j)
+      if (args[i].allocation == args[j].allocation && check.base[i] != check.base[j])
+        check.reasons.push_back("arguments " + std::to_string(i) + " and " + std::to_string(j) + " share allocation " +
+                                std::to_string(args[i].allocation) + " but their pointers differ by " +
+                                std::to_string(static_cast<int64_t>(words[j] - words[i])) + ", their offsets by " +
+                                std::to_string(static_cast<int64_t>(args[j].offset - args[i].offset)));
+  if (!check.reasons.empty()) check.base.clear();
+  return check;
+}
+
+std::vector<size_t> launch_candidates(const DumpModule& module, std::string_view function,
+                                      std::span<const uint64_t> words) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < module.kernels.size(); ++i)
+    if (module.kernels[i].kernel == function && check_launch(module.kernels[i], words).consistent()) out.push_back(i);
+  return out;
+}
+
+}  // namespace nanscope::xla

@@ -1,0 +1,103 @@
+// What each XLA GPU kernel reads and writes, from XLA's own dumps (issue 38, docs/jax.md): the
+// thunk sequence (xla_thunks.hpp) names the kernels in launch order, the optimized HLO gives each
+// fusion's operands and shape, the buffer assignment (xla_dump.hpp) the slice (allocation, offset,
+// size) of each value. XLA builds a kernel's parameters as its fusion's operand slices (read), then
+// its output slices (written), de-duplicated by slice (xla/service/gpu/kernel_arguments.cc), all
+// plain pointers; that order is rebuilt here. Anything not determined is a reason, never a guess.
+// Pure functions: the engine does not call them yet.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "xla_dump.hpp"
+#include "xla_thunks.hpp"
+
+namespace nanscope::xla {
+
+// One instruction of optimized HLO text: "%name = shape opcode(%a, %b), attributes".
+struct Instruction {
+  std::string name, shape_text, opcode;
+  std::vector<std::string> operands;  // without their '%'
+};
+struct HloInstructions {
+  std::unordered_map<std::string, Instruction> by_name;  // every computation's (names are unique in a module)
+  std::vector<std::string> errors;
+};
+HloInstructions parse_hlo_instructions(std::string_view text);
+
+// The CUDA function XLA names after an HLO instruction: '.' and '-' become '_'
+// ("gemm_fusion_dot.1" -> "gemm_fusion_dot_1", "wrapped_is-finite" -> "wrapped_is_finite").
+std::string kernel_name_for(std::string_view instruction);
+
+struct KernelArgument {
+  std::string operand;  // the HLO instruction as the fusion names it (a bitcast, a parameter, ...)
+  std::string value;    // the instruction defining the slice, bitcasts looked through
+  bool read = false;     // some operand of the fusion is this slice
+  bool written = false;  // some output of the fusion is this slice (read and written: updated in place)
+  std::string shape_text;  // the shape the fusion sees (the operand's, or the output's)
+  std::optional<Shape> shape;
+  uint32_t allocation = 0;
+  uint64_t offset = 0, size = 0;
+};
+
+struct KernelThunk {
+  size_t thunk = 0;           // index into the ThunkSequence
+  std::string kernel;         // the CUDA function name (the thunk sequence's)
+  std::string instruction;    // the HLO fusion (the metadata's profile annotation)
+  bool named_after_instruction = false;  // kernel == kernel_name_for(instruction); false: XLA reused another fusion's kernel
+  std::vector<KernelArgument> arguments;  // in the kernel's parameter order
+  std::string unmapped;       // why the arguments are not known; empty when mapped
+};
+
+// Maps every kernel thunk of a sequence (with its metadata attached) to its arguments.
+std::vector<KernelThunk> map_kernels(const ThunkSequence& thunks, const HloInstructions& hlo,
+                                     const BufferAssignment& buffers);
+
+struct DumpModule {
+  std::string name;  // e.g. "module_5968.jit_step"
+  ThunkSequence thunks;
+  std::vector<KernelThunk> kernels;  // the kernel thunks, in sequence order
+  std::vector<std::string> errors;   // every reader's, each prefixed by its file's kind
+  std::set<std::string> kernel_names() const;
+};
+// One module of a dump from its four files' texts (thunk_sequence.txt, or
+// thunk_sequence_after_thunk_passes.txt for the command buffers; thunk_metadata.txt; the
+// *gpu_after_optimizations.txt HLO and its -buffer-assignment.txt).
+DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, std::string_view thunk_metadata,
+                            std::string_view hlo, std::string_view buffer_assignment);
+
+// The dump module whose kernel thunks' names are exactly the functions a loaded CUmodule holds.
+// covering lists, for the reason only, the dump modules whose kernel names the CUmodule holds with
+// more functions beside them (a kernel XLA emitted but no thunk launches, in jaxlib 0.10.2's
+// jit_attend perhaps: to check on the GPU); they are not matches.
+struct ModuleMatch {
+  std::vector<size_t> candidates;  // indices into the dump modules
+  std::vector<size_t> covering;
+  bool found() const { return candidates.size() == 1; }
+  bool ambiguous() const { return candidates.size() > 1; }
+};
+ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions);
+
+// A launch's parameter words checked against a kernel thunk's arguments: the count, and that two
+// arguments in one allocation lie their offsets' difference apart. reasons is empty when the
+// launch is consistent; then base[i] is argument i's allocation base address.
+struct LaunchCheck {
+  std::vector<std::string> reasons;
+  std::vector<uint64_t> base;
+  bool consistent() const { return reasons.empty(); }
+};
+LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> parameter_words);
+
+// The kernel thunks of a module that a launch of `function` with these parameters can be: those
+// of that name whose arguments are consistent with the words (identical fusions share a kernel,
+// so several can be).
+std::vector<size_t> launch_candidates(const DumpModule& module, std::string_view function,
+                                      std::span<const uint64_t> parameter_words);
+
+}  // namespace nanscope::xla

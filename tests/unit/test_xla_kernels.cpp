@@ -1,0 +1,328 @@
+// Tests for src/xla_thunks.cpp, src/xla_instructions.cpp and src/xla_kernels.cpp on the dumps
+// jaxlib 0.10.2 with CUDA wrote on an H200 (sm_90a) for tests/gpu/apps/jax_pool.py, jax_donate.py
+// and jax_attention.py (tests/unit/fixtures/xla/gpu, see its README), and on hand-made odd lines.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "xla_kernels.hpp"
+
+namespace nanscope::xla {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(NANSCOPE_XLA_FIXTURES) + "/gpu/" + name);
+  EXPECT_TRUE(in) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The module `module` of the capture `app` ("jax_pool-sick", "module_5968.jit_step").
+DumpModule dump_module(const std::string& app, const std::string& module, const char* sequence = "thunk_sequence") {
+  const std::string base = app + "/" + module + ".";
+  return read_dump_module(module, fixture(base + sequence + ".txt"), fixture(base + "thunk_metadata.txt"),
+                          fixture(base + "sm_9.0a_gpu_after_optimizations.txt"),
+                          fixture(base + "sm_9.0a_gpu_after_optimizations-buffer-assignment.txt"));
+}
+DumpModule pool() { return dump_module("jax_pool-sick", "module_5968.jit_step"); }
+DumpModule donate() { return dump_module("jax_donate-sick", "module_5967.jit_step"); }
+DumpModule attend() { return dump_module("jax_attention-sick", "module_3978.jit_attend", "thunk_sequence_after_thunk_passes"); }
+
+const KernelThunk& kernel(const DumpModule& m, std::string_view instruction) {
+  for (const KernelThunk& k : m.kernels)
+    if (k.instruction == instruction) return k;
+  throw std::runtime_error("no kernel thunk for " + std::string(instruction));
+}
+
+TEST(XlaThunkSequence, TheMlpsFourKernelsInOrderWithTheirLaunchDimensions) {
+  const DumpModule m = pool();
+  EXPECT_TRUE(m.errors.empty()) << m.errors.front();
+  ASSERT_EQ(m.thunks.thunks.size(), 4u);
+  const Thunk& first = m.thunks.thunks[0];
+  EXPECT_EQ(first.id, 1u);
+  EXPECT_EQ(first.kind, "kCustomKernel");
+  EXPECT_TRUE(first.kernel());
+  EXPECT_EQ(first.name, "gemm_fusion_dot");
+  EXPECT_EQ(first.annotation, "gemm_fusion_dot");
+  EXPECT_EQ(first.grid, (std::array<uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(first.threads, (std::array<uint32_t, 3>{64, 1, 1}));
+  EXPECT_EQ(first.shared_memory, 49152u);
+  EXPECT_EQ(first.parent, -1);
+  EXPECT_EQ(m.thunks.thunks[2].name, "gemm_fusion_dot_1");
+  EXPECT_EQ(m.thunks.thunks[2].annotation, "gemm_fusion_dot.1");  // the metadata names the HLO instruction
+  EXPECT_EQ(m.thunks.thunks[3].annotation, "loop_reduce_fusion.1");
+}
+
+TEST(XlaThunkSequence, ACommandBufferHoldsTheAttentionsKernels) {
+  const DumpModule m = attend();
+  EXPECT_TRUE(m.errors.empty()) << m.errors.front();
+  ASSERT_EQ(m.thunks.thunks.size(), 8u);
+  EXPECT_EQ(m.thunks.thunks[0].kind, "kCommandBuffer");
+  EXPECT_FALSE(m.thunks.thunks[0].kernel());
+  EXPECT_EQ(m.thunks.thunks[0].annotation, "");  // its metadata has no thunk_id
+  for (size_t i = 1; i < 8; ++i) EXPECT_EQ(m.thunks.thunks[i].parent, 0) << i;
+  // Thunks 1 and 5 run one kernel: XLA gave the identical fusion wrapped_transpose wrapped_transpose.2's.
+  EXPECT_EQ(m.thunks.thunks[1].name, "wrapped_transpose_2");
+  EXPECT_EQ(m.thunks.thunks[5].name, "wrapped_transpose_2");
+  EXPECT_EQ(m.thunks.thunks[5].annotation, "wrapped_transpose");
+  EXPECT_EQ(m.thunks.thunks[7].shared_memory, 1032u);
+  // The plain sequence of the same module: the same kernels, not nested.
+  const DumpModule flat = dump_module("jax_attention-sick", "module_3978.jit_attend");
+  ASSERT_EQ(flat.kernels.size(), 7u);
+  EXPECT_EQ(flat.kernel_names(), m.kernel_names());
+  EXPECT_EQ(flat.thunks.thunks[0].parent, -1);
+}
+
+TEST(XlaThunkSequence, ACopyIsAThunkButNoKernel) {
+  const DumpModule m = dump_module("jax_pool-sick", "module_0000.jit_stage");
+  EXPECT_TRUE(m.errors.empty()) << m.errors.front();
+  ASSERT_FALSE(m.thunks.thunks.empty());
+  for (const Thunk& t : m.thunks.thunks) {
+    EXPECT_EQ(t.kind, "kCopy");
+    EXPECT_EQ(t.name, "kCopy");
+    EXPECT_FALSE(t.kernel());
+  }
+  EXPECT_TRUE(m.kernels.empty());
+}
+
+TEST(XlaThunkSequence, OddLinesAreNamedNotGuessed) {
+  ThunkSequence s = parse_thunk_sequence(
+      "001: kCustomKernel [source | sink] k grid: [1, 1] threads: [1, 1, 1]  shared_memory: 0 bytes\n"
+      "002: kCustomKernel [source | sink] k grid: [1, 1, 1] threads: [1, 1, 1]\n"
+      "something else\n"
+      "003: kCommandBuffer [source | sink] \n"
+      "      004: kKernel [source | sink] k2 grid: [2, 1, 1] threads: [32, 1, 1]  shared_memory: 0 bytes\n"
+      "    005: kKernel [source | sink] k3 grid: [2, 1, 1] threads: [32, 1, 1]  shared_memory: 0 bytes\n"
+      "006: kGemm [source | sink] cublas-gemm.1\n");
+  ASSERT_EQ(s.errors.size(), 4u);
+  EXPECT_NE(s.errors[0].find("line 1"), std::string::npos);
+  EXPECT_NE(s.errors[3].find("line 5"), std::string::npos);  // six spaces: not one level in
+  ASSERT_EQ(s.thunks.size(), 3u);
+  EXPECT_EQ(s.thunks[1].parent, 0);
+  EXPECT_EQ(s.thunks[2].kind, "kGemm");
+  EXPECT_EQ(s.thunks[2].name, "cublas-gemm.1");
+  attach_thunk_metadata(s, "thunk_metadata {\n  thunk_info {\n    profile_annotation: \"f.1\"\n    thunk_id: 5\n  }\n"
+                           "  thunk_kind: \"kCopy\"\n}\nthunk_metadata {\n  surprise: 1\n}\n");
+  EXPECT_EQ(s.thunks[1].annotation, "");  // its metadata says kCopy
+  ASSERT_EQ(s.errors.size(), 6u);
+  EXPECT_NE(s.errors[4].find("surprise"), std::string::npos);
+  EXPECT_NE(s.errors[5].find("kCopy"), std::string::npos);
+}
+
+TEST(XlaHloInstructions, OperandsShapesAndOpcodes) {
+  const HloInstructions h = parse_hlo_instructions(fixture("jax_pool-sick/module_5968.jit_step.sm_9.0a_gpu_after_optimizations.txt"));
+  EXPECT_TRUE(h.errors.empty());
+  const Instruction& dot = h.by_name.at("gemm_fusion_dot.1");
+  EXPECT_EQ(dot.opcode, "fusion");
+  EXPECT_EQ(dot.shape_text, "f32[16,256,128]{2,1,0}");
+  EXPECT_EQ(dot.operands, (std::vector<std::string>{"bitcast.3.0", "bitcast.2.0"}));
+  EXPECT_EQ(h.by_name.at("bitcast.3.0").operands, (std::vector<std::string>{"loop_reduce_fusion"}));
+  EXPECT_TRUE(h.by_name.at("constant_6").operands.empty());
+  const HloInstructions t = parse_hlo_instructions(
+      "  %t = (f32[4]{0}, s32[]) fusion(%a, %b), kind=kLoop\n  ROOT %g = f32[4]{0} get-tuple-element(%t), index=0\n"
+      "  %bad = f32[4]{0}\n");
+  EXPECT_EQ(t.by_name.at("t").shape_text, "(f32[4]{0}, s32[])");
+  EXPECT_EQ(t.by_name.at("g").opcode, "get-tuple-element");
+  EXPECT_EQ(t.errors.size(), 1u);
+}
+
+TEST(XlaKernelName, DotsAndDashesBecomeUnderscores) {
+  EXPECT_EQ(kernel_name_for("gemm_fusion_dot.1"), "gemm_fusion_dot_1");
+  EXPECT_EQ(kernel_name_for("wrapped_is-finite"), "wrapped_is_finite");
+  const DumpModule m = dump_module("jax_pool-healthy", "module_31768.jit_isfinite");
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].kernel, "wrapped_is_finite");
+  EXPECT_TRUE(m.kernels[0].named_after_instruction);
+  ASSERT_EQ(m.kernels[0].arguments.size(), 2u);
+  EXPECT_EQ(m.kernels[0].arguments[1].shape->element, "pred");  // written, but nothing to scan
+  EXPECT_EQ(m.kernels[0].arguments[1].shape->dtype, DType::none);
+}
+
+void expect_argument(const KernelArgument& a, std::string_view value, bool written, std::string_view shape,
+                     uint32_t allocation, uint64_t offset, uint64_t size) {
+  EXPECT_EQ(a.value, value);
+  EXPECT_EQ(a.written, written) << value;
+  EXPECT_EQ(a.read, !written) << value;
+  EXPECT_EQ(a.shape_text, shape) << value;
+  EXPECT_EQ(a.allocation, allocation) << value;
+  EXPECT_EQ(a.offset, offset) << value;
+  EXPECT_EQ(a.size, size) << value;
+}
+
+// jit_step of jax_pool (see the buffer assignment): x is allocation 1, w1 allocation 0, w2
+// allocation 2, the result allocation 3, the temps allocation 10 (gemm_fusion_dot at 0,
+// loop_reduce_fusion at 4194304, gemm_fusion_dot.1 reusing 0).
+TEST(XlaKernelMap, ThePoolsKernelsOperandsThenOutputs) {
+  const DumpModule m = pool();
+  ASSERT_EQ(m.kernels.size(), 4u);
+  for (const KernelThunk& k : m.kernels) {
+    EXPECT_TRUE(k.unmapped.empty()) << k.kernel << ": " << k.unmapped;
+    EXPECT_TRUE(k.named_after_instruction) << k.kernel;
+  }
+  const KernelThunk& dot = kernel(m, "gemm_fusion_dot");
+  EXPECT_EQ(dot.kernel, "gemm_fusion_dot");
+  ASSERT_EQ(dot.arguments.size(), 3u);
+  expect_argument(dot.arguments[0], "x.1", false, "f32[256,4,128]{2,1,0}", 1, 0, 524288);  // through bitcast.1.0
+  EXPECT_EQ(dot.arguments[0].operand, "bitcast.1.0");
+  expect_argument(dot.arguments[1], "w1.1", false, "f32[4,128,1024]{2,1,0}", 0, 0, 2097152);
+  expect_argument(dot.arguments[2], "gemm_fusion_dot", true, "f32[4,256,1024]{2,1,0}", 10, 0, 4194304);
+  EXPECT_EQ(dot.arguments[2].shape->dtype, DType::f32);
+  EXPECT_EQ(dot.arguments[2].shape->elements() * 4, dot.arguments[2].size);
+  const KernelThunk& dot1 = kernel(m, "gemm_fusion_dot.1");  // the one whose fusion holds the planted log
+  EXPECT_EQ(dot1.kernel, "gemm_fusion_dot_1");
+  ASSERT_EQ(dot1.arguments.size(), 3u);
+  expect_argument(dot1.arguments[0], "loop_reduce_fusion", false, "f32[256,16,64]{2,1,0}", 10, 4194304, 1048576);
+  expect_argument(dot1.arguments[1], "w2.1", false, "f32[16,64,128]{2,1,0}", 2, 0, 524288);
+  expect_argument(dot1.arguments[2], "gemm_fusion_dot.1", true, "f32[16,256,128]{2,1,0}", 10, 0, 2097152);
+  const KernelThunk& last = kernel(m, "loop_reduce_fusion.1");
+  ASSERT_EQ(last.arguments.size(), 2u);
+  expect_argument(last.arguments[1], "loop_reduce_fusion.1", true, "f32[256,128]{1,0}", 3, 0, 131072);
+}
+
+TEST(XlaKernelMap, ADonatedParameterUpdatedInPlaceIsOneArgumentReadAndWritten) {
+  const DumpModule m = donate();
+  EXPECT_TRUE(m.errors.empty());
+  ASSERT_EQ(m.kernels.size(), 4u);
+  const KernelThunk& update = kernel(m, "loop_subtract_fusion");  // w - lr * grad, into w's own buffer
+  ASSERT_TRUE(update.unmapped.empty()) << update.unmapped;
+  ASSERT_EQ(update.arguments.size(), 3u);  // w, grad, lr: the output's slice is w's
+  const KernelArgument& w = update.arguments[0];
+  EXPECT_EQ(w.value, "w.1");
+  EXPECT_TRUE(w.read);
+  EXPECT_TRUE(w.written);
+  EXPECT_EQ(w.allocation, 1u);
+  EXPECT_EQ(w.size, 65536u);
+  expect_argument(update.arguments[1], "gemm_fusion_dot.2", false, "f32[4,256,64]{2,1,0}", 10, 0, 262144);
+  expect_argument(update.arguments[2], "lr.1", false, "f32[]", 3, 0, 4);
+}
+
+TEST(XlaKernelMap, TheAttentionsSharedKernelMapsOncePerThunk) {
+  const DumpModule m = attend();
+  ASSERT_EQ(m.kernels.size(), 7u);
+  for (const KernelThunk& k : m.kernels) EXPECT_TRUE(k.unmapped.empty()) << k.kernel << ": " << k.unmapped;
+  const KernelThunk& k_t = kernel(m, "wrapped_transpose.2");
+  const KernelThunk& v_t = kernel(m, "wrapped_transpose");
+  EXPECT_EQ(k_t.kernel, v_t.kernel);
+  EXPECT_TRUE(k_t.named_after_instruction);
+  EXPECT_FALSE(v_t.named_after_instruction);  // XLA's one exception seen: a kernel reused
+  expect_argument(k_t.arguments[1], "wrapped_transpose.2", true, "f32[4,4,32,64]{3,2,1,0}", 11, 262144, 131072);
+  expect_argument(v_t.arguments[1], "wrapped_transpose", true, "f32[4,4,32,64]{3,2,1,0}", 0, 0, 131072);
+  const KernelThunk& softmax = kernel(m, "triton_softmax.2");  // the masked softmax that divides by 0
+  ASSERT_EQ(softmax.arguments.size(), 3u);
+  expect_argument(softmax.arguments[1], "lengths.1", false, "s32[4]{0}", 4, 0, 16);
+  expect_argument(softmax.arguments[2], "triton_softmax.2", true, "f32[4,4,64,64]{3,2,1,0}", 11, 262144, 262144);
+}
+
+// A hand-made module with what is not mapped: a tuple output, a custom call, a get-tuple-element
+// operand, an output overlapping an operand without being its slice, no metadata.
+TEST(XlaKernelMap, WhatCannotBeDeterminedIsAReason) {
+  const std::string hlo =
+      "ENTRY %main (p: f32[8]) -> f32[8] {\n"
+      "  %p = f32[8]{0} parameter(0)\n"
+      "  %multi = (f32[8]{0}, f32[8]{0}) fusion(%p), kind=kLoop, calls=%c1\n"
+      "  %gte = f32[8]{0} get-tuple-element(%multi), index=0\n"
+      "  %reader = f32[8]{0} fusion(%gte), kind=kLoop, calls=%c2\n"
+      "  %cc = f32[8]{0} custom-call(%p), custom_call_target=\"x\"\n"
+      "  %half = f32[4]{0} fusion(%p), kind=kLoop, calls=%c3\n"
+      "}\n";
+  const std::string buffers =
+      "allocation 0: size 32, parameter 0, shape |f32[8]| at ShapeIndex {}:\n"
+      " value: <1 p @0> (size=32,offset=0): f32[8]{0}\n"
+      " value: <2 half @0> (size=16,offset=8): f32[4]{0}\n"
+      "allocation 1: size 64, preallocated-temp:\n"
+      " value: <3 multi @{0}> (size=32,offset=0): f32[8]{0}\n"
+      " value: <4 multi @{1}> (size=32,offset=32): f32[8]{0}\n"
+      " value: <5 reader @0> (size=32,offset=0): f32[8]{0}\n"
+      " value: <6 cc @0> (size=32,offset=32): f32[8]{0}\n";
+  const auto line = [](int id, std::string_view name) {
+    return "00" + std::to_string(id) + ": kCustomKernel [source | sink] " + std::string(name) +
+           " grid: [1, 1, 1] threads: [32, 1, 1]  shared_memory: 0 bytes\n";
+  };
+  std::string metadata;
+  for (auto [id, name] : std::vector<std::pair<int, std::string>>{{1, "multi"}, {2, "reader"}, {3, "cc"}, {4, "half"}})
+    metadata += "thunk_metadata {\n thunk_info {\n profile_annotation: \"" + name + "\"\n thunk_id: " +
+                std::to_string(id) + "\n }\n thunk_kind: \"kCustomKernel\"\n}\n";
+  const DumpModule m = read_dump_module("m", line(1, "multi") + line(2, "reader") + line(3, "cc") + line(4, "half") +
+                                                 line(5, "orphan"), metadata, hlo, buffers);
+  EXPECT_TRUE(m.errors.empty()) << m.errors.front();
+  ASSERT_EQ(m.kernels.size(), 5u);
+  EXPECT_NE(m.kernels[0].unmapped.find("tuple output"), std::string::npos) << m.kernels[0].unmapped;
+  EXPECT_NE(m.kernels[1].unmapped.find("gte (get-tuple-element) has no slice"), std::string::npos) << m.kernels[1].unmapped;
+  EXPECT_NE(m.kernels[2].unmapped.find("custom-call, not a fusion"), std::string::npos) << m.kernels[2].unmapped;
+  EXPECT_NE(m.kernels[3].unmapped.find("aliased"), std::string::npos) << m.kernels[3].unmapped;
+  EXPECT_NE(m.kernels[4].unmapped.find("no thunk_metadata"), std::string::npos) << m.kernels[4].unmapped;
+  for (const KernelThunk& k : m.kernels) EXPECT_TRUE(k.arguments.empty());
+}
+
+std::vector<DumpModule> captured_modules() {
+  std::vector<DumpModule> modules;
+  modules.push_back(pool());
+  modules.push_back(donate());
+  modules.push_back(attend());
+  modules.push_back(dump_module("jax_pool-healthy", "module_31768.jit_isfinite"));
+  modules.push_back(dump_module("jax_pool-sick", "module_0000.jit_stage"));
+  return modules;
+}
+
+TEST(XlaModuleMatch, ALoadedModulesFunctionsFindTheirDumpModule) {
+  std::vector<DumpModule> dumps = captured_modules();
+  const auto match = [&](std::set<std::string> functions) { return match_module(dumps, functions); };
+  const ModuleMatch p = match({"gemm_fusion_dot", "loop_reduce_fusion", "gemm_fusion_dot_1", "loop_reduce_fusion_1"});
+  ASSERT_TRUE(p.found());
+  EXPECT_EQ(dumps[p.candidates[0]].name, "module_5968.jit_step");
+  // jax_donate's module is also jit_step; its kernels tell it apart.
+  const ModuleMatch d = match({"gemm_fusion_dot_1", "gemm_fusion_dot_2", "loop_subtract_fusion", "loop_subtract_fusion_1"});
+  ASSERT_TRUE(d.found());
+  EXPECT_EQ(d.candidates[0], 1u);
+  EXPECT_TRUE(match({"gemm_fusion_dot", "loop_reduce_fusion"}).candidates.empty());  // a subset is not the module
+  const ModuleMatch more = match({"gemm_fusion_dot", "loop_reduce_fusion", "gemm_fusion_dot_1", "loop_reduce_fusion_1", "x"});
+  EXPECT_TRUE(more.candidates.empty());  // a function no thunk launches: not this module
+  EXPECT_EQ(more.covering, (std::vector<size_t>{0}));
+  EXPECT_TRUE(match({}).candidates.empty());  // jit_stage, only copies, matches no module
+  EXPECT_TRUE(match({"wrapped_is_finite"}).found());
+  dumps.push_back(dump_module("jax_pool-healthy", "module_31768.jit_isfinite"));  // the same program again
+  EXPECT_TRUE(match({"wrapped_is_finite"}).ambiguous());
+}
+
+// Parameter words as XLA would pass them, from allocation bases chosen here.
+TEST(XlaLaunchCheck, PointersMustKeepTheirOffsetsApart) {
+  const DumpModule m = pool();
+  const KernelThunk& dot1 = kernel(m, "gemm_fusion_dot.1");  // allocation 10 twice: at 4194304 and at 0
+  const uint64_t temp = 0x7f0000000000, w2 = 0x7f0010000000;
+  const std::vector<uint64_t> words{temp + 4194304, w2, temp};
+  const LaunchCheck ok = check_launch(dot1, words);
+  EXPECT_TRUE(ok.consistent()) << ok.reasons.front();
+  EXPECT_EQ(ok.base, (std::vector<uint64_t>{temp, w2, temp}));
+  const LaunchCheck moved = check_launch(dot1, std::vector<uint64_t>{temp + 4194304 + 256, w2, temp});
+  ASSERT_EQ(moved.reasons.size(), 1u);
+  EXPECT_NE(moved.reasons[0].find("share allocation 10"), std::string::npos) << moved.reasons[0];
+  EXPECT_TRUE(moved.base.empty());
+  const LaunchCheck short_ = check_launch(dot1, std::vector<uint64_t>{temp, w2});
+  EXPECT_NE(short_.reasons.at(0).find("2 parameter words for 3 arguments"), std::string::npos);
+  const LaunchCheck low = check_launch(dot1, std::vector<uint64_t>{4096, w2, 0});
+  EXPECT_FALSE(low.consistent());
+  KernelThunk unmapped = dot1;
+  unmapped.unmapped = "tuple output";
+  EXPECT_NE(check_launch(unmapped, words).reasons.at(0).find("unmapped: tuple output"), std::string::npos);
+  // The launch's words pick the thunk among the module's: only gemm_fusion_dot_1 takes these.
+  EXPECT_EQ(launch_candidates(m, "gemm_fusion_dot_1", words), (std::vector<size_t>{2}));
+  EXPECT_TRUE(launch_candidates(m, "gemm_fusion_dot_1", moved.base).empty());
+}
+
+TEST(XlaLaunchCheck, TheAttentionsSharedKernelStaysTwoCandidates) {
+  const DumpModule m = attend();
+  // wrapped_transpose_2 reads k (allocation 3) into the temp at 262144, or v (allocation 1) into
+  // the output allocation at 0: any two pointers fit both, so the launch alone does not say which
+  // fusion ran (the thunk order does); both write f32[4,4,32,64], so what to scan is known.
+  const std::vector<uint64_t> words{0x7f0000100000, 0x7f0000240000};
+  const std::vector<size_t> both = launch_candidates(m, "wrapped_transpose_2", words);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(m.kernels[both[0]].instruction, "wrapped_transpose.2");
+  EXPECT_EQ(m.kernels[both[1]].instruction, "wrapped_transpose");
+  EXPECT_EQ(m.kernels[both[0]].arguments[1].shape_text, m.kernels[both[1]].arguments[1].shape_text);
+}
+
+}  // namespace
+}  // namespace nanscope::xla
