@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "collectors.hpp"
+#include "finding_event.hpp"
 
 namespace nanscope {
 
@@ -196,6 +197,18 @@ void TaskBuilder::output_states(ContextState& cs, nanscope_scan_task& task, bool
   }
 }
 
+uint64_t TaskBuilder::watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t kernel_id) {
+  if (!watches_.any()) return 0;
+  const KernelInfo* k = kernels_.by_id(kernel_id);
+  if (!k) return 0;
+  const auto snapshot = watches_.snapshot();
+  const LaunchArgs none;
+  TaskDraft draft(*k, none, cs, task, watches_, counters_, log_);
+  WatchRegistry::for_each_containing(*snapshot, dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
+  task.buffer_count = draft.count();
+  return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;
+}
+
 void TaskBuilder::add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref) {
   for (uint32_t i = 0; i < count; ++i)
     if (task.in_state[i] == ref) return;
@@ -242,7 +255,7 @@ void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const na
   }
   const CandidateList writers = allocs_.opaque().history(ptr).value_or(CandidateList{});
   const auto last = writers.last();
-  // Named after its last writer (LaunchInstrumenter::submit_initial), as its findings will be.
+  // Named after its last writer (ScanSubmitter::submit_initial), as its findings will be.
   const auto claimed = cs.slots().claim_initial_scan(ptr, dtype, bytes, last ? last->launch_id : 0);
   if (!claimed) return;
   InitialScan& s = plan->initial[plan->initial_count++];

@@ -172,6 +172,11 @@ class TaskBuilder {
   // The state words a scan updates: its buffers' slots (a kernel's outputs, a library call's,
   // a copy's rescan). `judged`: the scan judges them now, so their opaque writers are forgotten.
   void output_states(ContextState& cs, nanscope_scan_task& task, bool judged);
+  // The watches holding `dst` (a copy's destination, a library call's D), as the launch of a
+  // kernel referencing them would scan them: name, padding spec, verdict, action (the fix), the
+  // scan named after kernel `kernel_id`. Returns the bytes to size the scan's grid, 0 when no
+  // watch holds it.
+  uint64_t watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t kernel_id);
   // Adds one tracked input's state word to the task once (`count` inputs so far); one more than
   // the task can name makes the origin untracked.
   static void add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref);
