@@ -48,8 +48,8 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case DriverHook::module_unload:
       e.modules().on_unload(static_cast<const cuModuleUnload_params*>(cb.functionParams)->hmod);
       return;
-    case DriverHook::launch:
-      e.flush_points().on_launch_enter(cb, cbid);  // held eager scans it may overwrite go first
+    case DriverHook::launch:  // its record, for the exit site; held eager scans it may overwrite go first
+      if (LaunchRecord* launch = LaunchRecord::at_enter(cb, cbid)) e.flush_points().on_launch_enter(cb, *launch);
       return;
     case DriverHook::graph_launch:
       e.flush_points().on_stream_call(
@@ -102,7 +102,7 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
   }
   switch (driver_hook(cbid)) {
     case DriverHook::launch:
-      e.launches().on_launch(cb, cbid);
+      if (LaunchRecord* launch = LaunchRecord::at_exit(cb, cbid)) e.launches().on_launch(cb, *launch);
       return;
     case DriverHook::instantiate:
       // Every variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph). The exec holds the

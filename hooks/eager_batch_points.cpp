@@ -37,7 +37,9 @@ bool launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::
 // named: libcall::set_reads, a GEMM without a device array of pointers). So a kernel that reads a
 // held buffer does not make it go first. False when the inputs are not known: the caller falls
 // back to the parameter words alone.
-bool EagerFlushPoints::known_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
+bool EagerFlushPoints::known_launch_writes(LaunchRecord& launch, std::vector<eager::Range>& out) {
+  const KernelInfo& k = *launch.kernel;
+  const LaunchArgs& a = launch.args;
   if (!k.params_known) return false;
   std::vector<overlap::KnownWrite> exact;
   std::vector<uint64_t> inputs;
@@ -45,7 +47,8 @@ bool EagerFlushPoints::known_launch_writes(const KernelInfo& k, const LaunchArgs
     if (!call->writes_bounded) return false;
     inputs.assign(call->reads, call->reads + call->read_count);
   } else {
-    if (k.decoder == Decoder::none || !writes_bounded(k) || !decoded_io(k, a, allocs_, exact, inputs)) return false;
+    if (k.decoder == Decoder::none || !writes_bounded(k) || !decoded_io(launch.decoded(allocs_), exact, inputs))
+      return false;
   }
   std::vector<uint64_t> words;
   if (!pointer_words(k, a, words, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{}))
@@ -69,18 +72,16 @@ bool EagerFlushPoints::known_launch_writes(const KernelInfo& k, const LaunchArgs
 
 // Before a kernel goes onto its stream: the held scans it may overwrite go first, and every scan
 // its stream held when nanscope cannot bound what it writes.
-void EagerFlushPoints::on_launch_enter(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
+void EagerFlushPoints::on_launch_enter(const CUpti_CallbackData& cb, LaunchRecord& launch) {
   if (!scans_.batcher().holding()) return;
-  LaunchArgs a;
-  if (!decode_launch(cbid, cb.functionParams, a)) return;
+  const LaunchArgs& a = launch.args;
   HostProfile& p = scans_.profile();
   const uint64_t t0 = p.on ? steady_now_ns() : 0;
-  const LaunchDecodeScope decode_once(cb.correlationId);  // its exit site reuses this decode
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
-  const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
+  const KernelInfo& k = tasks_.kernel_info(launch, cb.symbolName);  // its exit site reuses it, and the decode
   const uint64_t t1 = p.on ? steady_now_ns() : 0;
   eager::Event e;
-  if (known_launch_writes(k, a, e.ranges)) {
+  if (known_launch_writes(launch, e.ranges)) {
     e.point = eager::Point::launch;
   } else {
     e.ranges.clear();

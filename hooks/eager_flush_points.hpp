@@ -11,6 +11,7 @@
 #include "eager_batch.hpp"
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
+#include "launch_record.hpp"
 #include "scan_submitter.hpp"
 #include "task_builder.hpp"
 
@@ -23,13 +24,13 @@ class EagerFlushPoints {
 
   // A launch that may write what they read; a decoded copy or set; a free or unmap (driver_hook
   // free); a graph launch or a call of the stream-point table.
-  void on_launch_enter(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
+  void on_launch_enter(const CUpti_CallbackData& cb, LaunchRecord& launch);
   void on_copy_enter(const CopyArgs& c);
   void on_free_enter(CUpti_CallbackId cbid, const void* params);
   void on_stream_call(CUstream stream, eager::Point point, eager::Range source = {});
 
  private:
-  bool known_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out);
+  bool known_launch_writes(LaunchRecord& launch, std::vector<eager::Range>& out);
 
   ScanSubmitter& scans_;
   TaskBuilder& tasks_;

@@ -9,18 +9,16 @@
 
 namespace nanscope {
 
-void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
+void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& launch) {
   HostProfile& profile = scans_.profile();
   const SiteTimer timer{profile.on, profile.exit};
-  LaunchArgs a;
-  if (!decode_launch(cbid, cb.functionParams, a)) return;
-  const LaunchDecodeScope decode_once(cb.correlationId);  // the enter site may have decoded it
+  const LaunchArgs& a = launch.args;
   const uint64_t launch_id = counters_.launches.fetch_add(1, std::memory_order_relaxed) + 1;
   if (cb.functionReturnValue && *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
     return;  // the kernel did not run; its error is the app's to see
   watch_torch();  // before any nanscope lock: attaching takes torch's allocator locks
 
-  const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
+  const KernelInfo& k = tasks_.kernel_info(launch, cb.symbolName);  // the enter site may have resolved it
   ToolScope scope;  // everything below is our own driver work
   if (LibraryScans::claim_kernel(k, launch_id, cb.correlationId, a.stream)) {
     counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);
@@ -44,7 +42,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, CUpti_CallbackI
   uint64_t max_bytes = 0;
   LaunchPlan plan;
   const uint64_t t0 = profile.on ? steady_now_ns() : 0;
-  const bool scan = tasks_.build(k, a, *cs, task, max_bytes, &plan);
+  const bool scan = tasks_.build(launch, *cs, task, max_bytes, &plan);  // its decode too
   if (plan.refused_extent)
     warn_once(log_, schema::Once::decoded_extent,
               fmt::format("a decoded extent of {} runs past its allocation; such buffers are not scanned (a decoder "

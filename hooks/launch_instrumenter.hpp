@@ -13,6 +13,7 @@
 #include "event_log.hpp"
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
+#include "launch_record.hpp"
 #include "scan_submitter.hpp"
 #include "task_builder.hpp"
 
@@ -27,8 +28,8 @@ class LaunchInstrumenter {
       : cfg_(cfg), tasks_(tasks), scans_(scans), contexts_(contexts), allocs_(allocs), kernels_(kernels),
         counters_(counters), log_(log) {}
 
-  // API-exit site of a kernel launch.
-  void on_launch(const CUpti_CallbackData& cb, CUpti_CallbackId cbid);
+  // API-exit site of a kernel launch, with the record its enter site began (LaunchRecord::at_exit).
+  void on_launch(const CUpti_CallbackData& cb, LaunchRecord& launch);
   // A copy or memset into a buffer whose state is tracked (NaN origin).
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
 
