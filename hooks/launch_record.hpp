@@ -10,13 +10,14 @@
 #include <optional>
 #include <vector>
 
-#include "contexts.hpp"
 #include "decode/written.hpp"
-#include "kernel_table.hpp"
 #include "launch_params.hpp"
 #include "scan_overlap.hpp"
 
 namespace nanscope {
+
+class Allocations;  // contexts.hpp
+struct KernelInfo;  // kernel_table.hpp
 
 // What a kernel-family decoder (src/decode: ATen, Triton) says one launch writes and reads;
 // nullopt when the kernel has no decoder or more parameters than a decoded launch reads. A
@@ -46,7 +47,7 @@ class LaunchRecord {
 
   LaunchArgs args;
   const KernelInfo* kernel = nullptr;  // null until a site resolves it (TaskBuilder::kernel_info)
-  // decode_launch of this launch, made on first use.
+  // decode_launch of this launch, made on first use (launch_decode.cpp).
   const std::optional<decode::Decoded>& decoded(const Allocations& allocs);
 
  private:
