@@ -4,7 +4,7 @@
 // input. A rank that only sends (ncclSend, ncclReduce off the root) has its sendbuff looked
 // at instead, so the report can see the contributors that receive nothing. The facts of each
 // scan (op, communicator, sequence number, peers) wait in CollectiveBook for its findings.
-#include "launch_instrumenter.hpp"
+#include "library_scans.hpp"
 #include "nccl_intercept.hpp"
 #include "tool_scope.hpp"
 
@@ -22,7 +22,7 @@ CollectiveExtent extent_of(const nccl::CollectiveCall& c) {
 // Before the call, on its stream: sendbuff's state slot, and its initial scan when no scan
 // judged it yet. Here, not after the call: an in-place collective (PyTorch's all_reduce) has
 // overwritten it by then.
-void LaunchInstrumenter::before_collective(nccl::CollectiveCall& c) {
+void LibraryScans::before_collective(nccl::CollectiveCall& c) {
   ToolScope scope;
   const CollectiveExtent e = extent_of(c);
   if (!cfg_.origin || !e.ok || !e.send_elements || !e.recv_elements || c.dtype == DType::none) return;
@@ -36,10 +36,10 @@ void LaunchInstrumenter::before_collective(nccl::CollectiveCall& c) {
   LaunchPlan plan;
   c.send_ref = tasks_.input_ref(*cs, stream, none, c.sendbuff, c.dtype, e.send_elements, &plan);
   c.send_ref_set = true;
-  for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, 0);
+  for (uint32_t i = 0; i < plan.initial_count; ++i) scans_.submit_initial(*cs, plan.initial[i], stream, 0);
 }
 
-void LaunchInstrumenter::on_collective(const nccl::CollectiveCall& c) {
+void LibraryScans::on_collective(const nccl::CollectiveCall& c) {
   ToolScope scope;
   const CollectiveExtent e = extent_of(c);
   const bool receives = e.ok && e.recv_elements > 0;
@@ -63,7 +63,7 @@ void LaunchInstrumenter::on_collective(const nccl::CollectiveCall& c) {
             c.send_ref_set, c.send_ref};
     s.inputs = &send, s.input_count = 1;
   }
-  const LibraryScanned at = scan_library_output(s);
+  const Scanned at = scan_output(s);
   if (!at.launch_id) return;
   CollectiveFacts facts;
   facts.op = c.op;

@@ -69,76 +69,22 @@ void add_output(TaskDraft& draft, const Watches& watches, uint64_t ptr, uint64_t
   draft.add_plain(ptr, elements, dtype, arg, elements * dtype_size(dtype));
 }
 
-bool is_live(const void* allocs, uint64_t ptr) { return static_cast<const Allocations*>(allocs)->is_device(ptr); }
-
-constexpr uint32_t kMaxDecodedParams = 128;
-
 }  // namespace
 
-namespace {
-
-// The decode of the launch call whose LaunchDecodeScope is open on this thread (LaunchDecodeScope).
-struct DecodeMemo {
-  uint32_t correlation_id = 0;
-  bool open = false, filled = false;
-  uint32_t kernel_id = 0;
-  void** kernel_params = nullptr;
-  void** extra = nullptr;
-  std::optional<decode::Decoded> decoded;
-  bool holds(const KernelInfo& k, const LaunchArgs& a) const {
-    return open && filled && kernel_id == k.id && kernel_params == a.kernel_params && extra == a.extra;
-  }
-};
-thread_local DecodeMemo t_memo;
-
-std::optional<decode::Decoded> decode_now(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
-  const char* params[kMaxDecodedParams];
-  for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = param_bytes(a, k.params, i);
-  decode::LaunchView view;
-  view.params = params;
-  view.count = static_cast<uint32_t>(k.params.size());
-  std::copy(a.grid, a.grid + 3, view.grid);
-  std::copy(a.block, a.block + 3, view.block);
-  return k.decoder == Decoder::triton ? decode::decode_triton(*k.triton, k.params, view)
-                                      : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
-}
-
-}  // namespace
-
-LaunchDecodeScope::LaunchDecodeScope(uint32_t correlation_id) {
-  if (t_memo.correlation_id != correlation_id) t_memo.filled = false;  // another call's decode
-  t_memo.correlation_id = correlation_id;
-  t_memo.open = true;
-}
-
-LaunchDecodeScope::~LaunchDecodeScope() { t_memo.open = false; }
-
-std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
-  if (k.decoder == Decoder::none || k.params.size() > kMaxDecodedParams) return std::nullopt;
-  if (t_memo.holds(k, a)) return t_memo.decoded;
-  std::optional<decode::Decoded> d = decode_now(k, a, allocs);
-  if (t_memo.open) {
-    t_memo.filled = true;
-    t_memo.kernel_id = k.id;
-    t_memo.kernel_params = a.kernel_params;
-    t_memo.extra = a.extra;
-    t_memo.decoded = d;
-  }
-  return d;
-}
-
-bool decoded_io(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
-                std::vector<overlap::KnownWrite>& exact, std::vector<uint64_t>& inputs) {
-  const auto decoded = decode_launch(k, a, allocs);
-  if (!decoded || decoded->status != decode::Status::decoded) return false;
-  overlap::add_decoded_io(*decoded, exact, inputs);
-  return true;
+std::vector<std::unique_ptr<TaskCollector>> task_collectors(const Config& cfg, Watches& watches, Allocations& allocs) {
+  std::vector<std::unique_ptr<TaskCollector>> collectors;
+  collectors.push_back(std::make_unique<RulesCollector>(watches));
+  collectors.push_back(std::make_unique<WatchesCollector>(watches));
+  // Exact writes before the typed outputs, which then skip what they cover.
+  collectors.push_back(std::make_unique<DecodedWritesCollector>(cfg, watches, allocs));
+  collectors.push_back(std::make_unique<TypedOutputsCollector>(cfg, watches, allocs));
+  return collectors;
 }
 
 void DecodedWritesCollector::collect(TaskDraft& draft) {
   const KernelInfo& k = draft.kernel;
   if (k.decoder == Decoder::none || !cfg_.typed) return;
-  const std::optional<decode::Decoded> decoded = decode_launch(k, draft.args, allocs_);
+  const std::optional<decode::Decoded>& decoded = draft.launch.decoded(allocs_);
   if (!decoded) {
     draft.inspection = Inspection::mismatch;
     draft.refused = "more parameters than a decoded launch reads";

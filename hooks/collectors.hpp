@@ -1,6 +1,7 @@
 // The collectors of a launch's scan task (hooks/task_builder.hpp), one per kind of buffer.
 #pragma once
 #include "contexts.hpp"
+#include "launch_record.hpp"
 #include "task_builder.hpp"
 #include "watches.hpp"
 
@@ -28,31 +29,10 @@ class WatchesCollector : public TaskCollector {
 };
 
 // Exact writes named by a kernel-family decoder (src/decode: ATen, Triton): the byte range and
-// element type each launch writes, from its parameters. A write nanscope cannot scan exactly
-// (an element size with no known type, a strided span with gaps, no extent) is left out and
-// counted, never widened to the allocation; an integer output (Write::no_nan) is neither.
-// What a kernel-family decoder says one launch writes and reads; nullopt when the kernel has no
-// decoder or more parameters than a decoded launch reads. A refused layout comes back with
-// status layout_mismatch and its reason.
-std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs);
-
-// One launch call decoded once for both of its sites: while a scope of its correlation id is
-// open on this thread, decode_launch remembers its answer for that launch, and the exit site's
-// scope (the same id) finds it again. The enter site (held eager scans' flush check) and the exit
-// site (the scan's task) read the same parameters, so the second decode would say the same.
-class LaunchDecodeScope {
- public:
-  explicit LaunchDecodeScope(uint32_t correlation_id);
-  ~LaunchDecodeScope();
-  LaunchDecodeScope(const LaunchDecodeScope&) = delete;
-  LaunchDecodeScope& operator=(const LaunchDecodeScope&) = delete;
-};
-// The same launch as the write models see it (overlap::launch_writes): the decoder's writes whose
-// extent it knows, appended to `exact`, and the inputs it names, appended to `inputs`. False
-// (nothing appended) when the launch is not decoded.
-bool decoded_io(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
-                std::vector<overlap::KnownWrite>& exact, std::vector<uint64_t>& inputs);
-
+// element type each launch writes, from its parameters (the launch's record decodes them once:
+// LaunchRecord::decoded). A write nanscope cannot scan exactly (an element size with no known
+// type, a strided span with gaps, no extent) is left out and counted, never widened to the
+// allocation; an integer output (Write::no_nan) is neither.
 class DecodedWritesCollector : public TaskCollector {
  public:
   DecodedWritesCollector(const Config& cfg, const Watches& watches, Allocations& allocs)

@@ -9,12 +9,12 @@
 
 #include <vector>
 
-#include "launch_instrumenter.hpp"
+#include "library_scans.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
 
-void LaunchInstrumenter::on_cudnn_call(const cudnn::CudnnCall& c) {
+void LibraryScans::on_cudnn_call(const cudnn::CudnnCall& c) {
   ToolScope scope;
   const cudnn::Execution& x = c.execution;
   if (x.why) {
@@ -30,7 +30,7 @@ void LaunchInstrumenter::on_cudnn_call(const cudnn::CudnnCall& c) {
                           x.ops.empty() ? "backend" : x.ops, x.why));
     LibraryScan refused;
     refused.api = c.api, refused.call_id = c.call_id, refused.stream = c.stream, refused.refused = x.why;
-    scan_library_output(refused);
+    scan_output(refused);
     return;
   }
   // An input nanscope cannot judge (an integer seed, a broadcast bias) is not decoded.
@@ -45,7 +45,7 @@ void LaunchInstrumenter::on_cudnn_call(const cudnn::CudnnCall& c) {
     s.ptr = b.ptr, s.dtype = b.extent.dtype, s.elements = b.extent.elements;
     s.inputs = inputs.data(), s.input_count = static_cast<uint32_t>(inputs.size());
     s.count_call = first, first = false;
-    scan_library_output(s);
+    scan_output(s);
   }
 }
 

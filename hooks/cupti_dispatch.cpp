@@ -16,16 +16,16 @@ bool succeeded(const CUpti_CallbackData& cb) {
 // Enter site of a copy, set or stream-point call (hooks/stream_points.hpp): the held eager scans
 // that must run before it go now (NANSCOPE_EAGER_BATCH).
 void on_stream_call_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  if (!e.launches().batching()) return;
+  if (!e.scans().batching()) return;
   CopyArgs copy;
   if (decode_copy(cbid, cb.functionParams, copy)) {
-    e.launches().on_copy_enter(copy);
+    e.flush_points().on_copy_enter(copy);
     return;
   }
   StreamCall call;
   if (!decode_stream_call(cbid, cb.functionParams, call)) return;
-  if (call.point == eager::Point::context_point) e.launches().flush_held(cb.context, false);
-  else e.launches().on_stream_call(call.stream, call.point, call.source);
+  if (call.point == eager::Point::context_point) e.scans().flush_held(cb.context, false);
+  else e.flush_points().on_stream_call(call.stream, call.point, call.source);
 }
 
 // Enter site: graphs must be instrumented before the driver copies them into an exec.
@@ -48,16 +48,16 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case DriverHook::module_unload:
       e.modules().on_unload(static_cast<const cuModuleUnload_params*>(cb.functionParams)->hmod);
       return;
-    case DriverHook::launch:
-      e.launches().on_launch_enter(cb, cbid);  // held eager scans it may overwrite go first
+    case DriverHook::launch:  // its record, for the exit site; held eager scans it may overwrite go first
+      if (LaunchRecord* launch = LaunchRecord::at_enter(cb, cbid)) e.flush_points().on_launch_enter(cb, *launch);
       return;
     case DriverHook::graph_launch:
-      e.launches().on_stream_call(
+      e.flush_points().on_stream_call(
           hooked_stream(cbid, static_cast<const cuGraphLaunch_params*>(cb.functionParams)->hStream),
           eager::Point::stream_point);
       return;
     case DriverHook::free:
-      e.launches().on_free_enter(cbid, cb.functionParams);
+      e.flush_points().on_free_enter(cbid, cb.functionParams);
       return;
     case DriverHook::none:
       on_stream_call_enter(e, cbid, cb);
@@ -102,7 +102,7 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
   }
   switch (driver_hook(cbid)) {
     case DriverHook::launch:
-      e.launches().on_launch(cb, cbid);
+      if (LaunchRecord* launch = LaunchRecord::at_exit(cb, cbid)) e.launches().on_launch(cb, *launch);
       return;
     case DriverHook::instantiate:
       // Every variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph). The exec holds the
@@ -130,7 +130,7 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case DriverHook::module_load:
       if (succeeded(cb)) {
         e.modules().on_load(cbid, cb.functionParams);
-        e.launches().on_module_loaded();  // a library with GEMM imports may have arrived
+        e.library_scans().on_module_loaded();  // a library with GEMM imports may have arrived
       }
       return;
     case DriverHook::none: {

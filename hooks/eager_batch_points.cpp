@@ -1,10 +1,10 @@
-// Held eager scans (NANSCOPE_EAGER_BATCH): the launch instrumenter's side. Plain eager scans are
-// held per stream (hooks/eager_batcher.cpp), and the enter site of every call they must precede
-// turns into an eager::Event: src/eager_batch.cpp says which held scans go first.
+// Held eager scans (NANSCOPE_EAGER_BATCH): the flush points. Plain eager scans are held per stream
+// (hooks/eager_batcher.cpp, through ScanSubmitter), and the enter site of every call they must
+// precede turns into an eager::Event: src/eager_batch.cpp says which held scans go first.
 #include <algorithm>
 
 #include "collectors.hpp"
-#include "launch_instrumenter.hpp"
+#include "eager_flush_points.hpp"
 #include "library_call.hpp"
 #include "tool_scope.hpp"
 
@@ -37,7 +37,9 @@ bool launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::
 // named: libcall::set_reads, a GEMM without a device array of pointers). So a kernel that reads a
 // held buffer does not make it go first. False when the inputs are not known: the caller falls
 // back to the parameter words alone.
-bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchArgs& a, std::vector<eager::Range>& out) {
+bool EagerFlushPoints::known_launch_writes(LaunchRecord& launch, std::vector<eager::Range>& out) {
+  const KernelInfo& k = *launch.kernel;
+  const LaunchArgs& a = launch.args;
   if (!k.params_known) return false;
   std::vector<overlap::KnownWrite> exact;
   std::vector<uint64_t> inputs;
@@ -45,7 +47,8 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
     if (!call->writes_bounded) return false;
     inputs.assign(call->reads, call->reads + call->read_count);
   } else {
-    if (k.decoder == Decoder::none || !writes_bounded(k) || !decoded_io(k, a, allocs_, exact, inputs)) return false;
+    if (k.decoder == Decoder::none || !writes_bounded(k) || !decoded_io(launch.decoded(allocs_), exact, inputs))
+      return false;
   }
   std::vector<uint64_t> words;
   if (!pointer_words(k, a, words, k.triton ? decode::triton_stored_params(*k.triton, k.params.size()) : std::vector<bool>{}))
@@ -54,7 +57,7 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
   // stride, a scalar) writes no held buffer: dropped before the per-word lookups (an
   // OffsetCalculator holds hundreds of such words).
   const AddressRange span = allocs_.span();
-  const eager::Range hull = batch_.held_hull();
+  const eager::Range hull = scans_.batcher().held_hull();
   words.erase(std::remove_if(words.begin(), words.end(),
                              [&](uint64_t v) { return !span.contains(v) && !(v >= hull.lo && v < hull.hi); }),
               words.end());
@@ -67,39 +70,18 @@ bool LaunchInstrumenter::known_launch_writes(const KernelInfo& k, const LaunchAr
   return true;
 }
 
-bool LaunchInstrumenter::hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream) {
-  if (!batching()) return false;
-  if (EagerBatcher::holdable(task, stream) && batch_.hold(cs, stream, task, graphs_.scan_reads(task), steady_now_ns()))
-    return true;
-  if (batch_.holding()) {  // a scan that cannot wait runs after what its stream held
-    eager::Event e;
-    e.point = eager::Point::in_line_scan;
-    batch_event(e, stream);
-  }
-  return false;
-}
-
-void LaunchInstrumenter::batch_event(eager::Event& e, CUstream stream) {
-  e.stream = EagerBatcher::stream_key(stream);
-  e.legacy = EagerBatcher::legacy(stream) || stream == CU_STREAM_PER_THREAD;
-  e.now_ns = steady_now_ns();
-  batch_.on_event(e);
-}
-
 // Before a kernel goes onto its stream: the held scans it may overwrite go first, and every scan
 // its stream held when nanscope cannot bound what it writes.
-void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_CallbackId cbid) {
-  if (!batch_.holding()) return;
-  LaunchArgs a;
-  if (!decode_launch(cbid, cb.functionParams, a)) return;
-  HostProfile& p = profile_;
+void EagerFlushPoints::on_launch_enter(const CUpti_CallbackData& cb, LaunchRecord& launch) {
+  if (!scans_.batcher().holding()) return;
+  const LaunchArgs& a = launch.args;
+  HostProfile& p = scans_.profile();
   const uint64_t t0 = p.on ? steady_now_ns() : 0;
-  const LaunchDecodeScope decode_once(cb.correlationId);  // its exit site reuses this decode
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
-  const KernelInfo& k = tasks_.kernel_info(a.function, cb.symbolName);
+  const KernelInfo& k = tasks_.kernel_info(launch, cb.symbolName);  // its exit site reuses it, and the decode
   const uint64_t t1 = p.on ? steady_now_ns() : 0;
   eager::Event e;
-  if (known_launch_writes(k, a, e.ranges)) {
+  if (known_launch_writes(launch, e.ranges)) {
     e.point = eager::Point::launch;
   } else {
     e.ranges.clear();
@@ -107,7 +89,7 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
     e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
   }
   const uint64_t t2 = p.on ? steady_now_ns() : 0;
-  batch_event(e, a.stream);
+  scans_.on_event(e, a.stream);
   if (!p.on) return;
   const uint64_t t3 = steady_now_ns();
   p.enter_resolve_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
@@ -116,8 +98,8 @@ void LaunchInstrumenter::on_launch_enter(const CUpti_CallbackData& cb, CUpti_Cal
   p.enter.add(t3 - t0);
 }
 
-void LaunchInstrumenter::on_copy_enter(const CopyArgs& c) {
-  if (!batch_.holding() || c.bytes == 0) return;
+void EagerFlushPoints::on_copy_enter(const CopyArgs& c) {
+  if (!scans_.batcher().holding() || c.bytes == 0) return;
   eager::Event e;
   // A synchronous copy or set returns when it is done: the host may act on the stream's progress.
   const bool synchronous = std::string_view(c.api).find("Async") == std::string_view::npos;
@@ -125,12 +107,12 @@ void LaunchInstrumenter::on_copy_enter(const CopyArgs& c) {
             : c.kind == CopyArgs::Kind::unified ? eager::Point::host_read  // its destination may be the host
                                                 : eager::Point::device_write;
   e.ranges.push_back({c.dst, c.dst + c.bytes});
-  batch_event(e, c.stream);
+  scans_.on_event(e, c.stream);
 }
 
 // A free or unmap: the held scans inside the freed memory go first (they would read freed memory).
-void LaunchInstrumenter::on_free_enter(CUpti_CallbackId cbid, const void* params) {
-  if (!batch_.holding()) return;
+void EagerFlushPoints::on_free_enter(CUpti_CallbackId cbid, const void* params) {
+  if (!scans_.batcher().holding()) return;
   eager::Event e;
   e.point = eager::Point::device_write;
   CUstream stream = nullptr;  // cuMemFree and cuMemUnmap wait for the device: the legacy stream's order
@@ -157,16 +139,16 @@ void LaunchInstrumenter::on_free_enter(CUpti_CallbackId cbid, const void* params
     else e.point = eager::Point::stream_point;  // an allocation nanscope did not see: anything
   }
   ToolScope scope;
-  batch_event(e, stream);
+  scans_.on_event(e, stream);
 }
 
-void LaunchInstrumenter::on_stream_call(CUstream stream, eager::Point point, eager::Range source) {
-  if (!batch_.holding()) return;
+void EagerFlushPoints::on_stream_call(CUstream stream, eager::Point point, eager::Range source) {
+  if (!scans_.batcher().holding()) return;
   eager::Event e;
   e.point = point;
   if (source.hi > source.lo) e.ranges.push_back(source);
   ToolScope scope;
-  batch_event(e, stream);
+  scans_.on_event(e, stream);
 }
 
 }  // namespace nanscope

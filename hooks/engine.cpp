@@ -52,7 +52,10 @@ Engine::Engine(Config cfg)
       python_(cfg_.python_line),
       tasks_(cfg_, kernels_, watches_, allocs_, counters_, *log_),
       graphs_(cfg_, *log_, tasks_, contexts_, allocs_, counters_, failures_),
-      launches_(cfg_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, failures_, watches_, *log_, python_),
+      scans_(cfg_, graphs_, allocs_, kernels_, counters_, failures_, python_, *log_),
+      launches_(cfg_, tasks_, scans_, contexts_, allocs_, kernels_, counters_, *log_),
+      library_(cfg_, scans_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, *log_),
+      flush_points_(scans_, tasks_, allocs_),
       reporter_(cfg_, *log_, kernels_, watches_, contexts_, allocs_, graphs_, counters_, python_, start_ns_) {
   watches_.load_rules(cfg_.rules_path);  // before the first launch
   kernels_.set_triton(&modules_);
@@ -77,7 +80,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
       return;
     }
     e->reporter_.start();
-    e->launches_.start_library_calls();
+    e->library_.start();
     instance_.store(e, std::memory_order_release);
   });
   return status;
@@ -157,7 +160,7 @@ void Engine::on_callback_error(const std::string& message) {
 void Engine::on_context_destroy(CUcontext ctx) {
   {
     ToolScope scope;
-    launches_.flush_held(ctx, /*wait=*/true);  // the last drain below must see them
+    scans_.flush_held(ctx, /*wait=*/true);  // the last drain below must see them
   }
   std::unique_ptr<ContextState> dying = reporter_.retire(ctx);
   if (!dying) return;
@@ -176,7 +179,7 @@ std::string Engine::note_generated_line(std::string_view generated_file, uint32_
 void Engine::flush() {
   {
     ToolScope scope;
-    launches_.flush_held(nullptr, false);
+    scans_.flush_held(nullptr, false);
   }
   reporter_.drain_all();
   log_->flush();
@@ -185,9 +188,9 @@ void Engine::flush() {
 void Engine::shutdown() {
   {
     ToolScope scope;
-    launches_.flush_held(nullptr, /*wait=*/true);  // scans still held at exit run before the last drain
+    scans_.flush_held(nullptr, /*wait=*/true);  // scans still held at exit run before the last drain
   }
-  launches_.log_host_profile();
+  scans_.log_host_profile();
   reporter_.shutdown();
 }
 

@@ -4,7 +4,10 @@
 //   Contexts, Allocations   per-context states and the driver allocations   (contexts.hpp)
 //   Watches                 rules, API watches, the global padding spec      (watches.hpp)
 //   TaskBuilder             launch -> scan task, through collectors          (task_builder.hpp)
-//   LaunchInstrumenter      stream launches and copies -> scan launches      (launch_instrumenter.hpp)
+//   ScanSubmitter           a scan task -> captured node, held or launched   (scan_submitter.hpp)
+//   LaunchInstrumenter      stream launches and copies -> scan tasks         (launch_instrumenter.hpp)
+//   LibraryScans            GEMM, cuDNN and NCCL calls -> scan tasks         (library_scans.hpp)
+//   EagerFlushPoints        driver calls held eager scans must precede       (eager_flush_points.hpp)
 //   GraphInstrumenter       graphs: scan nodes, overlap, merged, updates     (graph_instrumenter.hpp)
 //   FindingReporter         drain -> findings -> log, dumps, abort, summary  (finding_reporter.hpp)
 //
@@ -17,9 +20,13 @@
 //                                        teardown); held over a whole drain.
 //   2. Contexts::mu_                     shared to use a context (for_each holds it over a drain),
 //                                        unique only to add or remove one;
-//      EagerBatcher::mu_                 held while it launches held scans (ContextState's locks
-//                                        below). Never held together with Contexts::mu_: get()
-//                                        returns before the batcher is entered.
+//      EagerBatcher::mu_                 (owned by ScanSubmitter) held while it launches held
+//                                        scans (ContextState's locks below). Never held together
+//                                        with Contexts::mu_: get() returns before the batcher is
+//                                        entered.
+//   ScanSubmitter, LaunchInstrumenter, LibraryScans and EagerFlushPoints have no lock of their
+//   own (LibraryScans' per-call facts are thread-local); they take the locks of the parts they
+//   call, one at a time, never holding one across another part's call.
 //   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache, level 4),
 //      GraphInstrumenter::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
 //      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
@@ -47,7 +54,10 @@
 #include "finding_reporter.hpp"
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
+#include "eager_flush_points.hpp"
 #include "launch_instrumenter.hpp"
+#include "library_scans.hpp"
+#include "scan_submitter.hpp"
 #include "triton_modules.hpp"
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
@@ -63,7 +73,10 @@ class Engine {
   static nanscope_status_t init(nanscope_attach_t attach);
 
   // The parts the CUPTI callback dispatches to (hooks/cupti_dispatch.cpp).
+  ScanSubmitter& scans() { return scans_; }
   LaunchInstrumenter& launches() { return launches_; }
+  LibraryScans& library_scans() { return library_; }
+  EagerFlushPoints& flush_points() { return flush_points_; }
   GraphInstrumenter& graphs() { return graphs_; }
   Allocations& allocations() { return allocs_; }
   TritonModules& modules() { return modules_; }
@@ -101,10 +114,13 @@ class Engine {
   Contexts contexts_;
   Allocations allocs_;
   ScanFailures failures_;
-  PythonFrames python_;  // before launches_ and reporter_, which share it
+  PythonFrames python_;  // before scans_ and reporter_, which share it
   TaskBuilder tasks_;
   GraphInstrumenter graphs_;
+  ScanSubmitter scans_;
   LaunchInstrumenter launches_;
+  LibraryScans library_;
+  EagerFlushPoints flush_points_;
   FindingReporter reporter_;
   CuptiLibrary cupti_;  // opened at init, before subscribe()
   CUpti_SubscriberHandle subscriber_ = nullptr;

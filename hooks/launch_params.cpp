@@ -113,7 +113,7 @@ CUstream hooked_stream(CUpti_CallbackId cbid, CUstream named) {
   return f && f->per_thread ? CU_STREAM_PER_THREAD : named;
 }
 
-bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
+bool read_launch_args(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {
   const DriverHookForm* f = driver_hook_form(cbid);
   if (!f || !f->decode) return false;
   f->decode(params, out);

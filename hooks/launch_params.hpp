@@ -31,12 +31,12 @@ LaunchArgs node_launch_args(void* function, const NodeParams& p) {
   return a;
 }
 
-// Decodes the parameter struct of a hooked launch cbid. Returns false for other cbids.
-bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
+// Reads the parameter struct of a hooked launch cbid. Returns false for other cbids.
+bool read_launch_args(CUpti_CallbackId cbid, const void* params, LaunchArgs& out);
 
 // What nanscope does with a driver callback. One table (kDriverHooks in launch_params.cpp)
 // lists every hooked driver cbid but the copies and sets (kCopyForms): it drives enabling them
-// (driver_hook_cbids), dispatching them (driver_hook) and decoding launches (decode_launch).
+// (driver_hook_cbids), dispatching them (driver_hook) and reading launches (read_launch_args).
 enum class DriverHook : uint8_t {
   none,              // not hooked (or a copy or set: decode_copy)
   launch,            // cuLaunchKernel*, cuLaunchCooperativeKernel*, cuLaunchKernelEx*: exit site

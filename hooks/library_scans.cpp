@@ -10,7 +10,7 @@
 
 #include "cudnn_intercept.hpp"
 #include "gemm_intercept.hpp"
-#include "launch_instrumenter.hpp"
+#include "library_scans.hpp"
 #include "nccl_intercept.hpp"
 #include "tool_scope.hpp"
 
@@ -36,15 +36,13 @@ struct CallNodes {
 };
 thread_local CallNodes t_call_nodes;
 
-void gemm_sink(void* self, const GemmCall& call) { static_cast<LaunchInstrumenter*>(self)->on_library_call(call); }
-void cudnn_sink(void* self, const cudnn::CudnnCall& call) {
-  static_cast<LaunchInstrumenter*>(self)->on_cudnn_call(call);
-}
+void gemm_sink(void* self, const GemmCall& call) { static_cast<LibraryScans*>(self)->on_gemm_call(call); }
+void cudnn_sink(void* self, const cudnn::CudnnCall& call) { static_cast<LibraryScans*>(self)->on_cudnn_call(call); }
 void collective_before(void* self, nccl::CollectiveCall& call) {
-  static_cast<LaunchInstrumenter*>(self)->before_collective(call);
+  static_cast<LibraryScans*>(self)->before_collective(call);
 }
 void collective_after(void* self, const nccl::CollectiveCall& call) {
-  static_cast<LaunchInstrumenter*>(self)->on_collective(call);
+  static_cast<LibraryScans*>(self)->on_collective(call);
 }
 
 LibraryInput gemm_input(uint64_t ptr, const GemmExtent& x) {
@@ -58,21 +56,20 @@ void log_patched(EventLog& log, const got::Report& r, const char* what) {
 
 }  // namespace
 
-void LaunchInstrumenter::start_library_calls() {
+void LibraryScans::start() {
   gemm::set_gemm_sink(gemm_sink, this);
   cudnn::set_cudnn_sink(cudnn_sink, this);
   nccl::set_collective_sink(new nccl::CollectiveSink{collective_before, collective_after, this});  // lives on
   on_module_loaded();
 }
 
-void LaunchInstrumenter::on_module_loaded() {
+void LibraryScans::on_module_loaded() {
   log_patched(log_, gemm::patch_all(), "GEMM");
   log_patched(log_, cudnn::patch_all(), "cuDNN backend");
   log_patched(log_, nccl::patch_all(), "NCCL");
 }
 
-bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launch_id, uint32_t correlation,
-                                             CUstream stream) {
+bool LibraryScans::claim_kernel(const KernelInfo& k, uint64_t launch_id, uint32_t correlation, CUstream stream) {
   const uint64_t call = libcall::note_kernel_launch();
   if (!call) return false;
   t_last_kernel = {call, k.id, launch_id, correlation};
@@ -84,11 +81,10 @@ bool LaunchInstrumenter::inside_library_call(const KernelInfo& k, uint64_t launc
     if (t_call_nodes.call_id != call) t_call_nodes.call_id = call, t_call_nodes.nodes.clear();
     t_call_nodes.nodes.push_back(deps[0]);  // the kernel node this launch just became
   }
-  counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);
   return true;
 }
 
-void LaunchInstrumenter::on_library_call(const GemmCall& c) {
+void LibraryScans::on_gemm_call(const GemmCall& c) {
   ToolScope scope;
   const GemmExtent e = gemm_extent(c);
   LibraryScan s;
@@ -100,14 +96,14 @@ void LaunchInstrumenter::on_library_call(const GemmCall& c) {
   inputs[s.input_count++] = gemm_input(c.b.ptr, operand_extent(c.b));
   if (c.c_ptr && !c.c_is_d) inputs[s.input_count++] = gemm_input(c.c_ptr, e);  // C, read in D's layout
   s.inputs = inputs;
-  scan_library_output(s);
+  scan_output(s);
 }
 
 // The shared part of every library call's scan of one buffer: the checks, the coverage count
 // (once per call: `count_call`), the task, its origin inputs and the scan on the call's stream.
 // The launch id and capture of the scan, for facts the caller keeps about its findings; launch
 // id 0 when nothing was scanned.
-LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const LibraryScan& s) {
+LibraryScans::Scanned LibraryScans::scan_output(const LibraryScan& s) {
   const uint64_t bytes = s.refused ? 0 : s.elements * dtype_size(s.dtype);
   if (t_call_nodes.call_id == s.call_id && !t_call_nodes.nodes.empty()) {
     std::vector<uint64_t> reads;
@@ -128,7 +124,7 @@ LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const
   const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(s.api);
   nanscope_scan_task task{};
   // A watched output keeps its watch (name, padding rows, verdict, the fix), as a kernel's would.
-  uint64_t max_bytes = s.judge ? watched_scan(s.ptr, *cs, task, kernel_id) : 0;
+  uint64_t max_bytes = s.judge ? tasks_.watched_scan(s.ptr, *cs, task, kernel_id) : 0;
   if (!max_bytes) {
     task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), kCopyArg};
     task.buffer_count = 1;
@@ -141,19 +137,19 @@ LaunchInstrumenter::LibraryScanned LaunchInstrumenter::scan_library_output(const
   const auto stream = reinterpret_cast<CUstream>(s.stream);
   task.stream = s.stream;
   LaunchPlan plan;
-  if (s.judge && cfg_.origin && cs->buffer_states()) library_origin(s, *cs, stream, task, plan);
-  for (uint32_t i = 0; i < plan.initial_count; ++i) submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
+  if (s.judge && cfg_.origin && cs->buffer_states()) origin(s, *cs, stream, task, plan);
+  for (uint32_t i = 0; i < plan.initial_count; ++i) scans_.submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
   counters_.coverage.on_extra_scan(bytes);
-  submit_scan(*cs, task, stream, max_bytes);
-  if (task.launch_id) remember_for_findings(task, plan);  // candidates and the Python line
+  scans_.submit(*cs, task, stream, max_bytes);
+  if (task.launch_id) scans_.remember_for_findings(task, plan);  // candidates and the Python line
   return {task.launch_id, task.graph_id != 0};
 }
 
 // The output's state word, and the inputs' as those its origin is judged from; an input no
 // scan judged yet gets its initial scan first, as a kernel's input would. An input whose
 // state slot the caller took already (before the call, an in-place collective) keeps it.
-void LaunchInstrumenter::library_origin(const LibraryScan& s, ContextState& cs, CUstream stream,
-                                        nanscope_scan_task& task, LaunchPlan& plan) {
+void LibraryScans::origin(const LibraryScan& s, ContextState& cs, CUstream stream, nanscope_scan_task& task,
+                          LaunchPlan& plan) {
   tasks_.output_states(cs, task, true);
   uint32_t ins = 0;
   for (uint32_t i = 0; i < s.input_count; ++i) {

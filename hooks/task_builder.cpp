@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "collectors.hpp"
+#include "finding_event.hpp"
 
 namespace nanscope {
 
@@ -72,11 +72,7 @@ bool TaskDraft::full() {
 TaskBuilder::TaskBuilder(const Config& cfg, KernelTable& kernels, Watches& watches, Allocations& allocs,
                          Counters& counters, EventLog& log)
     : cfg_(cfg), kernels_(kernels), watches_(watches), allocs_(allocs), counters_(counters), log_(log) {
-  collectors_.push_back(std::make_unique<RulesCollector>(watches));
-  collectors_.push_back(std::make_unique<WatchesCollector>(watches));
-  // Exact writes before the typed outputs, which then skip what they cover.
-  collectors_.push_back(std::make_unique<DecodedWritesCollector>(cfg, watches, allocs));
-  collectors_.push_back(std::make_unique<TypedOutputsCollector>(cfg, watches, allocs));
+  collectors_ = task_collectors(cfg, watches, allocs);
 }
 
 const KernelInfo& TaskBuilder::kernel_info(void* handle, const char* symbol_name) {
@@ -95,6 +91,11 @@ const KernelInfo& TaskBuilder::kernel_info(void* handle, const char* symbol_name
   return k;
 }
 
+const KernelInfo& TaskBuilder::kernel_info(LaunchRecord& launch, const char* symbol_name) {
+  if (!launch.kernel) launch.kernel = &kernel_info(launch.args.function, symbol_name);
+  return *launch.kernel;
+}
+
 bool TaskBuilder::worth_a_look(const KernelInfo& k) const {
   if (k.excluded) return false;
   return (cfg_.typed && k.inspected) || !k.rules.empty() || (watches_.any() && k.params_known);
@@ -102,7 +103,15 @@ bool TaskBuilder::worth_a_look(const KernelInfo& k) const {
 
 bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
                         uint64_t& max_bytes, LaunchPlan* plan) {
-  TaskDraft draft(k, a, cs, task, watches_, counters_, log_);
+  LaunchRecord launch(k, a);
+  return build(launch, cs, task, max_bytes, plan);
+}
+
+bool TaskBuilder::build(LaunchRecord& launch, ContextState& cs, nanscope_scan_task& task, uint64_t& max_bytes,
+                        LaunchPlan* plan) {
+  const KernelInfo& k = *launch.kernel;
+  const LaunchArgs& a = launch.args;
+  TaskDraft draft(launch, cs, task, watches_, counters_, log_);
   draft.inspection = k.decoder != Decoder::none ? Inspection::decoded
                      : cfg_.typed && k.inspected ? Inspection::typed
                                                  : Inspection::watched;
@@ -196,6 +205,18 @@ void TaskBuilder::output_states(ContextState& cs, nanscope_scan_task& task, bool
   }
 }
 
+uint64_t TaskBuilder::watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t kernel_id) {
+  if (!watches_.any()) return 0;
+  const KernelInfo* k = kernels_.by_id(kernel_id);
+  if (!k) return 0;
+  const auto snapshot = watches_.snapshot();
+  LaunchRecord none(*k, LaunchArgs{});
+  TaskDraft draft(none, cs, task, watches_, counters_, log_);
+  WatchRegistry::for_each_containing(*snapshot, dst, [&](const WatchEntry& e) { draft.add_rows(e.spec, e.id, kCopyArg); });
+  task.buffer_count = draft.count();
+  return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;
+}
+
 void TaskBuilder::add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref) {
   for (uint32_t i = 0; i < count; ++i)
     if (task.in_state[i] == ref) return;
@@ -242,7 +263,7 @@ void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const na
   }
   const CandidateList writers = allocs_.opaque().history(ptr).value_or(CandidateList{});
   const auto last = writers.last();
-  // Named after its last writer (LaunchInstrumenter::submit_initial), as its findings will be.
+  // Named after its last writer (ScanSubmitter::submit_initial), as its findings will be.
   const auto claimed = cs.slots().claim_initial_scan(ptr, dtype, bytes, last ? last->launch_id : 0);
   if (!claimed) return;
   InitialScan& s = plan->initial[plan->initial_count++];

@@ -21,6 +21,7 @@
 #include "event_log.hpp"
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
+#include "launch_record.hpp"
 #include "watches.hpp"
 
 namespace nanscope {
@@ -29,10 +30,12 @@ namespace nanscope {
 // earlier ones added (typed outputs skip what a row-aware scan already covers).
 class TaskDraft {
  public:
-  TaskDraft(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
-            const Watches& watches, Counters& counters, EventLog& log)
-      : kernel(k), args(a), context(cs), task_(task), watches_(watches), counters_(counters), log_(log) {}
+  TaskDraft(LaunchRecord& launch, ContextState& cs, nanscope_scan_task& task, const Watches& watches,
+            Counters& counters, EventLog& log)
+      : launch(launch), kernel(*launch.kernel), args(launch.args), context(cs), task_(task), watches_(watches),
+        counters_(counters), log_(log) {}
 
+  LaunchRecord& launch;  // its kernel, arguments and kernel-family decode
   const KernelInfo& kernel;
   const LaunchArgs& args;
   ContextState& context;
@@ -118,6 +121,8 @@ class TaskCollector {
   virtual ~TaskCollector() = default;
   virtual void collect(TaskDraft& draft) = 0;
 };
+// The collectors in their order: rules, watches, decoded writes, typed outputs (collectors.cpp).
+std::vector<std::unique_ptr<TaskCollector>> task_collectors(const Config& cfg, Watches& watches, Allocations& allocs);
 
 // A buffer read before any scan judged it (written by the host, before nanscope attached, or
 // by a launch nanscope cannot see into): scanned once right before its first reader's scan, so
@@ -157,13 +162,17 @@ class TaskBuilder {
               EventLog& log);
   Allocations& allocations() { return allocs_; }
 
-  // The cached decoding of a kernel; a kernel nanscope cannot inspect is logged once.
+  // The cached decoding of a kernel; a kernel nanscope cannot inspect is logged once. The second
+  // form resolves a launch's kernel once, for both of its sites.
   const KernelInfo& kernel_info(void* handle, const char* symbol_name);
+  const KernelInfo& kernel_info(LaunchRecord& launch, const char* symbol_name);
   bool worth_a_look(const KernelInfo& k) const;
   // Fills `task` with every buffer to scan after a launch of `k` with arguments `a`. Returns
-  // false when there is nothing to scan. `max_bytes`: the largest buffer, for the grid.
+  // false when there is nothing to scan. `max_bytes`: the largest buffer, for the grid. The first
+  // form is a graph node's launch; the second a launch callback's, with its record (kernel set).
   bool build(const KernelInfo& k, const LaunchArgs& a, ContextState& cs, nanscope_scan_task& task,
              uint64_t& max_bytes, LaunchPlan* plan = nullptr);
+  bool build(LaunchRecord& launch, ContextState& cs, nanscope_scan_task& task, uint64_t& max_bytes, LaunchPlan* plan);
   // The state word a reader of [ptr, ptr + elements) on `stream` judges its origin from (a
   // library call's operands); an input no scan judged yet is queued in `plan` for its initial
   // scan, as a kernel's would be. `task` holds the reader's outputs (an input it also writes
@@ -173,6 +182,11 @@ class TaskBuilder {
   // The state words a scan updates: its buffers' slots (a kernel's outputs, a library call's,
   // a copy's rescan). `judged`: the scan judges them now, so their opaque writers are forgotten.
   void output_states(ContextState& cs, nanscope_scan_task& task, bool judged);
+  // The watches holding `dst` (a copy's destination, a library call's D), as the launch of a
+  // kernel referencing them would scan them: name, padding spec, verdict, action (the fix), the
+  // scan named after kernel `kernel_id`. Returns the bytes to size the scan's grid, 0 when no
+  // watch holds it.
+  uint64_t watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t kernel_id);
   // Adds one tracked input's state word to the task once (`count` inputs so far); one more than
   // the task can name makes the origin untracked.
   static void add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref);

@@ -305,7 +305,7 @@ TEST(CopyParams, EveryEnabledIdDecodes) {
     EXPECT_EQ(api.find("_v2"), std::string::npos) << api;
     EXPECT_EQ(api.find("_pt"), std::string::npos) << api;
     LaunchArgs l;
-    EXPECT_FALSE(decode_launch(id, zero, l)) << "cbid " << id;  // never taken for a launch
+    EXPECT_FALSE(read_launch_args(id, zero, l)) << "cbid " << id;  // never taken for a launch
   }
   for (const Form& f : forms) {
     CopyArgs c;

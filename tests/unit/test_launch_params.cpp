@@ -23,7 +23,7 @@ TEST(LaunchParams, DecodesCuLaunchKernel) {
   p.hStream = kStream;
   p.kernelParams = args;
   LaunchArgs a;
-  ASSERT_TRUE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
+  ASSERT_TRUE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
   EXPECT_EQ(a.function, kFunc);
   EXPECT_EQ(a.stream, kStream);
   EXPECT_EQ(a.kernel_params, args);
@@ -34,12 +34,12 @@ TEST(LaunchParams, PtszNullStreamIsThePerThreadStream) {
   cuLaunchKernel_params p{};
   p.f = static_cast<CUfunction>(kFunc);
   LaunchArgs a;
-  ASSERT_TRUE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &p, a));
+  ASSERT_TRUE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, &p, a));
   EXPECT_EQ(a.stream, CU_STREAM_PER_THREAD);
-  ASSERT_TRUE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
+  ASSERT_TRUE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
   EXPECT_EQ(a.stream, nullptr);  // the legacy stream stays the legacy stream
   cuLaunchCooperativeKernel_params c{};
-  ASSERT_TRUE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz, &c, a));
+  ASSERT_TRUE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz, &c, a));
   EXPECT_EQ(a.stream, CU_STREAM_PER_THREAD);
 }
 
@@ -50,17 +50,17 @@ TEST(LaunchParams, DecodesCuLaunchKernelExThroughItsConfig) {
   p.config = &cfg;
   p.f = static_cast<CUfunction>(kFunc);
   LaunchArgs a;
-  ASSERT_TRUE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &p, a));
+  ASSERT_TRUE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &p, a));
   EXPECT_EQ(a.stream, kStream);
   cuLaunchKernelEx_params no_config{};
-  ASSERT_TRUE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &no_config, a));
+  ASSERT_TRUE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &no_config, a));
   EXPECT_EQ(a.stream, CU_STREAM_PER_THREAD);
 }
 
 TEST(LaunchParams, RejectsOtherCallbacks) {
   LaunchArgs a;
   int dummy = 0;
-  EXPECT_FALSE(decode_launch(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &dummy, a));
+  EXPECT_FALSE(read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &dummy, a));
 }
 
 TEST(LaunchParams, ParamBytesFromKernelParams) {
@@ -133,7 +133,7 @@ TEST(DriverHooks, EveryHookKindHasARow) {
     EXPECT_EQ(kinds.count(h), 1u) << "hook " << static_cast<int>(h) << " has no cbid";
 }
 
-// decode_launch reads exactly the launch rows: every one decodes, nothing else does.
+// read_launch_args reads exactly the launch rows: every one decodes, nothing else does.
 TEST(DriverHooks, LaunchRowsAndOnlyThoseDecode) {
   void* args[1] = {nullptr};
   CUlaunchConfig config{};
@@ -151,7 +151,7 @@ TEST(DriverHooks, LaunchRowsAndOnlyThoseDecode) {
     EXPECT_EQ(driver_hook_form(id)->decode != nullptr, launch) << "cbid " << id;
     if (!launch) {
       LaunchArgs a;
-      EXPECT_FALSE(decode_launch(id, &k, a)) << "cbid " << id;
+      EXPECT_FALSE(read_launch_args(id, &k, a)) << "cbid " << id;
       continue;
     }
     ++launches;
@@ -160,7 +160,7 @@ TEST(DriverHooks, LaunchRowsAndOnlyThoseDecode) {
     const bool coop = id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
                       id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
     const void* p = ex ? static_cast<const void*>(&x) : coop ? static_cast<const void*>(&c) : &k;
-    ASSERT_TRUE(decode_launch(id, p, a)) << "cbid " << id;
+    ASSERT_TRUE(read_launch_args(id, p, a)) << "cbid " << id;
     EXPECT_EQ(a.function, kFunc);
     EXPECT_EQ(a.stream, kStream);
     EXPECT_EQ(a.kernel_params, args);
@@ -217,7 +217,7 @@ TEST(LaunchParams, ALaunchCallbackGivesItsShape) {
   cuLaunchKernel_params p{};
   p.gridDimX = 7, p.gridDimY = 1, p.gridDimZ = 3, p.blockDimX = 128, p.blockDimY = 1, p.blockDimZ = 1;
   nanscope::LaunchArgs a;
-  ASSERT_TRUE(nanscope::decode_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
+  ASSERT_TRUE(nanscope::read_launch_args(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, a));
   EXPECT_EQ(a.grid[0], 7u);
   EXPECT_EQ(a.grid[2], 3u);
   EXPECT_EQ(a.block[0], 128u);

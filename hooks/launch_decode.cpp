@@ -1,0 +1,51 @@
+// A launch's kernel-family decode (launch_record.hpp): what src/decode says it writes and reads.
+#include <algorithm>
+
+#include "contexts.hpp"
+#include "kernel_table.hpp"
+#include "launch_record.hpp"
+
+namespace nanscope {
+
+namespace {
+
+constexpr uint32_t kMaxDecodedParams = 128;
+
+bool is_live(const void* allocs, uint64_t ptr) { return static_cast<const Allocations*>(allocs)->is_device(ptr); }
+
+}  // namespace
+
+std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
+  if (k.decoder == Decoder::none || k.params.size() > kMaxDecodedParams) return std::nullopt;
+  const char* params[kMaxDecodedParams];
+  for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = param_bytes(a, k.params, i);
+  decode::LaunchView view;
+  view.params = params;
+  view.count = static_cast<uint32_t>(k.params.size());
+  std::copy(a.grid, a.grid + 3, view.grid);
+  std::copy(a.block, a.block + 3, view.block);
+  return k.decoder == Decoder::triton ? decode::decode_triton(*k.triton, k.params, view)
+                                      : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
+}
+
+bool decoded_io(const std::optional<decode::Decoded>& decoded, std::vector<overlap::KnownWrite>& exact,
+                std::vector<uint64_t>& inputs) {
+  if (!decoded || decoded->status != decode::Status::decoded) return false;
+  overlap::add_decoded_io(*decoded, exact, inputs);
+  return true;
+}
+
+bool decoded_io(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
+                std::vector<overlap::KnownWrite>& exact, std::vector<uint64_t>& inputs) {
+  return decoded_io(decode_launch(k, a, allocs), exact, inputs);
+}
+
+const std::optional<decode::Decoded>& LaunchRecord::decoded(const Allocations& allocs) {
+  if (!decoded_once_ && kernel) {
+    decoded_ = decode_launch(*kernel, args, allocs);
+    decoded_once_ = true;
+  }
+  return decoded_;
+}
+
+}  // namespace nanscope

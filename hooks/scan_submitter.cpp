@@ -1,0 +1,117 @@
+#include "scan_submitter.hpp"
+
+#include <fmt/format.h>
+
+namespace nanscope {
+
+namespace {
+
+double per_us(uint64_t ns, uint64_t count) { return count ? static_cast<double>(ns) / count / 1000.0 : 0.0; }
+
+}  // namespace
+
+void ScanSubmitter::log_host_profile() {
+  const HostProfile& p = profile_;
+  const uint64_t n = p.scanned.load(), e = p.enter.calls.load(), all = e + p.enter.slow.load();
+  if (!p.on || (!n && !all)) return;
+  log_.debug(fmt::format("host time per scanned launch ({}): build {:.2f} us, scan submit or hold {:.2f} us, "
+                         "findings' facts (Python line) {:.2f} us",
+                         n, per_us(p.build_ns, n), per_us(p.submit_ns, n), per_us(p.findings_ns, n)));
+  log_.debug(fmt::format("launch exit site, all of it: {:.2f} us each ({}), plus {} over {} us taking {:.1f} ms",
+                         per_us(p.exit.ns, p.exit.calls), p.exit.calls.load(), p.exit.slow.load(),
+                         HostProfile::kSlowCallNs / 1000, p.exit.slow_ns.load() / 1e6));
+  log_.debug(fmt::format("launch enter site while scans are held: {:.2f} us each ({}: kernel lookup {:.2f}, write model "
+                         "{:.2f}, flush check and its launches {:.2f}), plus {} over {} us taking {:.1f} ms",
+                         per_us(p.enter.ns, e), e, per_us(p.enter_resolve_ns, all), per_us(p.enter_model_ns, all),
+                         per_us(p.enter_event_ns, all), p.enter.slow.load(), HostProfile::kSlowCallNs / 1000,
+                         p.enter.slow_ns.load() / 1e6));
+  if (const std::string flushes = batch_.profile_line(); !flushes.empty()) log_.debug(flushes);
+}
+
+void ScanSubmitter::remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan) {
+  const bool captured = task.graph_id != 0;
+  if (!plan.candidates.empty())
+    for (uint32_t b = 0; b < task.buffer_count; ++b)
+      allocs_.candidates().put(task.launch_id, task.buffers[b].ptr, plan.candidates, captured);
+  python_.remember(task.launch_id, python_key(), captured);
+}
+
+uint64_t ScanSubmitter::python_key() {
+  const uint64_t key = python_.capture();
+  if (!key && python_.gave_up() && !log_.said(schema::Once::python_line))
+    warn_once(log_, schema::Once::python_line, python_.problem() + "; findings carry no python line");
+  return key;
+}
+
+void ScanSubmitter::submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation) {
+  if (!cs.buffer_states()) return;
+  nanscope_scan_task task{};
+  // Infinities decoded launches wrote into it on purpose since it was last judged are intended.
+  task.buffers[0] = {s.ptr, s.elements, static_cast<uint32_t>(s.dtype), NS_BUFFER_ARG_WITH_INTENT(kCopyArg, s.writers.intended_inf)};
+  task.buffer_count = 1;
+  task.kernel_id = s.writer ? s.writer->kernel_id : kernels_.pseudo("initial state");
+  task.launch_id = s.writer ? s.writer->launch_id : 0;
+  // The launches that may have written it are the finding's candidates.
+  if (s.writer && !s.writer->host) allocs_.candidates().put(task.launch_id, s.ptr, s.writers.kernels(), false);
+  task.stream = reinterpret_cast<uint64_t>(stream);
+  task.correlation_id = correlation;
+  task.buffer_state = cs.buffer_states();
+  task.out_state[0] = s.ref;
+  // Written by a launch nanscope cannot see into (unknown, untracked_read), by a host copy or set
+  // (host: the copy is named), or by nothing nanscope saw: never written since allocation, or
+  // before nanscope attached (unknown, unwritten). No host write is claimed that was not seen.
+  task.origin_flags = !s.writer ? NS_ORIGIN_UNWRITTEN : s.writer->host ? NS_ORIGIN_HOST : NS_ORIGIN_READS_UNTRACKED;
+  counters_.coverage.on_extra_scan(s.elements * dtype_size(s.dtype));
+  submit(cs, task, stream, s.elements * dtype_size(s.dtype));
+}
+
+void ScanSubmitter::submit(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t capture_id = 0;
+  const CUgraphNode* deps = nullptr;
+  size_t ndeps = 0;
+  if (cuStreamGetCaptureInfo(stream, &capture, &capture_id, nullptr, &deps, nullptr, &ndeps) != CUDA_SUCCESS)
+    capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return;  // nothing will run
+  const bool captured = capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  const CUgraphNode app_node = captured && ndeps == 1 ? deps[0] : nullptr;
+  if (captured) {
+    task.graph_id = capture_id;
+    task.graph_node = graphs_.number_scan(capture_id);
+  }
+  if (!captured && hold_eager(cs, task, stream)) return;  // counted when its group is launched
+  const CUresult r = cs.launch_scan(task, stream, captured, max_bytes);
+  if (r != CUDA_SUCCESS) {
+    failures_.report(r, captured);
+    return;
+  }
+  counters_.scans.fetch_add(1, std::memory_order_relaxed);
+  if (!app_node) return;
+  // Remember which captured node our scan follows, so later parameter updates reach it.
+  const CUgraphNode* after = nullptr;
+  size_t nafter = 0;
+  if (cuStreamGetCaptureInfo(stream, &capture, &capture_id, nullptr, &after, nullptr, &nafter) == CUDA_SUCCESS &&
+      nafter == 1)
+    graphs_.remember_scan(app_node, {after[0], reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
+}
+
+bool ScanSubmitter::hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream) {
+  if (!batching()) return false;
+  if (EagerBatcher::holdable(task, stream) && batch_.hold(cs, stream, task, graphs_.scan_reads(task), steady_now_ns()))
+    return true;
+  if (batch_.holding()) {  // a scan that cannot wait runs after what its stream held
+    eager::Event e;
+    e.point = eager::Point::in_line_scan;
+    on_event(e, stream);
+  }
+  return false;
+}
+
+void ScanSubmitter::on_event(eager::Event& e, CUstream stream) {
+  e.stream = EagerBatcher::stream_key(stream);
+  e.legacy = EagerBatcher::legacy(stream) || stream == CU_STREAM_PER_THREAD;
+  e.now_ns = steady_now_ns();
+  batch_.on_event(e);
+}
+
+}  // namespace nanscope

@@ -1,0 +1,102 @@
+// One scan task onto the app's stream: the capture check, then a captured scan becomes the next
+// graph node, an eager one is held (NANSCOPE_EAGER_BATCH, hooks/eager_batcher.*) or launched in
+// line; the initial scans a task's plan queued before it; what its findings will need later (the
+// candidates, the Python line). Kernel launches (LaunchInstrumenter), library calls
+// (LibraryScans) and the eager flush points (EagerFlushPoints) all submit through this one part.
+#pragma once
+#include <cuda.h>
+
+#include <atomic>
+#include <string>
+
+#include "config.hpp"
+#include "contexts.hpp"
+#include "counters.hpp"
+#include "eager_batcher.hpp"
+#include "event_log.hpp"
+#include "graph_instrumenter.hpp"
+#include "kernel_table.hpp"
+#include "python_frames.hpp"
+#include "task_builder.hpp"
+
+namespace nanscope {
+
+// NANSCOPE_LEVEL=debug: where a scanned launch's host time goes (said once, at exit). Kernel
+// launches fill the exit site's part, the eager flush points the enter site's.
+struct HostProfile {
+  static constexpr uint64_t kSlowCallNs = 100'000;  // a first sight or a driver stall, counted apart
+  bool on = false;
+  std::atomic<uint64_t> scanned{0}, build_ns{0}, submit_ns{0}, findings_ns{0};
+  // The enter site in parts (kernel lookup, write model, flush decision with its launches), the
+  // slow ones apart (a kernel's first sight asks the driver for its layout), and the whole exit
+  // site of every launch.
+  struct Site {  // calls and their time, those over kSlowCallNs apart
+    std::atomic<uint64_t> calls{0}, ns{0}, slow{0}, slow_ns{0};
+    void add(uint64_t dt) {
+      (dt > kSlowCallNs ? slow : calls).fetch_add(1, std::memory_order_relaxed);
+      (dt > kSlowCallNs ? slow_ns : ns).fetch_add(dt, std::memory_order_relaxed);
+    }
+  };
+  Site enter, exit;
+  std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0};
+};
+
+class ScanSubmitter {
+ public:
+  ScanSubmitter(const Config& cfg, GraphInstrumenter& graphs, Allocations& allocs, KernelTable& kernels,
+                Counters& counters, ScanFailures& failures, PythonFrames& python, EventLog& log)
+      : cfg_(cfg), graphs_(graphs), allocs_(allocs), kernels_(kernels), counters_(counters), failures_(failures),
+        python_(python), log_(log),
+        batch_(eager::Limits{cfg.eager_batch, 8, uint64_t{cfg.eager_batch_us} * 1000}, counters, failures) {
+    profile_.on = log.debug_enabled();
+    batch_.profile(profile_.on);
+  }
+
+  // Launches the scan of `task` on `stream` right after the app's work there; inside a stream
+  // capture it becomes the next graph node; an eager plain scan may be held instead.
+  void submit(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
+  // The initial scan of a buffer read before any scan judged it, right before its reader's scan.
+  void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
+  // The scan's candidates and the launch's Python line, kept for the findings that need them.
+  void remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan);
+  // The launching thread's Python line; says once when it cannot read one.
+  uint64_t python_key();
+  void remember_python(uint64_t launch_id, uint64_t key) { python_.remember(launch_id, key, false); }
+
+  // Held eager scans: whether they are on, the event of a driver call they may have to precede,
+  // and everything held in `ctx` (null: every context) now; `wait`: and waited for.
+  bool batching() const { return cfg_.eager_batch != 0; }
+  EagerBatcher& batcher() { return batch_; }
+  void on_event(eager::Event& e, CUstream stream);
+  void flush_held(CUcontext ctx, bool wait) { batch_.flush_context(ctx, wait); }
+
+  HostProfile& profile() { return profile_; }
+  void log_host_profile();  // NANSCOPE_LEVEL=debug: the host time of the launch path, once, at exit
+
+ private:
+  // An eager scan: true when held; else what its stream held goes first, and the caller launches it.
+  bool hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream);
+
+  const Config& cfg_;
+  GraphInstrumenter& graphs_;
+  Allocations& allocs_;
+  KernelTable& kernels_;
+  Counters& counters_;
+  ScanFailures& failures_;
+  PythonFrames& python_;
+  EventLog& log_;
+  HostProfile profile_;
+  EagerBatcher batch_;
+};
+
+// Adds the time since construction to `site` when profiling.
+struct SiteTimer {
+  bool on;
+  HostProfile::Site& site;
+  uint64_t t0 = on ? steady_now_ns() : 0;
+  ~SiteTimer() {
+    if (on) site.add(steady_now_ns() - t0);
+  }
+};
+
+}  // namespace nanscope
