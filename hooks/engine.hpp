@@ -5,7 +5,9 @@
 //   Watches                 rules, API watches, the global padding spec      (watches.hpp)
 //   TaskBuilder             launch -> scan task, through collectors          (task_builder.hpp)
 //   LaunchInstrumenter      stream launches and copies -> scan launches      (launch_instrumenter.hpp)
-//   GraphInstrumenter       graphs: scan nodes, overlap, merged, updates     (graph_instrumenter.hpp)
+//   GraphInstrumenter       graphs: scan nodes, updates; its GraphRegistry    (graph_instrumenter.hpp)
+//                           (ids, nodes, execs) and GraphPlanner (overlap,    (graph_registry.hpp,
+//                           merged, programmatic edges)                       graph_planner.hpp)
 //   FindingReporter         drain -> findings -> log, dumps, abort, summary  (finding_reporter.hpp)
 //
 // Lock order. A thread holding a lock takes only locks of a later level, never one of its own
@@ -18,7 +20,7 @@
 //                                        below). Never held together with Contexts::mu_: get()
 //                                        returns before the batcher is entered.
 //   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache, level 4),
-//      GraphInstrumenter::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
+//      GraphRegistry::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
 //      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
 //      ContextState::bitmap_mu_ and captured_mu_.
 //   4. The containers of src/, each with its own mutex, calling nothing that locks while held:
