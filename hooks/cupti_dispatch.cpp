@@ -51,11 +51,12 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case DriverHook::launch:
       e.launches().on_launch_enter(cb, cbid);  // held eager scans it may overwrite go first
       return;
-    case DriverHook::graph_launch:
-      e.launches().on_stream_call(
-          hooked_stream(cbid, static_cast<const cuGraphLaunch_params*>(cb.functionParams)->hStream),
-          eager::Point::stream_point);
+    case DriverHook::graph_launch: {
+      auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
+      e.launches().on_stream_call(hooked_stream(cbid, p->hStream), eager::Point::stream_point);
+      e.graphs().on_graph_launch_enter(p->hGraph);  // the sentinel tier: this replay's scan nodes
       return;
+    }
     case DriverHook::free:
       e.launches().on_free_enter(cbid, cb.functionParams);
       return;

@@ -99,6 +99,7 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
 
 void GraphInstrumenter::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
   registry_.on_instantiated(exec, graph);
+  if (cfg_.tier == Tier::sentinel) start_tier(exec, graph);
 }
 
 void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p,
@@ -144,6 +145,7 @@ void GraphInstrumenter::set_scan_params(CUgraphExec exec, const ScanNode& sn, na
 
 void GraphInstrumenter::on_graph_launch(CUgraphExec exec, CUstream stream) {
   registry_.on_launch(exec, reinterpret_cast<uint64_t>(stream));
+  if (cfg_.tier == Tier::sentinel) note_escalated_launch(exec, stream);
 }
 
 void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) { registry_.forget_node(node); }
@@ -151,10 +153,15 @@ void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) { registry_.forg
 void GraphInstrumenter::on_graph_destroy(CUgraph graph) { registry_.forget_graph(graph); }
 
 void GraphInstrumenter::on_graph_exec_update(CUgraphExec exec) {
-  if (exec) registry_.on_exec_update(exec);
+  if (!exec) return;
+  if (cfg_.tier == Tier::sentinel) end_tier(exec, true);  // it takes another graph's nodes: every scan runs
+  registry_.on_exec_update(exec);
 }
 
-void GraphInstrumenter::on_graph_exec_destroy(CUgraphExec exec) { registry_.forget_exec(exec); }
+void GraphInstrumenter::on_graph_exec_destroy(CUgraphExec exec) {
+  if (cfg_.tier == Tier::sentinel) end_tier(exec, false);
+  registry_.forget_exec(exec);
+}
 
 // A kernel node whose scan was merged has new parameters: its part of the merged node follows.
 void GraphInstrumenter::update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task,

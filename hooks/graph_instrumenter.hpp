@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -24,7 +25,7 @@ class GraphInstrumenter {
  public:
   GraphInstrumenter(const Config& cfg, EventLog& log, TaskBuilder& tasks, Contexts& contexts, Allocations& allocs,
                     Counters& counters, ScanFailures& failures)
-      : log_(log), tasks_(tasks), contexts_(contexts), allocs_(allocs), counters_(counters), failures_(failures),
+      : cfg_(cfg), log_(log), tasks_(tasks), contexts_(contexts), allocs_(allocs), counters_(counters), failures_(failures),
         planner_(cfg, log, tasks, allocs, counters, registry_) {}
 
   // Scans captured from a stream: the next node number in graph `graph_id`, and which captured
@@ -53,6 +54,23 @@ class GraphInstrumenter {
   // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
   void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
   void on_graph_launch(CUgraphExec exec, CUstream stream);
+
+  // The sentinel tier (hooks/graph_escalation.cpp, docs/sentinel.md). At a launch's enter site,
+  // on the launching thread: the exec's quiet scan nodes are enabled or disabled for this replay.
+  void on_graph_launch_enter(CUgraphExec exec);
+  // The drain: before the channels are read, the escalated replays known complete; after, what
+  // their windows became (logged).
+  void before_drain();
+  void after_drain();
+  // A drained finding of a graph replay (the registry's ReplayFinding); `log_escalation` logs a
+  // sentinel's escalation once the finding's event id is known.
+  GraphRegistry::ReplayFinding on_replay_finding(const Finding& f) {
+    return cfg_.tier == Tier::sentinel ? registry_.on_replay_finding(f) : GraphRegistry::ReplayFinding{};
+  }
+  void log_escalation(const Finding& f, uint32_t window, uint64_t finding_id);
+  void at_exit();  // windows still open: `incomplete`
+  // At exit the last drains make no CUDA call (FindingReporter::shutdown): no event is queried.
+  void stop_event_queries() { exiting_.store(true, std::memory_order_relaxed); }
   // The exec takes another graph's parameters: what nanscope set on its merged scan nodes is gone.
   void on_graph_exec_update(CUgraphExec exec);
   // Handles are reused after destruction: forget them.
@@ -66,18 +84,26 @@ class GraphInstrumenter {
   std::vector<overlap::Range> scan_reads(const nanscope_scan_task& task);
 
  private:
+  void start_tier(CUgraphExec exec, CUgraph graph);
+  // The exec's tier is forgotten and its events destroyed; `enable_again`: its quiet nodes first.
+  void end_tier(CUgraphExec exec, bool enable_again);
+  void note_escalated_launch(CUgraphExec exec, CUstream stream);  // exit site: an event behind it
+  void set_enabled(CUgraphExec exec, const std::vector<CUgraphNode>& nodes, bool enable,
+                   std::vector<CUgraphNode>* done = nullptr);
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth);
   void scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs);
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,
                        ContextState& cs);
   void update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task, ContextState& cs);
 
+  const Config& cfg_;
   EventLog& log_;
   TaskBuilder& tasks_;
   Contexts& contexts_;
   Allocations& allocs_;
   Counters& counters_;
   ScanFailures& failures_;
+  std::atomic<bool> exiting_{false};
   GraphRegistry registry_;
   GraphPlanner planner_;  // after registry_, which it uses
 };

@@ -173,18 +173,28 @@ void GraphPlanner::log_scans_in_line(const std::vector<CUgraphNode>& nodes, cons
 }
 
 void GraphPlanner::plan(CUgraph g, ContextState& cs) {
-  if (!cfg_.graph_overlap) return;
+  const bool sentinel_tier = cfg_.tier == Tier::sentinel;
+  if (!cfg_.graph_overlap && !sentinel_tier) return;
   GraphView view;
   if (!read_graph(g, view) || view.nodes.empty()) return;
-  const std::vector<CUgraphNode>& nodes = view.nodes;
   std::vector<overlap::Node> model;
-  model.reserve(nodes.size());
+  model.reserve(view.nodes.size());
   bool any_scan = false;
-  for (CUgraphNode n : nodes) {
+  for (CUgraphNode n : view.nodes) {
     model.push_back(node_model(n, cs));
     any_scan |= model.back().kind == overlap::NodeKind::scan;
   }
-  if (!any_scan) return;
+  // The sentinels are chosen on the graph as the scans left it (each scan in line after its
+  // kernel), before they move; a merged node holding one is one (merge_members).
+  std::unordered_set<CUgraphNode> sentinels;
+  if (sentinel_tier) sentinels = sentinel_nodes(view, model, cs);
+  if (cfg_.graph_overlap && any_scan) overlap_scans(g, cs, view, model, sentinels);
+  if (sentinel_tier) registry_.set_quiet(g, quiet_scans(g, cs, sentinels));
+}
+
+void GraphPlanner::overlap_scans(CUgraph g, ContextState& cs, const GraphView& view,
+                                 const std::vector<overlap::Node>& model, std::unordered_set<CUgraphNode>& sentinels) {
+  const std::vector<CUgraphNode>& nodes = view.nodes;
   std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData> edge_data;
   for (size_t e = 0; e < view.edges.size(); ++e) edge_data[{view.edges[e].from, view.edges[e].to}] = view.edge_data[e];
 
@@ -203,7 +213,7 @@ void GraphPlanner::plan(CUgraph g, ContextState& cs) {
     use_overlap_grid(nodes[p.scan], cs);
   }
   counters_.scans_overlapped.fetch_add(moved_scans, std::memory_order_relaxed);
-  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
+  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs, sentinels);
   if (moved_scans) use_programmatic_edges(g, cs);
   if (log_.debug_enabled()) {
     const overlap::Chain after = graph_chain(g, cs);
@@ -291,6 +301,7 @@ struct GraphPlanner::MergePass {
   std::vector<uint32_t> in_merge;         // the merge a node went into (1-based), or 0
   std::vector<CUgraphNode> now;           // a member merged earlier is its merged node now
   std::unordered_map<CUgraphNode, CUgraphNode> kernel_of;  // scan node -> the kernel node it follows
+  std::unordered_set<CUgraphNode>* sentinels = nullptr;      // a merged node holding one is one
   uint64_t folded = 0, failed = 0;
 };
 
@@ -315,14 +326,23 @@ uint32_t read_plain_scans(const std::vector<CUgraphNode>& nodes, ContextState& c
   return mergeable;
 }
 
+// A merged node holding a sentinel member is a sentinel (the sentinel tier keeps it enabled).
+void carry_sentinel(std::unordered_set<CUgraphNode>& sentinels, const std::vector<CUgraphNode>& members,
+                    CUgraphNode merged) {
+  bool any = false;
+  for (CUgraphNode m : members) any = sentinels.erase(m) != 0 || any;
+  if (any) sentinels.insert(merged);
+}
+
 void add_unique(std::vector<CUgraphNode>& list, CUgraphNode n) {
   if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
 }
 
 }  // namespace
 
-void GraphPlanner::merge_scans(CUgraph g, ContextState& cs) {
+void GraphPlanner::merge_scans(CUgraph g, ContextState& cs, std::unordered_set<CUgraphNode>& sentinels) {
   MergePass pass;
+  pass.sentinels = &sentinels;
   if (!read_graph(g, pass.view) || pass.view.nodes.size() < 2) return;
   const auto count = static_cast<uint32_t>(pass.view.nodes.size());
   pass.tasks.resize(count);
@@ -389,6 +409,7 @@ void GraphPlanner::merge_members(CUgraph g, ContextState& cs, MergePass& pass,
   pass.folded += members.size();
   std::vector<CUgraphNode> member_nodes;
   for (uint32_t m : members) member_nodes.push_back(pass.view.nodes[m]);
+  carry_sentinel(*pass.sentinels, member_nodes, merged);
   registry_.on_merged(merged, member_nodes, pass.kernel_of);
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -15,8 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "channel.hpp"
 #include "scan_abi.h"
 #include "scan_overlap.hpp"
+#include "sentinel.hpp"
 
 namespace nanscope {
 
@@ -83,6 +86,49 @@ class GraphRegistry {
   void forget_graph(CUgraph graph);
   void forget_exec(CUgraphExec exec);
 
+  // ---- the sentinel tier (hooks/graph_tier.cpp, docs/sentinel.md) ----
+  // At instantiation: the graph's scan nodes that run only when its exec escalates.
+  void set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet);
+  std::vector<CUgraphNode> quiet_of(CUgraph graph);
+  // The exec was made and `disabled` (quiet nodes) disabled on it: its Escalation starts.
+  void start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window);
+  // At a launch's enter site: the replay it makes, and the quiet nodes to enable or disable
+  // first (empty: they stay as they are).
+  struct TierLaunch {
+    bool tiered = false, enable = false, escalated = false;
+    uint64_t replay = 0;
+    std::vector<CUgraphNode> change;
+  };
+  TierLaunch tier_launch(CUgraphExec exec);
+  // After an escalated launch: `done` is recorded on its stream behind it.
+  void add_in_flight(CUgraphExec exec, uint64_t replay, CUevent done);
+  // A drained finding of a graph replay: whether that replay ran only the sentinel scans, and
+  // when its sentinel fires now, the escalation to log.
+  struct ReplayFinding {
+    bool sentinel_only = false, escalate = false;
+    uint32_t window = 0;
+  };
+  ReplayFinding on_replay_finding(const Finding& f);
+  // The drain: the escalated replays' events to query before the channels are read, those found
+  // complete (their findings are then all drained), and what the windows became after.
+  struct InFlight {
+    CUgraphExec exec;
+    uint64_t replay;
+    CUevent done;
+  };
+  std::vector<InFlight> in_flight();
+  void mark_complete(const std::vector<InFlight>& complete);
+  struct TierOutcome {
+    uint64_t graph_id = 0, replay = 0;
+    uint32_t window = 0;
+    sentinel::Outcome outcome = sentinel::Outcome::none;
+  };
+  std::vector<TierOutcome> settle(std::vector<CUevent>& spent);
+  // At exit: the windows not drained (Outcome::escalate stands for `incomplete`).
+  std::vector<TierOutcome> open_windows();
+  // Before an exec update or destroy: its quiet nodes (to enable again) and its events; forgotten.
+  std::vector<CUgraphNode> end_tier(CUgraphExec exec, std::vector<CUevent>& events);
+
  private:
   void forget_merged_tasks(CUgraphExec exec);  // callers hold mu_
 
@@ -104,6 +150,24 @@ class GraphRegistry {
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
   std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
   std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made
+
+  // The sentinel tier: a graph's quiet scan nodes until its exec is made, and each exec's state.
+  struct Tier {
+    uint64_t graph_id = 0;
+    std::vector<CUgraphNode> quiet;             // disabled while only the sentinels run
+    std::unordered_set<uint32_t> quiet_numbers; // their graph_node numbers (merged members too)
+    sentinel::Escalation escalation;
+    uint64_t launches = 0;                      // the next replay's number
+    bool all_enabled = false;                   // the quiet nodes are enabled on the exec now
+    std::deque<std::pair<uint64_t, CUevent>> in_flight;  // escalated replays, completion unknown
+    std::vector<uint64_t> complete;             // known complete before the drain now under way
+    std::unordered_set<uint64_t> nonfinite;     // escalated replays a sentinel's finding came from
+    bool quiet_fired = false;                   // a quiet scan found non-finite in this window
+    explicit Tier(uint32_t window) : escalation(window) {}
+  };
+  Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_
+  std::unordered_map<CUgraph, std::vector<CUgraphNode>> quiet_;
+  std::unordered_map<CUgraphExec, Tier> tiers_;
 };
 
 }  // namespace nanscope
