@@ -51,11 +51,12 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case DriverHook::launch:  // its record, for the exit site; held eager scans it may overwrite go first
       if (LaunchRecord* launch = LaunchRecord::at_enter(cb, cbid)) e.flush_points().on_launch_enter(cb, *launch);
       return;
-    case DriverHook::graph_launch:
-      e.flush_points().on_stream_call(
-          hooked_stream(cbid, static_cast<const cuGraphLaunch_params*>(cb.functionParams)->hStream),
-          eager::Point::stream_point);
+    case DriverHook::graph_launch: {
+      auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
+      e.flush_points().on_stream_call(hooked_stream(cbid, p->hStream), eager::Point::stream_point);
+      e.graphs().on_graph_launch_enter(p->hGraph);  // the sentinel tier: this replay's scan nodes
       return;
+    }
     case DriverHook::free:
       e.flush_points().on_free_enter(cbid, cb.functionParams);
       return;

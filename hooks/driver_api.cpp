@@ -25,6 +25,10 @@
   X(cuFuncGetModule, (CUmodule *hmod, CUfunction hfunc), (hmod, hfunc)) \
   X(cuFuncGetName, (const char **name, CUfunction hfunc), (name, hfunc)) \
   X(cuFuncGetParamInfo, (CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize), (func, paramIndex, paramOffset, paramSize)) \
+  X(cuEventCreate, (CUevent *phEvent, unsigned int Flags), (phEvent, Flags)) \
+  X(cuEventDestroy, (CUevent hEvent), (hEvent)) \
+  X(cuEventQuery, (CUevent hEvent), (hEvent)) \
+  X(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream)) \
   X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr)) \
   X(cuGraphAddDependencies, (CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies), (hGraph, from, to, edgeData, numDependencies)) \
   X(cuGraphAddKernelNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams), (phGraphNode, hGraph, dependencies, numDependencies, nodeParams)) \
@@ -39,6 +43,7 @@
   X(cuGraphMemsetNodeGetParams, (CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams), (hNode, nodeParams)) \
   X(cuGraphNodeGetDependentNodes, (CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes), (hNode, dependentNodes, edgeData, numDependentNodes)) \
   X(cuGraphNodeGetType, (CUgraphNode hNode, CUgraphNodeType *type), (hNode, type)) \
+  X(cuGraphNodeSetEnabled, (CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled), (hGraphExec, hNode, isEnabled)) \
   X(cuGraphRemoveDependencies, (CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies), (hGraph, from, to, edgeData, numDependencies)) \
   X(cuKernelGetName, (const char **name, CUkernel hfunc), (name, hfunc)) \
   X(cuKernelGetParamInfo, (CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize), (kernel, paramIndex, paramOffset, paramSize)) \

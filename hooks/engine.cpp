@@ -109,7 +109,9 @@ void Engine::log_start(nanscope_attach_t attach, const std::vector<std::string>&
                         {ck::origin, cfg_.origin},
                         {ck::aggregate, cfg_.aggregate},
                         {ck::eager_batch, cfg_.eager_batch},
-                        {ck::rules, cfg_.rules_path}};
+                        {ck::rules, cfg_.rules_path},
+                        {ck::tier, tier_name(cfg_.tier)},
+                        {ck::escalate, cfg_.escalate}};
   if (cupti_.ok()) {
     log_->info(fmt::format("CUPTI {}: {}, from {}", cupti_.path, cupti_.origin, cupti_.source));
     namespace cu = schema::cupti_key;

@@ -8,7 +8,9 @@
 //   LaunchInstrumenter      stream launches and copies -> scan tasks         (launch_instrumenter.hpp)
 //   LibraryScans            GEMM, cuDNN and NCCL calls -> scan tasks         (library_scans.hpp)
 //   EagerFlushPoints        driver calls held eager scans must precede       (eager_flush_points.hpp)
-//   GraphInstrumenter       graphs: scan nodes, overlap, merged, updates     (graph_instrumenter.hpp)
+//   GraphInstrumenter       graphs: scan nodes, updates, the tier; its        (graph_instrumenter.hpp)
+//                           GraphRegistry (ids, nodes, execs) and             (graph_registry.hpp,
+//                           GraphPlanner (overlap, merged, edges, sentinels)  graph_planner.hpp)
 //   FindingReporter         drain -> findings -> log, dumps, abort, summary  (finding_reporter.hpp)
 //
 // Lock order. A thread holding a lock takes only locks of a later level, never one of its own
@@ -28,7 +30,7 @@
 //   own (LibraryScans' per-call facts are thread-local); they take the locks of the parts they
 //   call, one at a time, never holding one across another part's call.
 //   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache, level 4),
-//      GraphInstrumenter::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
+//      GraphRegistry::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
 //      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
 //      ContextState::bitmap_mu_ and captured_mu_.
 //   4. The containers of src/, each with its own mutex, calling nothing that locks while held:

@@ -35,6 +35,7 @@ void FindingReporter::drain_context(ContextState& cs) {
 
 void FindingReporter::drain_all() {
   std::lock_guard drain(drain_mu_);
+  graphs_.before_drain();  // the sentinel tier: escalated replays complete before this drain
   contexts_.for_each([&](ContextState& state) {
     drain_context(state);
     if (state.reader().overflow() != 0)
@@ -43,6 +44,7 @@ void FindingReporter::drain_all() {
                             "the summary's overflow); raise NANSCOPE_CHANNEL_RECORDS (now {})",
                             cfg_.channel_records));
   });
+  graphs_.after_drain();  // ...and drained now: their windows move on
 }
 
 std::unique_ptr<ContextState> FindingReporter::retire(CUcontext ctx) {
@@ -79,12 +81,16 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   const bool abort_now = aborts(f, watches_.effective(facts.watch.action));
 
   std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
+  // The sentinel tier: a replay that ran only the sentinels claims no origin (docs/sentinel.md).
+  const GraphRegistry::ReplayFinding replay = f.captured ? graphs_.on_replay_finding(f) : GraphRegistry::ReplayFinding{};
+  if (lineage_input && replay.sentinel_only) lineage_input->sentinel_only = true;
   const std::optional<CandidateList> candidates = candidates_of(f, lineage_input);
   // nullptr: more sites than Sites remembers; the finding is its own event, never lost.
   Site* site = cfg_.aggregate ? sites_.record(site_key(f, origin_kind(lineage_input)), f.replay) : nullptr;
   if (site && site->total > 1 && !abort_now) {
     classify(lineage_input, site->first_event, /*repeat=*/true);  // its children name the event it repeats
     if (auto repeat = sites_.fold(*site, f, f.captured)) log_.emit(event_name::repeat, *repeat);
+    if (replay.escalate) graphs_.log_escalation(f, replay.window, site->first_event);
     return;
   }
   const bool first_at_site = !site || site->total == 1;
@@ -104,6 +110,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (!cfg_.dump_dir.empty() && !in_signal_.load() && (first_at_site || abort_now))
     if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j[schema::key::dump] = path;
   log_.emit_with_id(id, event_name::nonfinite, j);
+  if (replay.escalate) graphs_.log_escalation(f, replay.window, id);
   if (site && site->total == 1) {
     site->first_event = id;
     site->identity = site_identity(f, facts.kernel);
@@ -264,12 +271,14 @@ void FindingReporter::shutdown() {
     drain_thread_.join();
   }
   // Work the app left in flight may still publish: give it a moment, without any CUDA call.
+  graphs_.stop_event_queries();
   drain_all();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   drain_all();
   {
     std::lock_guard drain(drain_mu_);
     emit_closing_repeats();
+    graphs_.at_exit();  // escalation windows that did not drain
   }
   write_summary();
   log_.flush();

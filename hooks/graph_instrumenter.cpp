@@ -1,67 +1,19 @@
 #include "graph_instrumenter.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tool_scope.hpp"
 
 namespace nanscope {
 
-uint32_t GraphInstrumenter::number_scan(uint64_t graph_id) {
-  std::lock_guard lock(mu_);
-  return scans_in_graph_[graph_id]++;
-}
-
-void GraphInstrumenter::remember_scan(CUgraphNode app_node, const ScanNode& scan) {
-  std::lock_guard lock(mu_);
-  scan_after_[app_node] = scan;
-}
-
-void GraphInstrumenter::remember_library_io(const std::vector<CUgraphNode>& nodes, const std::vector<uint64_t>& reads,
-                                            overlap::Range output, bool exact) {
-  constexpr size_t kMaxNodes = size_t{1} << 16;  // beyond it, nodes keep the plain model (all words written)
-  std::lock_guard lock(mu_);
-  for (CUgraphNode n : nodes) {
-    if (library_io_.size() >= kMaxNodes && !library_io_.count(n)) return;
-    LibraryIo& io = library_io_[n];
-    io.reads.insert(io.reads.end(), reads.begin(), reads.end());
-    io.outputs.push_back(output);
-    if (exact) io.exact.push_back({output.lo, output.hi - output.lo});
-  }
-}
-
-void GraphInstrumenter::library_io(CUgraphNode node, std::vector<uint64_t>& inputs,
-                                   std::vector<overlap::KnownWrite>& exact) {
-  std::lock_guard lock(mu_);
-  const auto it = library_io_.find(node);
-  if (it == library_io_.end()) return;
-  for (uint64_t r : it->second.reads) {
-    bool written = false;  // an in-place call's input is its output too
-    for (const overlap::Range& o : it->second.outputs) written |= r >= o.lo && r < o.hi;
-    if (!written) inputs.push_back(r);
-  }
-  exact.insert(exact.end(), it->second.exact.begin(), it->second.exact.end());
-}
-
-std::optional<uint64_t> GraphInstrumenter::stream_of(uint64_t graph_id) {
-  std::lock_guard lock(mu_);
-  if (auto it = graph_streams_.find(graph_id); it != graph_streams_.end()) return it->second;
-  return std::nullopt;
-}
-
-uint64_t GraphInstrumenter::graph_id_for(CUgraph graph) {
-  std::lock_guard lock(mu_);
-  auto [it, fresh] = graph_ids_.try_emplace(graph, 0);
-  if (fresh) it->second = next_graph_id_++;
-  return it->second;
-}
-
 void GraphInstrumenter::on_end_capture(CUstream stream) {
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t id = 0;
   CUgraph graph = nullptr;
   if (cuStreamGetCaptureInfo(stream, &st, &id, &graph, nullptr, nullptr, nullptr) != CUDA_SUCCESS || !graph) return;
-  std::lock_guard lock(mu_);
-  graph_ids_[graph] = id;  // findings in it already carry the capture id
+  registry_.set_graph_id(graph, id);  // findings in it already carry the capture id
 }
 
 void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
@@ -69,8 +21,8 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
   ToolScope scope;
   ContextState* cs = contexts_.current();
   if (!cs) return;
-  instrument_graph(graph, graph_id_for(graph), *cs, 0);
-  overlap_scans(graph, *cs);
+  instrument_graph(graph, registry_.graph_id_for(graph), *cs, 0);
+  planner_.plan(graph, *cs);
 }
 
 void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
@@ -86,13 +38,8 @@ void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextSt
       if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) instrument_graph(child, graph_id, cs, depth + 1);
       continue;
     }
-    if (type == CU_GRAPH_NODE_TYPE_KERNEL && !known_node(node)) scan_kernel_node(g, node, graph_id, cs);
+    if (type == CU_GRAPH_NODE_TYPE_KERNEL && !registry_.known_node(node)) scan_kernel_node(g, node, graph_id, cs);
   }
-}
-
-bool GraphInstrumenter::known_node(CUgraphNode node) {
-  std::lock_guard lock(mu_);
-  return scan_after_.count(node) || scan_nodes_.count(node);  // done, or ours
 }
 
 namespace {
@@ -129,7 +76,7 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
   uint64_t max_bytes = 0;
   if (!tasks_.build(k, node_launch_args(handle, p), cs, task, max_bytes)) return;
   task.graph_id = graph_id;
-  task.graph_node = number_scan(graph_id);
+  task.graph_node = registry_.number_scan(graph_id);
   if (!cs.prepare_task(task, /*captured=*/true)) {
     failures_.report(CUDA_ERROR_OUT_OF_MEMORY, true);
     return;
@@ -147,27 +94,20 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
     if (cuGraphRemoveDependencies(g, &node, &d, nullptr, 1) == CUDA_SUCCESS)
       cuGraphAddDependencies(g, &scan, &d, nullptr, 1);
   counters_.scans.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard lock(mu_);
-  scan_after_[node] = {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node};
-  scan_nodes_.insert(scan);
+  registry_.add_scan(node, {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
 }
 
 void GraphInstrumenter::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
-  std::lock_guard lock(mu_);
-  auto it = graph_ids_.find(graph);
-  if (it != graph_ids_.end()) exec_graph_ids_[exec] = it->second;
+  registry_.on_instantiated(exec, graph);
+  if (cfg_.tier == Tier::sentinel) start_tier(exec, graph);
 }
 
 void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p,
                                               bool v1) {
   if (!p) return;
-  ScanNode sn;
-  {
-    std::lock_guard lock(mu_);
-    auto it = scan_after_.find(node);
-    if (it == scan_after_.end()) return;
-    sn = it->second;
-  }
+  const std::optional<ScanNode> found = registry_.scan_after(node);
+  if (!found) return;
+  const ScanNode& sn = *found;
   ToolScope scope;
   ContextState* cs = contexts_.current();
   if (!cs) return;
@@ -183,7 +123,7 @@ void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node
   task.graph_id = sn.graph_id;
   task.graph_node = sn.graph_node;
   cs->prepare_task(task, true, sn.accum);
-  warn_if_overlap_stale(sn.node, task, *cs);
+  planner_.warn_if_overlap_stale(sn.node, task, *cs);
   if (sn.merge_launch != ScanNode::kAlone) {
     update_merged_member(exec, sn, task, *cs);
     return;
@@ -194,7 +134,7 @@ void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node
 void GraphInstrumenter::set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task,
                                         uint64_t max_bytes, ContextState& cs) {
   ContextState::ScanArgs args;
-  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes, is_overlapped(sn.node));
+  const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes, registry_.is_overlapped(sn.node));
   const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &sp) : cuGraphKernelNodeSetParams(sn.node, &sp);
   if (r != CUDA_SUCCESS)
     warn_once(log_, schema::Once::graph_update,
@@ -203,48 +143,73 @@ void GraphInstrumenter::set_scan_params(CUgraphExec exec, const ScanNode& sn, na
                           error_name(r)));
 }
 
-bool GraphInstrumenter::is_overlapped(CUgraphNode scan) {
-  std::lock_guard lock(mu_);
-  return overlapped_.count(scan) != 0;
-}
-
 void GraphInstrumenter::on_graph_launch(CUgraphExec exec, CUstream stream) {
-  std::lock_guard lock(mu_);
-  auto it = exec_graph_ids_.find(exec);
-  if (it != exec_graph_ids_.end()) graph_streams_[it->second] = reinterpret_cast<uint64_t>(stream);
+  registry_.on_launch(exec, reinterpret_cast<uint64_t>(stream));
+  if (cfg_.tier == Tier::sentinel) note_escalated_launch(exec, stream);
 }
 
-void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) {
-  std::lock_guard lock(mu_);
-  scan_after_.erase(node);
-  scan_nodes_.erase(node);
-  overlapped_.erase(node);
-  library_io_.erase(node);
-}
+void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) { registry_.forget_node(node); }
 
-void GraphInstrumenter::on_graph_destroy(CUgraph graph) {
-  std::lock_guard lock(mu_);
-  graph_ids_.erase(graph);
-  pdl_edges_.erase(graph);
-}
-
-void GraphInstrumenter::forget_merged_tasks(CUgraphExec exec) {
-  for (auto it = merged_tasks_.lower_bound({exec, nullptr}); it != merged_tasks_.end() && it->first.first == exec;)
-    it = merged_tasks_.erase(it);
-}
+void GraphInstrumenter::on_graph_destroy(CUgraph graph) { registry_.forget_graph(graph); }
 
 void GraphInstrumenter::on_graph_exec_update(CUgraphExec exec) {
   if (!exec) return;
-  std::lock_guard lock(mu_);
-  forget_merged_tasks(exec);
-  updated_execs_.insert(exec);
+  if (cfg_.tier == Tier::sentinel) end_tier(exec, true);  // it takes another graph's nodes: every scan runs
+  registry_.on_exec_update(exec);
 }
 
 void GraphInstrumenter::on_graph_exec_destroy(CUgraphExec exec) {
-  std::lock_guard lock(mu_);
-  exec_graph_ids_.erase(exec);
-  forget_merged_tasks(exec);
-  updated_execs_.erase(exec);
+  if (cfg_.tier == Tier::sentinel) end_tier(exec, false);
+  registry_.forget_exec(exec);
+}
+
+// A kernel node whose scan was merged has new parameters: its part of the merged node follows.
+void GraphInstrumenter::update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task,
+                                             ContextState& cs) {
+  nanscope_scan_group merged{};
+  const GraphRegistry::MergedTask last = registry_.merged_task(exec, sn.node);
+  const bool known = last.task.has_value(), updated = last.exec_updated;
+  if (known) merged = *last.task;
+  if (!known && updated) {
+    // The exec holds another graph's version of this node, which nanscope cannot read back: setting
+    // the node from this graph's version would undo the update for the other members.
+    warn_once(log_, schema::Once::graph_update,
+              "a merged scan node of an exec changed by cuGraphExecUpdate cannot follow a later kernel-node "
+              "parameter update; it keeps scanning what the update gave it (NANSCOPE_GRAPH_MERGE=0 avoids this)");
+    return;
+  }
+  CUDA_KERNEL_NODE_PARAMS current{};
+  if (!known && (cuGraphKernelNodeGetParams(sn.node, &current) != CUDA_SUCCESS || !cs.read_merged(current, merged)))
+    return;
+  if (!replace_launch(merged, sn.merge_launch, task))
+    warn_once(log_, schema::Once::graph_update,
+              "a kernel node of a merged scan now has more outputs than its scan had: the extra ones are not "
+              "scanned (NANSCOPE_GRAPH_MERGE=0 keeps one scan node per kernel)");
+  void* slot[1];
+  const CUDA_KERNEL_NODE_PARAMS p = cs.merged_node_params(merged, slot);
+  const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &p) : cuGraphKernelNodeSetParams(sn.node, &p);
+  if (r != CUDA_SUCCESS) {
+    warn_once(log_, schema::Once::graph_update,
+              fmt::format("a merged scan node could not follow a kernel node's new parameters ({}); it keeps "
+                          "scanning the old buffers",
+                          error_name(r)));
+    return;
+  }
+  if (exec) registry_.set_merged_task(exec, sn.node, merged);
+}
+
+// What a held eager scan reads: from the allocation base of each buffer (a later kernel may
+// write the whole allocation through its base: eager launches are modelled by their pointer
+// words alone) to the buffer's end.
+std::vector<overlap::Range> GraphInstrumenter::scan_reads(const nanscope_scan_task& task) {
+  std::vector<overlap::Range> reads;
+  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
+    const nanscope_scan_buffer& buf = task.buffers[b];
+    const uint64_t end = buf.ptr + buf.elements * dtype_size(static_cast<DType>(buf.dtype));
+    const auto range = allocs_.extent(buf.ptr);
+    reads.push_back({range ? std::min<uint64_t>(range->base, buf.ptr) : buf.ptr, end});
+  }
+  return reads;
 }
 
 }  // namespace nanscope

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "collectors.hpp"
-#include "graph_instrumenter.hpp"
+#include "graph_planner.hpp"
 #include "graph_view.hpp"
 #include "scan_overlap.hpp"
 
@@ -79,20 +79,6 @@ uint64_t task_max_bytes(const nanscope_scan_task& task) {
 
 }  // namespace
 
-// What a held eager scan reads: from the allocation base of each buffer (a later kernel may
-// write the whole allocation through its base: eager launches are modelled by their pointer
-// words alone) to the buffer's end.
-std::vector<overlap::Range> GraphInstrumenter::scan_reads(const nanscope_scan_task& task) {
-  std::vector<overlap::Range> reads;
-  for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b) {
-    const nanscope_scan_buffer& buf = task.buffers[b];
-    const uint64_t end = buf.ptr + buf.elements * dtype_size(static_cast<DType>(buf.dtype));
-    const auto range = allocs_.extent(buf.ptr);
-    reads.push_back({range ? std::min<uint64_t>(range->base, buf.ptr) : buf.ptr, end});
-  }
-  return reads;
-}
-
 namespace {
 
 // What a scan node reads: exactly its buffers. A later kernel node that may write through a
@@ -109,7 +95,7 @@ std::vector<overlap::Range> exact_reads(const nanscope_scan_task& task) {
 
 }  // namespace
 
-overlap::Node GraphInstrumenter::node_model(CUgraphNode node, ContextState& cs) {
+overlap::Node GraphPlanner::node_model(CUgraphNode node, ContextState& cs) {
   overlap::Node opaque;
   opaque.kind = overlap::NodeKind::opaque;
   CUgraphNodeType type;
@@ -121,7 +107,7 @@ overlap::Node GraphInstrumenter::node_model(CUgraphNode node, ContextState& cs) 
   return kernel_node_model(node, p);
 }
 
-overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
+overlap::Node GraphPlanner::scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p,
                                                  ContextState& cs) {
   overlap::Node m;
   m.kind = overlap::NodeKind::opaque;
@@ -132,12 +118,12 @@ overlap::Node GraphInstrumenter::scan_node_model(CUgraphNode node, const CUDA_KE
   for (uint32_t b = 0; b < task.buffer_count && b < NANSCOPE_SCAN_MAX_BUFFERS; ++b)
     fixes |= ((task.row_aware_mask >> b) & 1u) && task.row_specs[b].fix;
   // A fix writes the buffer; a scan moved before stays where it went (plans are not redone).
-  m.kind = fixes || is_overlapped(node) ? overlap::NodeKind::pinned_scan : overlap::NodeKind::scan;
+  m.kind = fixes || registry_.is_overlapped(node) ? overlap::NodeKind::pinned_scan : overlap::NodeKind::scan;
   if (fixes) m.writes = m.reads;
   return m;
 }
 
-overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p) {
+overlap::Node GraphPlanner::kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p) {
   overlap::Node m;
   m.kind = overlap::NodeKind::opaque;
   void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
@@ -150,7 +136,7 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
   // A decoder's exact writes, and the inputs it names (read, never written through).
   std::vector<overlap::KnownWrite> exact;
   std::vector<uint64_t> inputs;
-  library_io(node, inputs, exact);  // a library call's kernel: what the call only read, and its output
+  registry_.library_io(node, inputs, exact);  // a library call's kernel: what the call only read, and its output
   const bool decoded = decoded_io(k, args, allocs_, exact, inputs) || !exact.empty();
   m.kind = overlap::NodeKind::app;
   if (decoded) {
@@ -166,11 +152,11 @@ overlap::Node GraphInstrumenter::kernel_node_model(CUgraphNode node, const CUDA_
 
 // Debug: which kernels' scans the planner leaves in line (the kernel before, the node after, and
 // why: overlap::in_line_reason), most frequent first.
-void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes, const std::vector<overlap::Edge>& edges,
+void GraphPlanner::log_scans_in_line(const std::vector<CUgraphNode>& nodes, const std::vector<overlap::Edge>& edges,
                                           const std::vector<overlap::Node>& model,
                                           const std::vector<overlap::ScanPlan>& plans) {
-  std::vector<uint8_t> planned(nodes.size(), 0);
-  for (const overlap::ScanPlan& p : plans) planned[p.scan] = 1;
+  std::vector<bool> planned(nodes.size(), false);
+  for (const overlap::ScanPlan& p : plans) planned[p.scan] = true;
   auto name = [&](uint32_t i) -> std::string {
     CUgraphNodeType type;
     CUDA_KERNEL_NODE_PARAMS p{};
@@ -181,41 +167,34 @@ void GraphInstrumenter::log_scans_in_line(const std::vector<CUgraphNode>& nodes,
     if (model[i].kind == overlap::NodeKind::scan || model[i].kind == overlap::NodeKind::pinned_scan) return "scan";
     return tasks_.kernel_info(handle, nullptr).demangled.substr(0, 160);
   };
-  constexpr uint32_t kNone = ~0u;
-  std::vector<uint32_t> parent(nodes.size(), kNone), child(nodes.size(), kNone);  // one edge each way is enough to name it
-  std::vector<uint32_t> parent_count(nodes.size(), 0);
-  for (const overlap::Edge& e : edges)
-    if (e.from < nodes.size() && e.to < nodes.size()) parent[e.to] = e.from, child[e.from] = e.to, ++parent_count[e.to];
-  std::map<std::string, uint32_t> pairs;
-  for (uint32_t s = 0; s < nodes.size(); ++s) {
-    if (model[s].kind != overlap::NodeKind::scan || planned[s]) continue;
-    const std::string before = parent[s] == kNone ? "?" : name(parent[s]);
-    const std::string after = child[s] == kNone ? "(none)" : name(child[s]);
-    const overlap::Node* before_node = parent[s] == kNone ? nullptr : &model[parent[s]];
-    const overlap::Node* after_node = child[s] == kNone ? nullptr : &model[child[s]];
-    const std::string why = overlap::in_line_reason(model[s], parent_count[s], before_node, after_node);
-    ++pairs[before + "  ->  " + after + ": " + why];
-  }
-  std::vector<std::pair<uint32_t, std::string>> top;
-  for (auto& [k, n] : pairs) top.emplace_back(n, k);
-  std::sort(top.rbegin(), top.rend());
-  for (size_t i = 0; i < top.size() && i < 12; ++i)
+  const auto top = overlap::in_line_summary(model, edges, planned, name, 12);
+  for (size_t i = 0; i < top.size(); ++i)
     log_.debug(fmt::format("graph: {} scan(s) left in line after {}", top[i].first, top[i].second));
 }
 
-void GraphInstrumenter::overlap_scans(CUgraph g, ContextState& cs) {
-  if (!cfg_.graph_overlap) return;
+void GraphPlanner::plan(CUgraph g, ContextState& cs) {
+  const bool sentinel_tier = cfg_.tier == Tier::sentinel;
+  if (!cfg_.graph_overlap && !sentinel_tier) return;
   GraphView view;
   if (!read_graph(g, view) || view.nodes.empty()) return;
-  const std::vector<CUgraphNode>& nodes = view.nodes;
   std::vector<overlap::Node> model;
-  model.reserve(nodes.size());
+  model.reserve(view.nodes.size());
   bool any_scan = false;
-  for (CUgraphNode n : nodes) {
+  for (CUgraphNode n : view.nodes) {
     model.push_back(node_model(n, cs));
     any_scan |= model.back().kind == overlap::NodeKind::scan;
   }
-  if (!any_scan) return;
+  // The sentinels are chosen on the graph as the scans left it (each scan in line after its
+  // kernel), before they move; a merged node holding one is one (merge_members).
+  std::unordered_set<CUgraphNode> sentinels;
+  if (sentinel_tier) sentinels = sentinel_nodes(view, model, cs);
+  if (cfg_.graph_overlap && any_scan) overlap_scans(g, cs, view, model, sentinels);
+  if (sentinel_tier) registry_.set_quiet(g, quiet_scans(g, cs, sentinels));
+}
+
+void GraphPlanner::overlap_scans(CUgraph g, ContextState& cs, const GraphView& view,
+                                 const std::vector<overlap::Node>& model, std::unordered_set<CUgraphNode>& sentinels) {
+  const std::vector<CUgraphNode>& nodes = view.nodes;
   std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData> edge_data;
   for (size_t e = 0; e < view.edges.size(); ++e) edge_data[{view.edges[e].from, view.edges[e].to}] = view.edge_data[e];
 
@@ -234,7 +213,7 @@ void GraphInstrumenter::overlap_scans(CUgraph g, ContextState& cs) {
     use_overlap_grid(nodes[p.scan], cs);
   }
   counters_.scans_overlapped.fetch_add(moved_scans, std::memory_order_relaxed);
-  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs);
+  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs, sentinels);
   if (moved_scans) use_programmatic_edges(g, cs);
   if (log_.debug_enabled()) {
     const overlap::Chain after = graph_chain(g, cs);
@@ -250,7 +229,7 @@ void GraphInstrumenter::overlap_scans(CUgraph g, ContextState& cs) {
 }
 
 // Moves the edges of one scan as `p` plans; false when an edge could not be added.
-bool GraphInstrumenter::move_to_overlap(CUgraph g, const overlap::ScanPlan& p, const std::vector<CUgraphNode>& nodes,
+bool GraphPlanner::move_to_overlap(CUgraph g, const overlap::ScanPlan& p, const std::vector<CUgraphNode>& nodes,
                                     std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData>& edge_data,
                                     uint32_t& failed) {
   CUgraphNode scan = nodes[p.scan], parent = nodes[p.parent];
@@ -272,13 +251,12 @@ bool GraphInstrumenter::move_to_overlap(CUgraph g, const overlap::ScanPlan& p, c
       CUgraphEdgeData d = edge_data[{p.scan, c}];
       if (cuGraphRemoveDependencies(g, &scan, &nodes[c], &d, 1) != CUDA_SUCCESS) ++failed;
     }
-  std::lock_guard lock(mu_);
-  overlapped_.insert(scan);
+  registry_.mark_overlapped(scan);
   return true;
 }
 
 // Off the critical path, a scan takes fewer blocks (overlap_policy()).
-void GraphInstrumenter::use_overlap_grid(CUgraphNode scan, ContextState& cs) {
+void GraphPlanner::use_overlap_grid(CUgraphNode scan, ContextState& cs) {
   CUDA_KERNEL_NODE_PARAMS p{};
   nanscope_scan_task task;
   if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, task)) return;
@@ -290,8 +268,8 @@ void GraphInstrumenter::use_overlap_grid(CUgraphNode scan, ContextState& cs) {
 // A scan beside the critical path was ordered before the later writers of the buffers it read
 // at instantiation. New kernel-node parameters that point it at memory outside those buffers
 // cannot reorder an instantiated graph: say so once (the scan may then see a later kernel's values).
-void GraphInstrumenter::warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs) {
-  if (!is_overlapped(scan)) return;
+void GraphPlanner::warn_if_overlap_stale(CUgraphNode scan, const nanscope_scan_task& next, ContextState& cs) {
+  if (!registry_.is_overlapped(scan)) return;
   CUDA_KERNEL_NODE_PARAMS p{};
   nanscope_scan_task before;
   if (cuGraphKernelNodeGetParams(scan, &p) != CUDA_SUCCESS || !cs.read_task(p, before)) return;
@@ -315,7 +293,7 @@ void GraphInstrumenter::warn_if_overlap_stale(CUgraphNode scan, const nanscope_s
 // publishes the members in order, so the NaN origin sees the same sequence of states.
 
 // One merge pass over a graph: the plain scans' tasks, the edges, and what merged so far.
-struct GraphInstrumenter::MergePass {
+struct GraphPlanner::MergePass {
   GraphView view;
   std::vector<nanscope_scan_task> tasks;  // of the plain scans
   std::vector<uint32_t> weight;           // buffers of each plain scan; 0: not mergeable
@@ -323,6 +301,7 @@ struct GraphInstrumenter::MergePass {
   std::vector<uint32_t> in_merge;         // the merge a node went into (1-based), or 0
   std::vector<CUgraphNode> now;           // a member merged earlier is its merged node now
   std::unordered_map<CUgraphNode, CUgraphNode> kernel_of;  // scan node -> the kernel node it follows
+  std::unordered_set<CUgraphNode>* sentinels = nullptr;      // a merged node holding one is one
   uint64_t folded = 0, failed = 0;
 };
 
@@ -347,14 +326,23 @@ uint32_t read_plain_scans(const std::vector<CUgraphNode>& nodes, ContextState& c
   return mergeable;
 }
 
+// A merged node holding a sentinel member is a sentinel (the sentinel tier keeps it enabled).
+void carry_sentinel(std::unordered_set<CUgraphNode>& sentinels, const std::vector<CUgraphNode>& members,
+                    CUgraphNode merged) {
+  bool any = false;
+  for (CUgraphNode m : members) any = sentinels.erase(m) != 0 || any;
+  if (any) sentinels.insert(merged);
+}
+
 void add_unique(std::vector<CUgraphNode>& list, CUgraphNode n) {
   if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
 }
 
 }  // namespace
 
-void GraphInstrumenter::merge_scans(CUgraph g, ContextState& cs) {
+void GraphPlanner::merge_scans(CUgraph g, ContextState& cs, std::unordered_set<CUgraphNode>& sentinels) {
   MergePass pass;
+  pass.sentinels = &sentinels;
   if (!read_graph(g, pass.view) || pass.view.nodes.size() < 2) return;
   const auto count = static_cast<uint32_t>(pass.view.nodes.size());
   pass.tasks.resize(count);
@@ -368,10 +356,7 @@ void GraphInstrumenter::merge_scans(CUgraph g, ContextState& cs) {
   }
   const auto merges = overlap::group(count, pass.view.edges, pass.weight);
   if (merges.empty()) return;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [kernel, sn] : scan_after_) pass.kernel_of[sn.node] = kernel;
-  }
+  pass.kernel_of = registry_.kernels_of_scans();
   pass.in_merge.assign(count, 0);
   pass.now = pass.view.nodes;
   uint32_t merge_id = 0;
@@ -386,7 +371,7 @@ void GraphInstrumenter::merge_scans(CUgraph g, ContextState& cs) {
 }
 
 // Replaces the scan nodes `members` by one merged node with their parents and children.
-void GraphInstrumenter::merge_members(CUgraph g, ContextState& cs, MergePass& pass,
+void GraphPlanner::merge_members(CUgraph g, ContextState& cs, MergePass& pass,
                                       const std::vector<uint32_t>& members, uint32_t merge_id) {
   nanscope_scan_group task{};
   bool ok = true;
@@ -422,62 +407,10 @@ void GraphInstrumenter::merge_members(CUgraph g, ContextState& cs, MergePass& pa
     pass.now[m] = merged;
   }
   pass.folded += members.size();
-  std::lock_guard lock(mu_);
-  scan_nodes_.insert(merged);
-  overlapped_.insert(merged);
-  for (uint32_t l = 0; l < members.size(); ++l) {
-    const CUgraphNode member = pass.view.nodes[members[l]];
-    scan_nodes_.erase(member);
-    overlapped_.erase(member);
-    const auto k = pass.kernel_of.find(member);
-    if (k == pass.kernel_of.end()) continue;
-    auto sn = scan_after_.find(k->second);
-    if (sn == scan_after_.end()) continue;
-    sn->second.node = merged;
-    sn->second.merge_launch = l;
-  }
-}
-
-// A kernel node whose scan was merged has new parameters: its part of the merged node follows.
-void GraphInstrumenter::update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task,
-                                             ContextState& cs) {
-  nanscope_scan_group merged{};
-  bool known = false, updated = false;
-  {
-    std::lock_guard lock(mu_);
-    auto it = merged_tasks_.find({exec, sn.node});
-    if (it != merged_tasks_.end()) merged = it->second, known = true;
-    updated = exec && updated_execs_.count(exec);
-  }
-  if (!known && updated) {
-    // The exec holds another graph's version of this node, which nanscope cannot read back: setting
-    // the node from this graph's version would undo the update for the other members.
-    warn_once(log_, schema::Once::graph_update,
-              "a merged scan node of an exec changed by cuGraphExecUpdate cannot follow a later kernel-node "
-              "parameter update; it keeps scanning what the update gave it (NANSCOPE_GRAPH_MERGE=0 avoids this)");
-    return;
-  }
-  CUDA_KERNEL_NODE_PARAMS current{};
-  if (!known && (cuGraphKernelNodeGetParams(sn.node, &current) != CUDA_SUCCESS || !cs.read_merged(current, merged)))
-    return;
-  if (!replace_launch(merged, sn.merge_launch, task))
-    warn_once(log_, schema::Once::graph_update,
-              "a kernel node of a merged scan now has more outputs than its scan had: the extra ones are not "
-              "scanned (NANSCOPE_GRAPH_MERGE=0 keeps one scan node per kernel)");
-  void* slot[1];
-  const CUDA_KERNEL_NODE_PARAMS p = cs.merged_node_params(merged, slot);
-  const CUresult r = exec ? cuGraphExecKernelNodeSetParams(exec, sn.node, &p) : cuGraphKernelNodeSetParams(sn.node, &p);
-  if (r != CUDA_SUCCESS) {
-    warn_once(log_, schema::Once::graph_update,
-              fmt::format("a merged scan node could not follow a kernel node's new parameters ({}); it keeps "
-                          "scanning the old buffers",
-                          error_name(r)));
-    return;
-  }
-  if (exec) {
-    std::lock_guard lock(mu_);
-    merged_tasks_[{exec, sn.node}] = merged;
-  }
+  std::vector<CUgraphNode> member_nodes;
+  for (uint32_t m : members) member_nodes.push_back(pass.view.nodes[m]);
+  carry_sentinel(*pass.sentinels, member_nodes, merged);
+  registry_.on_merged(merged, member_nodes, pass.kernel_of);
 }
 
 }  // namespace nanscope

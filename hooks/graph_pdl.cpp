@@ -10,7 +10,7 @@
 // (which the driver refuses as lossy once one edge is programmatic) sees what it saw before.
 #include <fmt/format.h>
 
-#include "graph_instrumenter.hpp"
+#include "graph_planner.hpp"
 #include "graph_view.hpp"
 #include "tool_scope.hpp"
 
@@ -32,7 +32,7 @@ CUgraphEdgeData programmatic_edge(overlap::EdgePort port) {
 
 }  // namespace
 
-overlap::EdgeRole GraphInstrumenter::edge_role(CUgraphNode node, ContextState& cs) {
+overlap::EdgeRole GraphPlanner::edge_role(CUgraphNode node, ContextState& cs) {
   CUgraphNodeType type;
   CUDA_KERNEL_NODE_PARAMS p{};
   if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
@@ -41,11 +41,11 @@ overlap::EdgeRole GraphInstrumenter::edge_role(CUgraphNode node, ContextState& c
   if (!p.func || !cs.owns(p.func)) return overlap::EdgeRole::app_kernel;
   // Only the plain and merged scans trigger early (kernels/scan.cu), and only a scan beside the
   // chain has later writers, not readers of its kernel's output, as its app children.
-  return (cs.plain_scan(p.func) || cs.merged_scan(p.func)) && is_overlapped(node) ? overlap::EdgeRole::read_only_scan
+  return (cs.plain_scan(p.func) || cs.merged_scan(p.func)) && registry_.is_overlapped(node) ? overlap::EdgeRole::read_only_scan
                                                                                : overlap::EdgeRole::other;
 }
 
-void GraphInstrumenter::use_programmatic_edges(CUgraph g, ContextState& cs) {
+void GraphPlanner::use_programmatic_edges(CUgraph g, ContextState& cs) {
   const GraphPdl mode = cfg_.graph_pdl;
   if (mode == GraphPdl::off) return;
   GraphView view;
@@ -80,11 +80,7 @@ void GraphInstrumenter::use_programmatic_edges(CUgraph g, ContextState& cs) {
       log_.warn("graph: an edge around a scan node could not be restored; that scan may see a later kernel's values");
   }
   counters_.edges_programmatic.fetch_add(changed, std::memory_order_relaxed);
-  if (!made.empty()) {
-    std::lock_guard lock(mu_);
-    auto& list = pdl_edges_[g];
-    list.insert(list.end(), made.begin(), made.end());
-  }
+  if (!made.empty()) registry_.add_pdl_edges(g, made);
   if (log_.debug_enabled())
     log_.debug(fmt::format("graph: {} edges around read-only scan nodes made programmatic ({} failed)", changed, failed));
   if (failed)
@@ -94,15 +90,9 @@ void GraphInstrumenter::use_programmatic_edges(CUgraph g, ContextState& cs) {
                           failed));
 }
 
-void GraphInstrumenter::on_graph_copied(CUgraph graph) {
-  std::vector<PdlEdge> edges;
-  {
-    std::lock_guard lock(mu_);
-    auto it = pdl_edges_.find(graph);
-    if (it == pdl_edges_.end()) return;
-    edges.swap(it->second);
-    pdl_edges_.erase(it);
-  }
+void GraphPlanner::restore_full_edges(CUgraph graph) {
+  std::vector<PdlEdge> edges = registry_.take_pdl_edges(graph);
+  if (edges.empty()) return;
   ToolScope scope;
   const CUgraphEdgeData full{};
   uint64_t failed = 0;

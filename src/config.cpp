@@ -33,6 +33,8 @@ const char* graph_pdl_name(GraphPdl g) {
   return "release";
 }
 
+const char* tier_name(Tier t) { return t == Tier::sentinel ? "sentinel" : "full"; }
+
 namespace {
 
 struct Parser {
@@ -215,6 +217,10 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   std::string pdl = graph_pdl_name(c.graph_pdl);
   p.choice("NANSCOPE_GRAPH_PDL", pdl, {"off", "release", "both"});
   c.graph_pdl = pdl == "off" ? GraphPdl::off : pdl == "both" ? GraphPdl::both : GraphPdl::release;
+  std::string tier = tier_name(c.tier);
+  p.choice("NANSCOPE_TIER", tier, {"full", "sentinel"});
+  c.tier = tier == "sentinel" ? Tier::sentinel : Tier::full;
+  p.integer<uint32_t>("NANSCOPE_ESCALATE", c.escalate, 1, kMaxEscalate);
   p.eager_batch(c.eager_batch);
   p.integer<uint32_t>("NANSCOPE_EAGER_BATCH_US", c.eager_batch_us, 0, 1000000);
   // Abort mode stops the app at the first finding: a held scan would let it run on further.
@@ -239,14 +245,14 @@ std::string Config::describe() const {
   return fmt::format(
       "mode={} log={} console={} level={} filter={} exclude={} channel={} poll_us={} "
       "max_scan_bytes={} max_whole_alloc_bytes={} typed={} origin={} aggregate={} graph_overlap={} graph_merge={} graph_pdl={} eager_batch={} python_line={} "
-      "rules={} inf={}",
+      "rules={} inf={} tier={} escalate={}",
       mode_name(mode), log_path.empty() ? "(none)" : log_path, console ? "on" : "off", level,
       kernel_filter.empty() ? "(all)" : kernel_filter,
       kernel_exclude.empty() ? "(none)" : kernel_exclude, channel_records, poll_us,
       max_scan_bytes, max_whole_alloc_bytes, typed ? "on" : "off", origin ? "on" : "off", aggregate ? "on" : "off",
       graph_overlap ? "on" : "off", graph_merge ? "on" : "off", graph_pdl_name(graph_pdl), eager_batch ? std::to_string(eager_batch) : "off",
       python_line ? "on" : "off",
-      rules_path.empty() ? "(none)" : rules_path, inf_faults ? "fault" : "ignore");
+      rules_path.empty() ? "(none)" : rules_path, inf_faults ? "fault" : "ignore", tier_name(tier), escalate);
 }
 
 }  // namespace nanscope

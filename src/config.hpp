@@ -18,6 +18,13 @@ const char* mode_name(Mode);
 enum class GraphPdl : uint8_t { off, release, both };
 const char* graph_pdl_name(GraphPdl);
 
+// NANSCOPE_TIER (docs/sentinel.md): `full` scans every inspected output on every launch and
+// replay; `sentinel`, for leaving nanscope on, runs only a graph's sentinel scan nodes until one
+// fires, then every scan for NANSCOPE_ESCALATE replays. Eager launches are full in both for now.
+enum class Tier : uint8_t { full, sentinel };
+const char* tier_name(Tier);
+inline constexpr uint32_t kMaxEscalate = 1000;  // NANSCOPE_ESCALATE's bound
+
 struct Config {
   bool enabled = true;
   std::string log_path;             // NANSCOPE_LOG, "%p" / "%r" already replaced (log_file_name); empty: none
@@ -49,6 +56,8 @@ struct Config {
   // (docs/graphs.md): `release` lets a later writer of a scanned buffer start once the scan's
   // loads are done, `both` also lets the scan launch during its kernel's last wave, `off` neither.
   GraphPdl graph_pdl = GraphPdl::release;
+  Tier tier = Tier::full;           // NANSCOPE_TIER: full or sentinel
+  uint32_t escalate = 3;            // NANSCOPE_ESCALATE: replays run with every scan after a sentinel fires (1..1000)
   uint32_t eager_batch = 8;         // NANSCOPE_EAGER_BATCH: eager plain scans held per stream and launched
                                     // together, at most this many buffers a launch (2..8; 0: off, on and
                                     // the default: 8; always off in abort mode)

@@ -68,6 +68,7 @@ const char* unknown_name(Unknown u) {
     case Unknown::untracked_read: return schema::origin_why_str::untracked_read;
     case Unknown::state_lost: return schema::origin_why_str::state_lost;
     case Unknown::unwritten: return schema::origin_why_str::unwritten;
+    case Unknown::sentinel: return schema::origin_why_str::sentinel;
   }
   return schema::origin_why_str::none;
 }
@@ -176,6 +177,7 @@ void Tracker::put_seq(uint64_t seq, SeqInfo info) {
 }
 
 Origin device_origin(const DeviceFinding& f) {
+  if (f.sentinel_only) return Origin::unknown;  // the evidence of an origin was not gathered
   if (f.parent_count > 0) return Origin::propagated;
   if (f.host) return Origin::host;
   if (!f.candidates.empty()) return Origin::candidate;

@@ -77,7 +77,8 @@ bool intended_signs(const Values& v, uint8_t intent);
 
 // Why an origin is unknown: an untracked read, or an input whose state was evicted.
 // Or memory no write nanscope saw filled: never written since allocation, or before it attached.
-enum class Unknown : uint8_t { none, untracked_read, state_lost, unwritten };
+// Or a graph replay that ran only the sentinel tier's scans: its upstream was not scanned.
+enum class Unknown : uint8_t { none, untracked_read, state_lost, unwritten, sentinel };
 const char* unknown_name(Unknown);
 
 struct Verdict {
@@ -182,6 +183,8 @@ struct DeviceFinding {
   bool reads_untracked = false;       // the launch may read memory nanscope does not track
   bool host = false;                  // written by a host copy or memset
   bool unwritten = false;             // read before any write nanscope saw (an initial scan)
+  bool sentinel_only = false;         // a graph replay that ran only the sentinel tier's scans: the
+                                      // inputs' states are older replays', nothing upstream was scanned
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
   Values values;                      // its non-finite values and its buffer's elements
   uint8_t intent = 0;                 // kIntend* bits: infinities its launch writes on purpose

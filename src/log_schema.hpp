@@ -26,6 +26,7 @@ inline constexpr char not_inspected[] = "not_inspected";
 inline constexpr char warning[] = "warning";
 inline constexpr char abort[] = "abort";
 inline constexpr char summary[] = "summary";
+inline constexpr char escalation[] = "escalation";  // the sentinel tier's window (docs/sentinel.md)
 }  // namespace event
 
 // Top-level keys of the events (one namespace: several events share a key, e.g. `kernel`).
@@ -71,6 +72,9 @@ inline constexpr char rows_inferred[] = "rows_inferred";
 inline constexpr char action[] = "action";
 inline constexpr char origin[] = "origin";
 inline constexpr char origin_why[] = "origin_why";
+inline constexpr char phase[] = "phase";      // escalation: escalation_phase_str
+inline constexpr char window[] = "window";    // escalation: replays run with every scan
+inline constexpr char finding[] = "finding";  // escalation: the sentinel's nonfinite event id
 inline constexpr char parents[] = "parents";
 inline constexpr char root[] = "root";
 inline constexpr char origin_incomplete[] = "origin_incomplete";
@@ -143,6 +147,8 @@ inline constexpr char origin[] = "origin";
 inline constexpr char aggregate[] = "aggregate";
 inline constexpr char eager_batch[] = "eager_batch";
 inline constexpr char rules[] = "rules";
+inline constexpr char tier[] = "tier";
+inline constexpr char escalate[] = "escalate";
 }  // namespace config_key
 namespace cupti_key {  // start.cupti: the CUPTI that was loaded
 inline constexpr char path[] = "path";
@@ -304,8 +310,16 @@ inline constexpr char unwritten[] = "unwritten";  // read before any write nansc
 // origin propagated: through a launch nanscope could not see into (its `candidates`), whose
 // pointer words hit buffers the parents had left non-finite
 inline constexpr char through_candidate[] = "through_candidate";
+// a graph replay that ran only the sentinel tier's scans: nothing upstream was scanned
+inline constexpr char sentinel[] = "sentinel";
 inline constexpr char none[] = "none";  // lineage's Unknown::none; not written (origin is known)
 }  // namespace origin_why_str
+namespace escalation_phase_str {  // escalation.phase
+inline constexpr char escalate[] = "escalate";            // a sentinel fired: the next `window` replays run every scan
+inline constexpr char localized[] = "localized";          // it recurred in the window: its lineage is logged
+inline constexpr char did_not_recur[] = "did_not_recur";  // the window was clean: first cause unknown
+inline constexpr char incomplete[] = "incomplete";        // at exit, the window had not drained
+}  // namespace escalation_phase_str
 namespace region_str {
 inline constexpr char padding[] = "padding";
 inline constexpr char real[] = "real";
@@ -401,14 +415,16 @@ inline constexpr std::string_view kRepeatKeys[] = {key::of,          key::count,
 // `buffer` ({arg, ptr}) only when an argument was refused: extent unknown (allocator pool).
 inline constexpr std::string_view kNotInspectedKeys[] = {key::kernel, key::kernel_mangled, key::reason, key::buffer};
 inline constexpr std::string_view kWarningKeys[] = {key::what, key::message};
+// `finding` only for phase escalate.
+inline constexpr std::string_view kEscalationKeys[] = {key::graph_id, key::phase, key::replay, key::window, key::finding};
 
 // warning.what of the warnings said once per process (hooks/counters.hpp: warn_once), one row
 // each: the registry of what was said is indexed by this enum (EventLog::first_time).
 #define NS_ONCE_WARNINGS(X)                                                                          \
   X(callback) X(captured_scans) X(channel_overflow) X(context_setup) X(cudnn_graph) X(cudnn_store)   \
   X(decoded_extent) X(dump_budget) X(dump_copy) X(dump_write) X(graph_merge) X(graph_overlap)       \
-  X(graph_overlap_stale) X(graph_pdl) X(graph_update) X(nccl_comm_unseen) X(python_line)            \
-  X(scan_buffers) X(scan_launch) X(torch_blocks)
+  X(graph_overlap_stale) X(graph_pdl) X(graph_tier) X(graph_update) X(nccl_comm_unseen)             \
+  X(python_line) X(scan_buffers) X(scan_launch) X(torch_blocks)
 #define NS_ONCE_ID_(name) name,
 enum class Once : uint8_t { NS_ONCE_WARNINGS(NS_ONCE_ID_) count };
 #undef NS_ONCE_ID_
@@ -434,7 +450,7 @@ struct EventSpec {
 inline constexpr EventSpec kEvents[] = {
     {event::start, kStartKeys},          {event::nonfinite, kNonfiniteKeys}, {event::repeat, kRepeatKeys},
     {event::not_inspected, kNotInspectedKeys}, {event::warning, kWarningKeys}, {event::abort, kAbortKeys},
-    {event::summary, kSummaryKeys},
+    {event::summary, kSummaryKeys},      {event::escalation, kEscalationKeys},
 };
 
 // Nested objects the reader decodes member by member: the object's key, and its members.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -335,6 +336,33 @@ EdgePort edge_port(GraphPdl mode, EdgeRole from, EdgeRole to) {
   if (mode == GraphPdl::both && from == EdgeRole::app_kernel && to == EdgeRole::read_only_scan)
     return EdgePort::launch_order;
   return EdgePort::full;
+}
+
+std::vector<std::pair<uint32_t, std::string>> in_line_summary(const std::vector<Node>& model,
+                                                              const std::vector<Edge>& edges,
+                                                              const std::vector<bool>& planned,
+                                                              const std::function<std::string(uint32_t)>& name,
+                                                              size_t most) {
+  constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> parent(model.size(), kNone), child(model.size(), kNone);  // one edge each way is enough to name it
+  std::vector<uint32_t> parent_count(model.size(), 0);
+  for (const Edge& e : edges)
+    if (e.from < model.size() && e.to < model.size()) parent[e.to] = e.from, child[e.from] = e.to, ++parent_count[e.to];
+  std::map<std::string, uint32_t> pairs;
+  for (uint32_t s = 0; s < model.size(); ++s) {
+    if (model[s].kind != NodeKind::scan || planned[s]) continue;
+    const std::string before = parent[s] == kNone ? "?" : name(parent[s]);
+    const std::string after = child[s] == kNone ? "(none)" : name(child[s]);
+    const Node* before_node = parent[s] == kNone ? nullptr : &model[parent[s]];
+    const Node* after_node = child[s] == kNone ? nullptr : &model[child[s]];
+    const std::string why = in_line_reason(model[s], parent_count[s], before_node, after_node);
+    ++pairs[before + "  ->  " + after + ": " + why];
+  }
+  std::vector<std::pair<uint32_t, std::string>> top;
+  for (auto& [k, n] : pairs) top.emplace_back(n, k);
+  std::sort(top.rbegin(), top.rend());
+  if (top.size() > most) top.resize(most);
+  return top;
 }
 
 }  // namespace nanscope::overlap

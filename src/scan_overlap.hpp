@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"  // GraphPdl
@@ -110,6 +111,15 @@ struct Limits {
 // (null: none). The first overlap of the child's writes with the scan's reads is named by its
 // size and offset.
 std::string in_line_reason(const Node& scan, uint32_t parents, const Node* parent, const Node* child);
+
+// The scans the planner left in line (`planned[i]`: node i has a plan), for the debug log: each
+// "kernel before  ->  node after: why" line (named by `name(node)`) with how many scans it holds,
+// the `most` frequent first.
+std::vector<std::pair<uint32_t, std::string>> in_line_summary(const std::vector<Node>& model,
+                                                              const std::vector<Edge>& edges,
+                                                              const std::vector<bool>& planned,
+                                                              const std::function<std::string(uint32_t)>& name,
+                                                              size_t most);
 
 // Plans every detachable scan: a `scan` node with exactly one parent that is not a scan.
 std::vector<ScanPlan> plan(const std::vector<Node>& nodes, const std::vector<Edge>& edges, const Limits& limits = {});

@@ -56,6 +56,8 @@ class Escalation {
   // A sentinel fired and its window has not drained yet (at exit: seen, the window incomplete).
   bool escalating() const { return escalated_; }
   uint64_t first_seen() const { return first_seen_; }  // the replay whose sentinel fired last
+  // Replay `replay` was launched with every scan and has not drained yet.
+  bool launched_all(uint64_t replay) const { return escalated_replays_.count(replay) != 0; }
   uint32_t window() const { return window_; }
 
  private:

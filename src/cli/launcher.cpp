@@ -60,7 +60,7 @@ void report_gpu_presence() {
 
 // The launcher's options, each mapping onto a NANSCOPE_* variable (or the way it attaches).
 struct LaunchOptions {
-  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir, graph_pdl;
+  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir, graph_pdl, tier;
   bool no_typed = false, no_graph_overlap = false, no_graph_merge = false, no_aggregate = false;
   bool quiet = false, preload = false, print_env = false;
 };
@@ -88,6 +88,10 @@ void add_options(CLI::App& app, LaunchOptions& o) {
   app.add_option("--graph-pdl", o.graph_pdl, "programmatic graph edges around read-only scan nodes: release (the default: a later writer of a "
                  "scanned buffer starts once the scan's loads are done), both (and the scan launches during its kernel's last wave) or off [NANSCOPE_GRAPH_PDL]")
       ->check(CLI::IsMember({"off", "release", "both"}));
+  app.add_option("--tier", o.tier, "full (the default: every inspected output on every launch and replay) or sentinel (for leaving "
+                 "nanscope on: in CUDA graphs only the sentinel scans run until one sees a NaN, then every scan for "
+                 "NANSCOPE_ESCALATE replays; eager launches stay full) [NANSCOPE_TIER]")
+      ->check(CLI::IsMember({"full", "sentinel"}));
   app.add_flag("--no-aggregate", o.no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", o.quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
   app.add_flag("--preload", o.preload, "attach with LD_PRELOAD instead of CUDA_INJECTION64_PATH");
@@ -116,6 +120,7 @@ std::vector<std::pair<std::string, std::string>> launch_env(const LaunchOptions&
   set("NANSCOPE_RULES", o.rules);
   set("NANSCOPE_DUMP_DIR", o.dump_dir);
   set("NANSCOPE_GRAPH_PDL", o.graph_pdl);
+  set("NANSCOPE_TIER", o.tier);
   if (o.no_typed) env.emplace_back("NANSCOPE_TYPED", "0");
   if (o.no_graph_overlap) env.emplace_back("NANSCOPE_GRAPH_OVERLAP", "0");
   if (o.no_graph_merge) env.emplace_back("NANSCOPE_GRAPH_MERGE", "0");

@@ -16,7 +16,7 @@
 
 namespace nanscope::report {
 
-enum class Kind : std::uint8_t { other, start, nonfinite, repeat, not_inspected, warning, summary };
+enum class Kind : std::uint8_t { other, start, nonfinite, repeat, not_inspected, warning, summary, escalation };
 
 // The log's enums and their strings are the schema's (log_schema.hpp), shared with the writer.
 using schema::Origin;
@@ -130,6 +130,7 @@ struct Event {
   std::string watch;
   bool fixed = false;
   Origin origin = Origin::none;
+  std::string origin_why;  // schema::origin_why_str; `sentinel`: a replay that ran only sentinel scans
   std::vector<std::int64_t> parents, root;
   bool leak = false;
   std::string dump;
@@ -151,6 +152,10 @@ struct Event {
   // repeat
   std::int64_t of = 0, count = 0, total = 0, first_replay = 0, last_replay = 0;
   bool final_ = false;
+
+  // escalation (the sentinel tier; also graph_id, replay)
+  std::string phase;  // schema::escalation_phase_str
+  std::int64_t window = 0, finding = 0;
 
   // start / not_inspected / warning
   std::string version, attach, argv0, reason, message, what;

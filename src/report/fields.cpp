@@ -74,7 +74,7 @@ const F kTop[] = {
     special(k::action, K::action),
     boolean(k::fixed, &Event::fixed, h_fixed),  // older logs
     special(k::origin, K::origin),
-    special(k::origin_why, K::ignored),
+    string(k::origin_why, &Event::origin_why),
     ints(k::parents, &Event::parents),
     ints(k::root, &Event::root),
     special(k::origin_incomplete, K::ignored),
@@ -98,6 +98,10 @@ const F kTop[] = {
     integer(k::first_replay, &Event::first_replay, h_first_replay),
     integer(k::last_replay, &Event::last_replay, h_last_replay),
     boolean(k::final_, &Event::final_, h_final),
+    // escalation
+    string(k::phase, &Event::phase),
+    integer(k::window, &Event::window),
+    integer(k::finding, &Event::finding),
     // not_inspected, warning, abort
     string(k::reason, &Event::reason),
     string(k::message, &Event::message),
@@ -239,6 +243,7 @@ void Event::reset() {
   watch.clear();
   fixed = false;
   origin = Origin::none;
+  origin_why.clear();
   parents.clear();
   root.clear();
   leak = false;
@@ -257,6 +262,8 @@ void Event::reset() {
   last_writer.python_json.clear();
   of = count = total = first_replay = last_replay = 0;
   final_ = false;
+  phase.clear();
+  window = finding = 0;
   version.clear();
   attach.clear();
   argv0.clear();

@@ -241,6 +241,16 @@ class Analysis {
   // Earliest faults by kind of origin (today's selection, for logs without `cause`), the earliest
   // fault of all, and the earliest `preexisting` fault (never a first cause on its own).
   Snapshot first_introduced, first_host, first_candidate, first_any, first_fault, first_preexisting;
+  // The sentinel tier (docs/sentinel.md): the earliest fault a replay that ran only sentinel scans
+  // found (origin_why `sentinel`: no origin, never a first cause of its own), and the escalation
+  // events, in log order.
+  Snapshot first_sentinel;
+  struct EscalationSeen {
+    std::uint32_t proc = 0;
+    std::int64_t graph_id = 0, replay = 0, window = 0, finding = 0;
+    std::string phase;
+  };
+  std::vector<EscalationSeen> escalations;
   bool any_origin = false;
   bool nan_first = false;  // some event carries `inf` or `cause`: the log has NaN-first verdicts
   bool input_error = false;  // missing/empty input, unsupported schema -> exit 2
@@ -292,6 +302,8 @@ class Analysis {
   std::uint32_t site_of_event(std::uint32_t pi, std::int64_t id, bool* found) const;
   FirstCause resolve_cause(const Snapshot& fault) const;
   FirstCause legacy_first_cause() const;
+  FirstCause sentinel_first_cause() const;
+  void on_escalation(std::uint32_t proc, const Event& e);
   // Keeps a finding in a collective's buffer for join_ranks; true when its first-cause standing
   // waits for the join (a recvbuff whose own sendbuff was not non-finite).
   bool defer_collective(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si, std::int64_t line,

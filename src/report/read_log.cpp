@@ -100,6 +100,10 @@ void Analysis::consume_line(std::uint32_t file, std::int64_t lineno, std::string
       w.second++;
       break;
     }
+    case Kind::escalation:
+      totals.ev_other++;  // counted with the kinds the totals do not list
+      on_escalation(proc_of(file, e), e);
+      break;
     case Kind::other:
       totals.ev_other++;
       proc_of(file, e);

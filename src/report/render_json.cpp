@@ -109,6 +109,10 @@ json first_cause_json(const Analysis& a, const FirstCause& fc) {
   if (!fc) return nullptr;
   json j = event_json(a, *fc.shown);
   j["label"] = fc.label;
+  if (fc.shown->ev.origin_why == schema::origin_why_str::sentinel) {  // seen by a sentinel: no origin
+    j["origin"] = nullptr;
+    j["origin_why"] = fc.shown->ev.origin_why;
+  }
   j["earliest_fault"] = fc.fault ? brief_json(*fc.fault) : json(nullptr);
   json intended = json::array();
   for (const Snapshot* s : fc.intended) intended.push_back(brief_json(*s));

@@ -154,8 +154,11 @@ void first_cause(const Analysis& a, std::ostream& out, const Style& st) {
   out << st("1;31", "FIRST CAUSE") << "  " << first.label << '\n';
   const Card kv{out, st};
   event_lines(a, fc, kv);
-  kv("origin", std::string(e.origin == Origin::none ? "not recorded" : origin_name(e.origin)) + " · event " +
-                   std::to_string(e.id) + " at " + a.files[fc.file] + ":" + std::to_string(fc.line));
+  const std::string at = "event " + std::to_string(e.id) + " at " + a.files[fc.file] + ":" + std::to_string(fc.line);
+  if (e.origin_why == schema::origin_why_str::sentinel)  // its upstream was not scanned: no origin to name
+    kv("seen", at + "  (a replay that ran only the sentinel scans)");
+  else
+    kv("origin", std::string(e.origin == Origin::none ? "not recorded" : origin_name(e.origin)) + " · " + at);
   if (e.origin == Origin::candidate)
     kv("candidates", candidates_text(candidate_refs(e.candidates_json), 80) +
                          "  (may have written these values; not proven)");

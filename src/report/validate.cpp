@@ -112,6 +112,8 @@ ParseError check_event(Event& e) {
     e.kind = Kind::not_inspected;
   } else if (n == schema::event::warning) {
     e.kind = Kind::warning;
+  } else if (n == schema::event::escalation) {
+    e.kind = Kind::escalation;
   } else {
     e.kind = Kind::other;  // a future event kind: ignored
   }

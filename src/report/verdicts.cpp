@@ -141,6 +141,10 @@ const Snapshot* Analysis::kept_event(std::uint32_t proc, std::int64_t id) const 
 void Analysis::note_first_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si,
                                  std::int64_t line) {
   if (!is_fault(e)) return;
+  if (e.origin_why == schema::origin_why_str::sentinel) {  // seen, its cause not looked for
+    take_earlier(first_sentinel, e, file, pi, si, line);
+    return;
+  }
   take_earlier(first_fault, e, file, pi, si, line);
   take_earlier(procs[pi].first_fault, e, file, pi, si, line);
   if (e.origin == Origin::introduced) {
@@ -180,7 +184,7 @@ int Analysis::exit_code() const {
 }
 
 FirstCause Analysis::first_cause() const {
-  if (!first_fault.valid) return {};
+  if (!first_fault.valid) return sentinel_first_cause();
   if (first_fault.ev.cause.empty()) return legacy_first_cause();
   return resolve_cause(first_fault);
 }
@@ -191,6 +195,49 @@ FirstCause Analysis::first_cause_of(std::uint32_t proc) const {
   if (!p.first_fault.valid) return fc;
   if (!p.first_fault.ev.cause.empty()) return resolve_cause(p.first_fault);
   if (p.first_introduced.valid) fc.shown = &p.first_introduced, fc.label = "introduced";
+  return fc;
+}
+
+void Analysis::on_escalation(std::uint32_t proc, const Event& e) {
+  constexpr std::size_t kMaxEscalations = 1 << 16;
+  if (escalations.size() < kMaxEscalations)
+    escalations.push_back({proc, e.graph_id, e.replay, e.window, e.finding, e.phase});
+}
+
+namespace {
+
+// What became of a sentinel's escalated window (its last escalation event, or none).
+std::string window_text(const Analysis::EscalationSeen* ended) {
+  namespace phase = schema::escalation_phase_str;
+  if (!ended) return "; no escalated replay after it is in the log";
+  const std::string n = std::to_string(ended->window);
+  if (ended->phase == phase::did_not_recur) return "; did not recur in the next " + n + " replays";
+  if (ended->phase == phase::incomplete) return "; the " + n + " replays after it had not all drained at exit";
+  return "; it recurred, but its lineage's findings are not in the log";
+}
+
+}  // namespace
+
+// No fault with its lineage: the earliest NaN a sentinel saw, where and when, and what became of
+// its escalated window. Its cause was never looked for, so no origin is named (a NaN that
+// recurred in the window has its lineage's faults, and first_fault shows them instead).
+FirstCause Analysis::sentinel_first_cause() const {
+  FirstCause fc;
+  if (!first_sentinel.valid) return fc;
+  const Event& s = first_sentinel.ev;
+  const EscalationSeen* fired = nullptr;
+  const EscalationSeen* ended = nullptr;
+  for (const EscalationSeen& x : escalations) {
+    if (x.proc != first_sentinel.proc) continue;
+    if (!fired && x.phase == schema::escalation_phase_str::escalate && x.finding == s.id) fired = &x;
+    else if (fired && !ended && x.graph_id == fired->graph_id && x.replay == fired->replay &&
+             x.phase != schema::escalation_phase_str::escalate)
+      ended = &x;
+  }
+  const std::int64_t replay = fired ? fired->replay : s.replay;
+  fc.shown = &first_sentinel;
+  fc.label = "seen by a sentinel in graph " + std::to_string(s.graph_id) + " replay " + std::to_string(replay) +
+             window_text(ended) + "; first cause unknown; rerun with --tier full";
   return fc;
 }
 

@@ -6,10 +6,10 @@ bin=${1:?nanscope binary}
 fail() { echo "FAIL: $*"; exit 1; }
 
 env_out=$("$bin" --print-env --mode fix --log run-%p.jsonl --rules r.json --dump-dir d --kernel-filter softmax \
-  --no-aggregate --no-typed --no-graph-merge --graph-pdl both -q -- true) || fail "--print-env exited $?"
+  --no-aggregate --no-typed --no-graph-merge --graph-pdl both --tier sentinel -q -- true) || fail "--print-env exited $?"
 for want in "CUDA_INJECTION64_PATH=" "NANSCOPE_MODE=fix" "NANSCOPE_LOG=run-%p.jsonl" "NANSCOPE_RULES=r.json" \
             "NANSCOPE_DUMP_DIR=d" "NANSCOPE_KERNEL_FILTER=softmax" "NANSCOPE_AGGREGATE=0" "NANSCOPE_TYPED=0" "NANSCOPE_CONSOLE=0" \
-            "NANSCOPE_GRAPH_MERGE=0" "NANSCOPE_GRAPH_PDL=both"; do
+            "NANSCOPE_GRAPH_MERGE=0" "NANSCOPE_GRAPH_PDL=both" "NANSCOPE_TIER=sentinel"; do
   grep -q "^$want" <<<"$env_out" || fail "missing $want in: $env_out"
 done
 grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name libnanscope.so"
@@ -21,6 +21,9 @@ grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name
 [ $? -eq 2 ] || fail "no program must exit 2"
 "$bin" --graph-pdl on -- true >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad --graph-pdl value must exit 2"
+"$bin" --tier sentinels -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a bad --tier value must exit 2"
+"$bin" --print-env -- true | grep -q "^NANSCOPE_TIER" && fail "no --tier must leave NANSCOPE_TIER unset (full by default)"
 
 "$bin" --channel-records abc -- true >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--channel-records abc must exit 2 (it was passed on unchecked)"

@@ -77,6 +77,31 @@ TEST(Config, GraphPdlTakesOnlyItsThreeValues) {
   EXPECT_EQ(r.config.graph_pdl, GraphPdl::release);
 }
 
+TEST(Config, TierIsFullByDefaultAndTakesOnlyItsTwoValues) {
+  const Config d = parse({}).config;
+  EXPECT_EQ(d.tier, Tier::full);
+  EXPECT_EQ(d.escalate, 3u);
+  const auto s = parse({{"NANSCOPE_TIER", "sentinel"}, {"NANSCOPE_ESCALATE", "5"}});
+  EXPECT_TRUE(s.errors.empty());
+  EXPECT_EQ(s.config.tier, Tier::sentinel);
+  EXPECT_EQ(s.config.escalate, 5u);
+  EXPECT_NE(s.config.describe().find("tier=sentinel escalate=5"), std::string::npos);
+  auto bad = parse({{"NANSCOPE_TIER", "sentinels"}});
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_NE(bad.errors.front().find("NANSCOPE_TIER"), std::string::npos);
+  EXPECT_EQ(bad.config.tier, Tier::full);
+}
+
+TEST(Config, EscalateIsBounded) {
+  for (const char* v : {"0", "1001", "x", "-1"}) {
+    auto r = parse({{"NANSCOPE_ESCALATE", v}});
+    ASSERT_EQ(r.errors.size(), 1u) << v;
+    EXPECT_NE(r.errors.front().find("NANSCOPE_ESCALATE"), std::string::npos) << v;
+    EXPECT_EQ(r.config.escalate, 3u) << v;
+  }
+  EXPECT_EQ(parse({{"NANSCOPE_ESCALATE", "1000"}}).config.escalate, 1000u);
+}
+
 TEST(Config, PidExpandsEverywhereInThePath) {
   EXPECT_EQ(parse({{"NANSCOPE_LOG", "%p/x-%p.jsonl"}}, 5).config.log_path, "5/x-5.jsonl");
 }

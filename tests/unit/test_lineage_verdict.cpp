@@ -329,3 +329,35 @@ TEST_F(Verdicts, ACandidateOverAnEarlierFindingOfItsOwnBuffer) {
 
 }  // namespace
 }  // namespace nanscope::lineage
+
+namespace nanscope::lineage {
+namespace {
+
+// The sentinel tier (docs/sentinel.md): a replay that ran only the sentinel scans never claims an
+// origin. Its inputs' states are older replays' (the scans upstream were disabled), so neither a
+// NaN made here (introduced) nor one carried from a stale parent (propagated) is shown.
+class SentinelVerdicts : public Verdicts {};
+
+TEST_F(SentinelVerdicts, ASentinelOnlyReplayIsUnknownNeverIntroduced) {
+  DeviceFinding f = make(kSoftmax, 0xc0, nan(8, 256));
+  f.sentinel_only = true;
+  const Verdict v = t.on_device_finding(f);
+  EXPECT_EQ(v.origin, Origin::unknown);
+  EXPECT_EQ(v.why, Unknown::sentinel);
+  EXPECT_STREQ(unknown_name(v.why), "sentinel");
+  EXPECT_TRUE(v.parents.empty());
+}
+
+TEST_F(SentinelVerdicts, AStaleParentIsNoEvidenceEither) {
+  const DeviceFinding older = make(kLog, 0xa0, nan(8, 256));
+  t.on_device_finding(older);
+  DeviceFinding f = make(kGemm, 0xd0, nan(64, 256), {older.seq});
+  f.sentinel_only = true;
+  const Verdict v = t.on_device_finding(f);
+  EXPECT_EQ(v.origin, Origin::unknown);
+  EXPECT_EQ(v.why, Unknown::sentinel);
+  EXPECT_TRUE(v.parents.empty());
+}
+
+}  // namespace
+}  // namespace nanscope::lineage

@@ -127,6 +127,46 @@ TEST(Escalation, ANaNThatDoesNotRecurIsSaidSo) {
   EXPECT_EQ(Escalation(0).window(), 1u);
 }
 
+// What the engine asks per finding (hooks/graph_tier.cpp): a replay launched with every scan and
+// not drained yet is the window's; any other ran only the sentinels.
+TEST(Escalation, SaysWhichReplaysRanEveryScan) {
+  Escalation e(2);
+  e.on_launch(0);
+  EXPECT_FALSE(e.launched_all(0));
+  EXPECT_EQ(e.on_drained(0, true), Outcome::escalate);
+  e.on_launch(1);
+  e.on_launch(2);
+  EXPECT_TRUE(e.launched_all(1));
+  EXPECT_TRUE(e.launched_all(2));
+  EXPECT_EQ(e.on_drained(1, false), Outcome::none);
+  EXPECT_FALSE(e.launched_all(1));  // drained: forgotten
+  EXPECT_EQ(e.on_drained(2, false), Outcome::did_not_recur);
+  e.on_launch(3);
+  EXPECT_FALSE(e.launched_all(3));
+}
+
+// A graph as the engine models it at instantiation (each scan in line after its kernel): a memset
+// node clearing a buffer later overwrites it exactly, a kernel without a decoder (pointer words)
+// never does, and a child graph (opaque) is no overwrite either: when unsure, scan.
+TEST(SentinelScans, OnTheInstantiatedModel) {
+  Node memset_scores;
+  memset_scores.kind = NodeKind::app;
+  memset_scores.model = WriteModel::node_params;
+  memset_scores.writes = {kScores};
+  Node child;
+  child.kind = NodeKind::opaque;
+  // 0 K(scores) 1 S 2 K(probs, pointer words) 3 S 4 memset(scores) 5 child 6 K(out) 7 S
+  const std::vector<Node> nodes = {kernel({kScores}), scan({kScores}),  kernel({kProbs}, WriteModel::pointer_words),
+                                   scan({kProbs}),    memset_scores,     child,
+                                   kernel({kOut}),    scan({kOut})};
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}};
+  const std::vector<bool> s = sentinel_scans(nodes, edges, {});
+  EXPECT_FALSE(s[1]);  // scores: cleared by the memset
+  EXPECT_TRUE(s[3]);   // probs: nothing after writes it exactly
+  EXPECT_TRUE(s[7]);   // out: live-out
+  for (uint32_t i : {0u, 2u, 4u, 5u, 6u}) EXPECT_FALSE(s[i]) << i;  // not scans
+}
+
 TEST(EagerSample, WatchesFirstLaunchesPeriodAndTheWindowAfterAHit) {
   EagerSample s(/*period=*/100, /*window=*/50, /*max_kernels=*/2);
   EXPECT_TRUE(s.should_scan(1, 7, false));   // kernel 7's first launch

@@ -1,0 +1,173 @@
+// What nanscope knows about the app's CUDA graphs, execs and nodes, behind one lock: graph ids,
+// scan node numbers, the scan node after each kernel node, our own scan nodes, the scans beside
+// the critical path, the I/O of captured library calls, merged nodes' tasks per exec, the
+// programmatic edges to undo, the stream of each graph's last launch. Every call takes the lock
+// for its maps only and calls nothing out while it holds it (hooks/engine.hpp: level 3); the
+// destroy callbacks make it forget reused handles.
+#pragma once
+#include <cuda.h>
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "channel.hpp"
+#include "scan_abi.h"
+#include "scan_overlap.hpp"
+#include "sentinel.hpp"
+
+namespace nanscope {
+
+// The scan node that follows an instrumented kernel node.
+struct ScanNode {
+  CUgraphNode node = nullptr;
+  CUdeviceptr accum = 0;
+  uint64_t graph_id = 0;
+  uint32_t graph_node = 0;
+  static constexpr uint32_t kAlone = ~0u;
+  uint32_t merge_launch = kAlone;  // its launch in a merged scan node, or kAlone
+};
+
+// An edge made programmatic in the app's graph until its exec is made.
+struct PdlEdge {
+  CUgraphNode from, to;
+  CUgraphEdgeData data;
+};
+
+class GraphRegistry {
+ public:
+  // Graph ids: a captured graph's capture id, or numbered from 2^40 for one built by hand.
+  uint64_t graph_id_for(CUgraph graph);
+  void set_graph_id(CUgraph graph, uint64_t id);
+  void on_instantiated(CUgraphExec exec, CUgraph graph);
+  void on_launch(CUgraphExec exec, uint64_t stream);
+  std::optional<uint64_t> stream_of(uint64_t graph_id);
+
+  // Scan nodes: their numbers in a graph, the kernel node each follows, ours.
+  uint32_t number_scan(uint64_t graph_id);
+  void remember_scan(CUgraphNode app_node, const ScanNode& scan);
+  void add_scan(CUgraphNode kernel, const ScanNode& scan);  // remember_scan, and the node is ours
+  std::optional<ScanNode> scan_after(CUgraphNode kernel);
+  bool known_node(CUgraphNode node);  // instrumented already, or one of our scan nodes
+  std::unordered_map<CUgraphNode, CUgraphNode> kernels_of_scans();  // scan node -> its kernel node
+
+  // Scan nodes beside the critical path, and merged ones (which are beside it too).
+  void mark_overlapped(CUgraphNode scan);
+  bool is_overlapped(CUgraphNode scan);
+  // `merged` replaces the scan nodes `members` (in its launch order); `kernel_of` is kernels_of_scans().
+  void on_merged(CUgraphNode merged, const std::vector<CUgraphNode>& members,
+                 const std::unordered_map<CUgraphNode, CUgraphNode>& kernel_of);
+
+  // Captured library calls' kernel nodes: what the call only read, and its outputs.
+  void remember_library_io(const std::vector<CUgraphNode>& nodes, const std::vector<uint64_t>& reads,
+                           overlap::Range output, bool exact);
+  void library_io(CUgraphNode node, std::vector<uint64_t>& inputs, std::vector<overlap::KnownWrite>& exact);
+
+  // A merged node's task as last set on an exec (an exec's parameters cannot be read back), and
+  // whether the exec took a whole graph's parameters (cuGraphExecUpdate).
+  struct MergedTask {
+    std::optional<nanscope_scan_group> task;
+    bool exec_updated = false;
+  };
+  MergedTask merged_task(CUgraphExec exec, CUgraphNode node);
+  void set_merged_task(CUgraphExec exec, CUgraphNode node, const nanscope_scan_group& task);
+  void on_exec_update(CUgraphExec exec);
+
+  void add_pdl_edges(CUgraph graph, const std::vector<PdlEdge>& edges);
+  std::vector<PdlEdge> take_pdl_edges(CUgraph graph);
+
+  // Handles are reused after destruction: forget them.
+  void forget_node(CUgraphNode node);
+  void forget_graph(CUgraph graph);
+  void forget_exec(CUgraphExec exec);
+
+  // ---- the sentinel tier (hooks/graph_tier.cpp, docs/sentinel.md) ----
+  // At instantiation: the graph's scan nodes that run only when its exec escalates.
+  void set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet);
+  std::vector<CUgraphNode> quiet_of(CUgraph graph);
+  // The exec was made and `disabled` (quiet nodes) disabled on it: its Escalation starts.
+  void start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window);
+  // At a launch's enter site: the replay it makes, and the quiet nodes to enable or disable
+  // first (empty: they stay as they are).
+  struct TierLaunch {
+    bool tiered = false, enable = false, escalated = false;
+    uint64_t replay = 0;
+    std::vector<CUgraphNode> change;
+  };
+  TierLaunch tier_launch(CUgraphExec exec);
+  // After an escalated launch: `done` is recorded on its stream behind it.
+  void add_in_flight(CUgraphExec exec, uint64_t replay, CUevent done);
+  // A drained finding of a graph replay: whether that replay ran only the sentinel scans, and
+  // when its sentinel fires now, the escalation to log.
+  struct ReplayFinding {
+    bool sentinel_only = false, escalate = false;
+    uint32_t window = 0;
+  };
+  ReplayFinding on_replay_finding(const Finding& f);
+  // The drain: the escalated replays' events to query before the channels are read, those found
+  // complete (their findings are then all drained), and what the windows became after.
+  struct InFlight {
+    CUgraphExec exec;
+    uint64_t replay;
+    CUevent done;
+  };
+  std::vector<InFlight> in_flight();
+  void mark_complete(const std::vector<InFlight>& complete);
+  struct TierOutcome {
+    uint64_t graph_id = 0, replay = 0;
+    uint32_t window = 0;
+    sentinel::Outcome outcome = sentinel::Outcome::none;
+  };
+  std::vector<TierOutcome> settle(std::vector<CUevent>& spent);
+  // At exit: the windows not drained (Outcome::escalate stands for `incomplete`).
+  std::vector<TierOutcome> open_windows();
+  // Before an exec update or destroy: its quiet nodes (to enable again) and its events; forgotten.
+  std::vector<CUgraphNode> end_tier(CUgraphExec exec, std::vector<CUevent>& events);
+
+ private:
+  void forget_merged_tasks(CUgraphExec exec);  // callers hold mu_
+
+  std::mutex mu_;
+  std::unordered_map<uint64_t, uint32_t> scans_in_graph_;    // graph id -> scans in it so far
+  std::unordered_map<CUgraphNode, ScanNode> scan_after_;     // kernel node -> its scan node
+  std::unordered_set<CUgraphNode> scan_nodes_;               // our own scan nodes
+  std::unordered_map<CUgraph, uint64_t> graph_ids_;          // captured (capture id) or built by hand
+  std::unordered_map<CUgraphExec, uint64_t> exec_graph_ids_;
+  std::unordered_map<uint64_t, uint64_t> graph_streams_;     // graph id -> stream of its last launch
+  uint64_t next_graph_id_ = uint64_t{1} << 40;               // above any capture id
+  std::unordered_set<CUgraphNode> overlapped_;               // scan nodes moved beside the critical path
+  struct LibraryIo {
+    std::vector<uint64_t> reads;
+    std::vector<overlap::Range> outputs;
+    std::vector<overlap::KnownWrite> exact;
+  };
+  std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
+  std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
+  std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
+  std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made
+
+  // The sentinel tier: a graph's quiet scan nodes until its exec is made, and each exec's state.
+  struct Tier {
+    uint64_t graph_id = 0;
+    std::vector<CUgraphNode> quiet;             // disabled while only the sentinels run
+    std::unordered_set<uint32_t> quiet_numbers; // their graph_node numbers (merged members too)
+    sentinel::Escalation escalation;
+    uint64_t launches = 0;                      // the next replay's number
+    bool all_enabled = false;                   // the quiet nodes are enabled on the exec now
+    std::deque<std::pair<uint64_t, CUevent>> in_flight;  // escalated replays, completion unknown
+    std::vector<uint64_t> complete;             // known complete before the drain now under way
+    std::unordered_set<uint64_t> nonfinite;     // escalated replays a sentinel's finding came from
+    bool quiet_fired = false;                   // a quiet scan found non-finite in this window
+    explicit Tier(uint32_t window) : escalation(window) {}
+  };
+  Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_
+  std::unordered_map<CUgraph, std::vector<CUgraphNode>> quiet_;
+  std::unordered_map<CUgraphExec, Tier> tiers_;
+};
+
+}  // namespace nanscope

@@ -1,0 +1,60 @@
+// The sentinel tier at instantiation (docs/sentinel.md): which scan nodes of a graph stay enabled
+// when its exec runs only the sentinels. The choice is sentinel::sentinel_scans on the model the
+// overlap planner builds; the GraphInstrumenter disables the others on each exec and enables them
+// for an escalated window.
+#include <fmt/format.h>
+
+#include "graph_planner.hpp"
+#include "sentinel.hpp"
+
+namespace nanscope {
+
+namespace {
+
+CUfunction kernel_function(CUgraphNode node) {
+  CUgraphNodeType type;
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
+      cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return nullptr;
+  return p.func;
+}
+
+}  // namespace
+
+// A scan that is not a plain read-only scan (a watch or rule with rows, a fix, anything else of
+// ours) is kept as if it were a watch: it is never disabled (when unsure, scan).
+std::unordered_set<CUgraphNode> GraphPlanner::sentinel_nodes(const GraphView& view,
+                                                             const std::vector<overlap::Node>& model,
+                                                             ContextState& cs) {
+  std::vector<bool> keep(model.size(), false);
+  for (size_t i = 0; i < model.size(); ++i)
+    keep[i] = overlap::is_scan(model[i].kind) && !cs.plain_scan(kernel_function(view.nodes[i]));
+  const std::vector<bool> sentinel = sentinel::sentinel_scans(model, view.edges, keep);
+  std::unordered_set<CUgraphNode> out;
+  for (size_t i = 0; i < sentinel.size(); ++i)
+    if (sentinel[i]) out.insert(view.nodes[i]);
+  return out;
+}
+
+// The graph's own nodes only: a scan inside a child graph is never disabled (the exec's node
+// handles are the top-level graph's).
+std::vector<CUgraphNode> GraphPlanner::quiet_scans(CUgraph graph, ContextState& cs,
+                                                   const std::unordered_set<CUgraphNode>& sentinels) {
+  GraphView view;
+  std::vector<CUgraphNode> quiet;
+  if (!read_graph(graph, view)) return quiet;
+  uint64_t kept = 0;
+  for (CUgraphNode n : view.nodes) {
+    const CUfunction f = kernel_function(n);
+    if (!cs.plain_scan(f) && !cs.merged_scan(f)) continue;
+    if (sentinels.count(n)) ++kept;
+    else quiet.push_back(n);
+  }
+  if (log_.debug_enabled())
+    log_.debug(fmt::format("graph: sentinel tier: {} scan node(s) stay enabled, {} run only when it escalates", kept,
+                           quiet.size()));
+  return quiet;
+}
+
+}  // namespace nanscope

@@ -1,0 +1,142 @@
+// The sentinel tier's state in the GraphRegistry (docs/sentinel.md): each exec's quiet scan
+// nodes, its sentinel::Escalation, the escalated replays in flight. Like the rest of the
+// registry, every call holds mu_ over these maps only and calls nothing out: the driver calls
+// (enabling nodes, events) are the GraphInstrumenter's, made with what these calls return.
+//
+// Replay numbers: the Escalation counts an exec's launches from 0; a finding's `replay` is its
+// scan node's execution count. For a node that runs on every replay (a sentinel, or any scan that
+// is never disabled) the two are the same for an exec instantiated once from its graph. A quiet
+// node runs only in escalated replays, so its findings are taken as the open window's.
+#include "graph_registry.hpp"
+
+namespace nanscope {
+
+void GraphRegistry::set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet) {
+  std::lock_guard lock(mu_);
+  quiet_[graph] = std::move(quiet);
+}
+
+std::vector<CUgraphNode> GraphRegistry::quiet_of(CUgraph graph) {
+  std::lock_guard lock(mu_);
+  const auto it = quiet_.find(graph);
+  return it == quiet_.end() ? std::vector<CUgraphNode>{} : it->second;
+}
+
+void GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window) {
+  std::lock_guard lock(mu_);
+  const auto id = exec_graph_ids_.find(exec);
+  if (id == exec_graph_ids_.end()) return;
+  tiers_.erase(exec);  // a reused handle
+  Tier& t = tiers_.try_emplace(exec, window).first->second;
+  t.graph_id = id->second;
+  t.quiet = disabled;
+  const std::unordered_set<CUgraphNode> quiet(disabled.begin(), disabled.end());
+  for (const auto& [kernel, sn] : scan_after_)
+    if (quiet.count(sn.node)) t.quiet_numbers.insert(sn.graph_node);
+}
+
+GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec) {
+  TierLaunch out;
+  std::lock_guard lock(mu_);
+  const auto it = tiers_.find(exec);
+  if (it == tiers_.end()) return out;
+  Tier& t = it->second;
+  out.tiered = true;
+  out.replay = t.launches++;
+  out.escalated = t.escalation.on_launch(out.replay) == sentinel::Mode::all;
+  if (out.escalated != t.all_enabled) {
+    t.all_enabled = out.escalated;
+    out.enable = out.escalated;
+    out.change = t.quiet;
+  }
+  return out;
+}
+
+void GraphRegistry::add_in_flight(CUgraphExec exec, uint64_t replay, CUevent done) {
+  std::lock_guard lock(mu_);
+  if (auto it = tiers_.find(exec); it != tiers_.end()) it->second.in_flight.emplace_back(replay, done);
+}
+
+GraphRegistry::Tier* GraphRegistry::tier_of_graph(uint64_t graph_id) {
+  for (auto& [exec, t] : tiers_)
+    if (t.graph_id == graph_id) return &t;
+  return nullptr;
+}
+
+GraphRegistry::ReplayFinding GraphRegistry::on_replay_finding(const Finding& f) {
+  ReplayFinding out;
+  std::lock_guard lock(mu_);
+  if (tiers_.empty()) return out;
+  Tier* t = tier_of_graph(f.graph_id);
+  if (!t) return out;
+  if (t->quiet_numbers.count(f.graph_node)) {  // ran in an escalated replay: the full lineage
+    t->quiet_fired = t->quiet_fired || t->escalation.escalating();
+    return out;
+  }
+  if (t->escalation.launched_all(f.replay)) {
+    t->nonfinite.insert(f.replay);
+    return out;
+  }
+  out.sentinel_only = true;  // the replay ran only the scans that are never disabled
+  out.escalate = t->escalation.on_drained(f.replay, true) == sentinel::Outcome::escalate;
+  out.window = t->escalation.window();
+  return out;
+}
+
+std::vector<GraphRegistry::InFlight> GraphRegistry::in_flight() {
+  std::vector<InFlight> out;
+  std::lock_guard lock(mu_);
+  for (auto& [exec, t] : tiers_)
+    for (const auto& [replay, done] : t.in_flight) out.push_back({exec, replay, done});
+  return out;
+}
+
+void GraphRegistry::mark_complete(const std::vector<InFlight>& complete) {
+  std::lock_guard lock(mu_);
+  for (const InFlight& c : complete)
+    if (auto it = tiers_.find(c.exec); it != tiers_.end()) it->second.complete.push_back(c.replay);
+}
+
+std::vector<GraphRegistry::TierOutcome> GraphRegistry::settle(std::vector<CUevent>& spent) {
+  std::vector<TierOutcome> out;
+  std::lock_guard lock(mu_);
+  for (auto& [exec, t] : tiers_) {
+    for (uint64_t replay : t.complete) {
+      const bool nonfinite = t.nonfinite.erase(replay) != 0 || std::exchange(t.quiet_fired, false);
+      const uint64_t seen = t.escalation.first_seen();
+      const sentinel::Outcome o = t.escalation.on_drained(replay, nonfinite);
+      if (o == sentinel::Outcome::localized || o == sentinel::Outcome::did_not_recur)
+        out.push_back({t.graph_id, seen, t.escalation.window(), o});
+      for (auto e = t.in_flight.begin(); e != t.in_flight.end(); ++e)
+        if (e->first == replay) {
+          spent.push_back(e->second);
+          t.in_flight.erase(e);
+          break;
+        }
+    }
+    t.complete.clear();
+    if (!t.escalation.escalating()) t.quiet_fired = false;
+  }
+  return out;
+}
+
+std::vector<GraphRegistry::TierOutcome> GraphRegistry::open_windows() {
+  std::vector<TierOutcome> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [exec, t] : tiers_)
+    if (t.escalation.escalating())
+      out.push_back({t.graph_id, t.escalation.first_seen(), t.escalation.window(), sentinel::Outcome::escalate});
+  return out;
+}
+
+std::vector<CUgraphNode> GraphRegistry::end_tier(CUgraphExec exec, std::vector<CUevent>& events) {
+  std::lock_guard lock(mu_);
+  const auto it = tiers_.find(exec);
+  if (it == tiers_.end()) return {};
+  for (const auto& [replay, done] : it->second.in_flight) events.push_back(done);
+  std::vector<CUgraphNode> quiet = it->second.all_enabled ? std::vector<CUgraphNode>{} : std::move(it->second.quiet);
+  tiers_.erase(it);
+  return quiet;
+}
+
+}  // namespace nanscope
