@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "lock_rank.hpp"
 #include "scan_abi.h"
 #include "scan_overlap.hpp"
 #include "sentinel.hpp"
@@ -132,7 +133,7 @@ class GraphRegistry {
  private:
   void forget_merged_tasks(CUgraphExec exec);  // callers hold mu_
 
-  std::mutex mu_;
+  Ranked<std::mutex, LockLevel::part> mu_{"GraphRegistry::mu_"};
   std::unordered_map<uint64_t, uint32_t> scans_in_graph_;    // graph id -> scans in it so far
   std::unordered_map<CUgraphNode, ScanNode> scan_after_;     // kernel node -> its scan node
   std::unordered_set<CUgraphNode> scan_nodes_;               // our own scan nodes
