@@ -8,24 +8,14 @@ Usage: jax_attention.py [--healthy]
 The last stdout line is one JSON object: `checksum` (sha256 of the result's bytes), `nonfinite`
 and `finite_sum`, as in jax_pool.py.
 """
-import hashlib
-import json
 import sys
 
-SKIP = 77
+from jax_common import jax_on_gpu, print_truth
 
 
 def main():
     healthy = "--healthy" in sys.argv[1:]
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        print("jax_attention: skip: no jax")
-        sys.exit(SKIP)
-    if not any(d.platform == "gpu" for d in jax.devices()):
-        print("jax_attention: skip: no GPU device in jax")
-        sys.exit(SKIP)
+    jax, jnp = jax_on_gpu("jax_attention")
     b, t, h, d = 4, 64, 4, 32
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
     q = jax.random.normal(k1, (b, t, h, d), jnp.float32)
@@ -46,11 +36,7 @@ def main():
         return jnp.einsum("bhqk,bkhd->bqhd", probs, v)
 
     out = attend(q, k, v, lengths).block_until_ready()
-    host = jax.device_get(out)
-    finite = jnp.where(jnp.isfinite(out), out, 0.0)
-    print(json.dumps({"checksum": hashlib.sha256(host.tobytes()).hexdigest(),
-                      "nonfinite": int((~jnp.isfinite(out)).sum()),
-                      "finite_sum": float(jnp.sum(finite))}))
+    print_truth(jax, jnp, out)
 
 
 if __name__ == "__main__":

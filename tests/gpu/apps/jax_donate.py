@@ -6,24 +6,14 @@ Usage: jax_donate.py [--healthy]
 The last stdout line is one JSON object: `checksum`, `nonfinite` and `finite_sum`, as in
 jax_pool.py.
 """
-import hashlib
-import json
 import sys
 
-SKIP = 77
+from jax_common import jax_on_gpu, print_truth
 
 
 def main():
     healthy = "--healthy" in sys.argv[1:]
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        print("jax_donate: skip: no jax")
-        sys.exit(SKIP)
-    if not any(d.platform == "gpu" for d in jax.devices()):
-        print("jax_donate: skip: no GPU device in jax")
-        sys.exit(SKIP)
+    jax, jnp = jax_on_gpu("jax_donate")
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
     w = jax.random.normal(k1, (256, 64), jnp.float32) * 0.05
     x = jax.random.normal(k2, (128, 256), jnp.float32)
@@ -43,11 +33,7 @@ def main():
         lr = jnp.float32(-0.01 if i == 3 else 0.01)
         w = step(w, x, y, lr)
     w = w.block_until_ready()
-    host = jax.device_get(w)
-    finite = jnp.where(jnp.isfinite(w), w, 0.0)
-    print(json.dumps({"checksum": hashlib.sha256(host.tobytes()).hexdigest(),
-                      "nonfinite": int((~jnp.isfinite(w)).sum()),
-                      "finite_sum": float(jnp.sum(finite))}))
+    print_truth(jax, jnp, w)
 
 
 if __name__ == "__main__":

@@ -7,24 +7,14 @@ The last stdout line is one JSON object: `checksum` (sha256 of the result's byte
 (its non-finite count) and `finite_sum` (the sum of its finite values: XLA's autotuner may pick
 another GEMM algorithm from one process to the next, so two plain runs need not be bit-identical).
 """
-import hashlib
-import json
 import sys
 
-SKIP = 77
+from jax_common import jax_on_gpu, print_truth
 
 
 def main():
     healthy = "--healthy" in sys.argv[1:]
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
-        print("jax_pool: skip: no jax")
-        sys.exit(SKIP)
-    if not any(d.platform == "gpu" for d in jax.devices()):
-        print("jax_pool: skip: no GPU device in jax")
-        sys.exit(SKIP)
+    jax, jnp = jax_on_gpu("jax_pool")
     key = jax.random.PRNGKey(0)
     k1, k2, k3 = jax.random.split(key, 3)
     x = jax.random.normal(k1, (256, 512), jnp.float32)
@@ -39,11 +29,7 @@ def main():
 
     out = step(x, w1, w2)
     out = step(x, w1, w2).block_until_ready()
-    host = jax.device_get(out)
-    finite = jnp.where(jnp.isfinite(out), out, 0.0)
-    print(json.dumps({"checksum": hashlib.sha256(host.tobytes()).hexdigest(),
-                      "nonfinite": int((~jnp.isfinite(out)).sum()),
-                      "finite_sum": float(jnp.sum(finite))}))
+    print_truth(jax, jnp, out)
 
 
 if __name__ == "__main__":
