@@ -98,8 +98,14 @@ Mode Escalation::on_launch(uint64_t replay) {
 }
 
 Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
+  // Replays run and drain in stream order: a hit on the replay after the last hit (or on the same
+  // one) means no clean replay came between them.
+  const bool follows_last_hit = any_hit_ && replay <= last_hit_ + 1;
+  if (nonfinite) last_hit_ = any_hit_ ? std::max(last_hit_, replay) : replay, any_hit_ = true;
   if (!escalated_) {
     if (!nonfinite) return Outcome::none;
+    if (localized_ && follows_last_hit) return Outcome::none;  // the localized NaN still recurs
+    localized_ = false;
     escalated_ = true;
     to_launch_ = to_drain_ = window_;
     recurred_ = false;
@@ -113,6 +119,7 @@ Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
   if (--to_drain_ > 0) return Outcome::none;
   escalated_ = false;
   to_launch_ = 0;
+  localized_ = recurred_;
   return recurred_ ? Outcome::localized : Outcome::did_not_recur;
 }
 

@@ -50,7 +50,9 @@ class Escalation {
 
   // The mode replay `replay` is launched in; call once per launch, in launch order.
   Mode on_launch(uint64_t replay);
-  // Replay `replay` drained: whether any of its scans found a non-finite value.
+  // Replay `replay` drained: whether any of its scans found a non-finite value. After a
+  // `localized` window, hits on consecutive replays (the same NaN, still there) answer none; the
+  // first hit after a replay without one escalates again.
   Outcome on_drained(uint64_t replay, bool nonfinite);
 
   // A sentinel fired and its window has not drained yet (at exit: seen, the window incomplete).
@@ -68,6 +70,12 @@ class Escalation {
   uint32_t to_drain_ = 0;         // escalated replays not drained yet
   bool recurred_ = false;
   uint64_t first_seen_ = 0;
+  // After `localized`, a NaN that keeps recurring on every replay does not escalate again (its
+  // lineage is logged; every window would make the tier full); a hit after a clean replay (a gap
+  // in the hits) does.
+  bool localized_ = false;
+  bool any_hit_ = false;
+  uint64_t last_hit_ = 0;  // the latest replay drained with a non-finite value
 };
 
 // Eager launches under the sentinel tier: which are scanned. Watches and copies to the host are

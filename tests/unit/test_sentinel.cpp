@@ -127,6 +127,43 @@ TEST(Escalation, ANaNThatDoesNotRecurIsSaidSo) {
   EXPECT_EQ(Escalation(0).window(), 1u);
 }
 
+// A NaN on every replay from 7: localized once, then it keeps recurring at the sentinels without
+// a new window each time (that would run the tier as full); when it stops and comes back (a
+// replay without a hit between), it escalates again.
+TEST(Escalation, ALocalizedNaNThatPersistsDoesNotEscalateAgain) {
+  Escalation e(3);
+  e.on_launch(7);
+  EXPECT_EQ(e.on_drained(7, true), Outcome::escalate);
+  for (uint64_t r = 8; r <= 10; ++r) EXPECT_EQ(e.on_launch(r), Mode::all);
+  EXPECT_EQ(e.on_launch(11), Mode::sentinels);
+  EXPECT_EQ(e.on_drained(11, true), Outcome::none);  // a sentinel replay drained inside the window
+  EXPECT_EQ(e.on_drained(8, true), Outcome::none);
+  EXPECT_EQ(e.on_drained(9, true), Outcome::none);
+  EXPECT_EQ(e.on_drained(10, true), Outcome::localized);
+  for (uint64_t r = 12; r <= 20; ++r) {
+    EXPECT_EQ(e.on_launch(r), Mode::sentinels);
+    EXPECT_EQ(e.on_drained(r, true), Outcome::none) << "replay " << r;
+    EXPECT_EQ(e.on_drained(r, true), Outcome::none);  // another sentinel of the same replay
+  }
+  EXPECT_FALSE(e.escalating());
+  // Replays 21 and 22 clean (no hit), then it is back: a new occurrence, a new window.
+  e.on_launch(21), e.on_launch(22), e.on_launch(23);
+  EXPECT_EQ(e.on_drained(23, true), Outcome::escalate);
+  EXPECT_EQ(e.first_seen(), 23u);
+  EXPECT_TRUE(e.escalating());
+}
+
+// After did_not_recur nothing is known: the next hit escalates, even on the very next replay.
+TEST(Escalation, AfterANaNThatDidNotRecurTheNextHitEscalates) {
+  Escalation e(1);
+  e.on_launch(3);
+  EXPECT_EQ(e.on_drained(3, true), Outcome::escalate);
+  e.on_launch(4);
+  EXPECT_EQ(e.on_drained(4, false), Outcome::did_not_recur);
+  e.on_launch(5);
+  EXPECT_EQ(e.on_drained(5, true), Outcome::escalate);
+}
+
 // What the engine asks per finding (hooks/graph_tier.cpp): a replay launched with every scan and
 // not drained yet is the window's; any other ran only the sentinels.
 TEST(Escalation, SaysWhichReplaysRanEveryScan) {
