@@ -15,6 +15,7 @@ constexpr ElementType kFloatTypes[] = {{"f64", DType::f64}, {"f32", DType::f32},
                                        {"bf16", DType::bf16}, {"f8e4m3fn", DType::f8e4m3}, {"f8e5m2", DType::f8e5m2}};
 
 using text::each_line;
+using text::line_error;
 using text::number;
 using text::trim;
 
@@ -140,7 +141,7 @@ BufferAssignment parse_buffer_assignment(std::string_view text) {
       return;
     }
     if (t.starts_with("allocation ") || t.starts_with("value: "))
-      out.errors.push_back("line " + std::to_string(n) + ": " + std::string(t.substr(0, 120)));
+      out.errors.push_back(line_error(n, t));
   });
   return out;
 }

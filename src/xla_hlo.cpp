@@ -8,6 +8,8 @@ namespace nanscope::xla {
 
 namespace {
 
+using text::each_line;
+using text::line_error;
 using text::number;
 using text::trim;
 
@@ -109,31 +111,27 @@ HloSources parse_hlo_sources(std::string_view text) {
   Tables tables;
   std::string_view section, computation;
   std::vector<PendingFrame> frames;  // resolved once every table is read
-  uint32_t n = 0;
-  while (!text.empty()) {
-    const size_t end = text.find('\n');
-    const std::string_view t = trim(text.substr(0, end));
-    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
-    ++n;
+  each_line(text, [&](std::string_view line, uint32_t n) {
+    const std::string_view t = trim(line);
     if (is_section(t)) {
       section = t;
-      continue;
+      return;
     }
     if (t.empty()) {
       section = {};
-      continue;
+      return;
     }
     if (!section.empty()) {
-      if (!tables.read(section, t)) out.errors.push_back("line " + std::to_string(n) + ": " + std::string(t.substr(0, 120)));
-      continue;
+      if (!tables.read(section, t)) out.errors.push_back(line_error(n, t));
+      return;
     }
     if (const std::string_view c = computation_name(t); !c.empty()) {
       computation = c;
       out.computations[std::string(c)];
-      continue;
+      return;
     }
     read_instruction(t, computation, out, frames);
-  }
+  });
   for (const PendingFrame& p : frames)
     if (auto line = tables.frame(p.frame)) out.line[p.name] = std::move(*line);
   return out;

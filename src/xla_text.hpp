@@ -31,6 +31,7 @@ void each_line(std::string_view text, F&& f) {
   }
 }
 
+// A line no reader could read, as each reader's errors name it: its number and its start.
 inline std::string line_error(uint32_t n, std::string_view line) {
   return "line " + std::to_string(n) + ": " + std::string(line.substr(0, 160));
 }
