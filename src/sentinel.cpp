@@ -100,8 +100,8 @@ Mode Escalation::on_launch(uint64_t replay) {
 Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
   // Replays run and drain in stream order: a hit on the replay after the last hit (or on the same
   // one) means no clean replay came between them.
-  const bool follows_last_hit = any_hit_ && replay <= last_hit_ + 1;
-  if (nonfinite) last_hit_ = any_hit_ ? std::max(last_hit_, replay) : replay, any_hit_ = true;
+  const bool follows_last_hit = last_hit_ && replay <= *last_hit_ + 1;
+  if (nonfinite) last_hit_ = std::max(last_hit_.value_or(replay), replay);
   if (!escalated_) {
     if (!nonfinite) return Outcome::none;
     if (localized_ && follows_last_hit) return Outcome::none;  // the localized NaN still recurs

@@ -11,6 +11,7 @@
 // in a bounded sample, and every launch for a window after a hit.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -74,8 +75,7 @@ class Escalation {
   // lineage is logged; every window would make the tier full); a hit after a clean replay (a gap
   // in the hits) does.
   bool localized_ = false;
-  bool any_hit_ = false;
-  uint64_t last_hit_ = 0;  // the latest replay drained with a non-finite value
+  std::optional<uint64_t> last_hit_;  // the latest replay drained with a non-finite value
 };
 
 // Eager launches under the sentinel tier: which are scanned. Watches and copies to the host are
