@@ -82,15 +82,16 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
 
   std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
   // The sentinel tier: a replay that ran only the sentinels claims no origin (docs/sentinel.md).
-  const GraphRegistry::ReplayFinding replay = f.captured ? graphs_.on_replay_finding(f) : GraphRegistry::ReplayFinding{};
-  if (lineage_input && replay.sentinel_only) lineage_input->sentinel_only = true;
+  const GraphRegistry::ReplayKind replay = graphs_.replay_kind(f);
+  if (lineage_input && replay == GraphRegistry::ReplayKind::sentinel_only) lineage_input->sentinel_only = true;
   const std::optional<CandidateList> candidates = candidates_of(f, lineage_input);
   // nullptr: more sites than Sites remembers; the finding is its own event, never lost.
   Site* site = cfg_.aggregate ? sites_.record(site_key(f, origin_kind(lineage_input)), f.replay) : nullptr;
   if (site && site->total > 1 && !abort_now) {
-    classify(lineage_input, site->first_event, /*repeat=*/true);  // its children name the event it repeats
+    // Its children name the event it repeats.
+    const auto origin = classify(lineage_input, site->first_event, /*repeat=*/true);
     if (auto repeat = sites_.fold(*site, f, f.captured)) log_.emit(event_name::repeat, *repeat);
-    if (replay.escalate) graphs_.log_escalation(f, replay.window, site->first_event);
+    graphs_.on_judged(f, replay, is_fault(f, origin), site->first_event);
     return;
   }
   const bool first_at_site = !site || site->total == 1;
@@ -110,7 +111,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (!cfg_.dump_dir.empty() && !in_signal_.load() && (first_at_site || abort_now))
     if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j[schema::key::dump] = path;
   log_.emit_with_id(id, event_name::nonfinite, j);
-  if (replay.escalate) graphs_.log_escalation(f, replay.window, id);
+  graphs_.on_judged(f, replay, is_fault(f, origin), id);
   if (site && site->total == 1) {
     site->first_event = id;
     site->identity = site_identity(f, facts.kernel);
@@ -119,6 +120,13 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (origin && origin->leak) log_.warn(leak_line(facts, id, *origin));  // the moment it happens, not only in the summary
   log_.info(finding_line(facts));
   if (abort_now) abort_on_real(f, facts.kernel, facts.watch.name);
+}
+
+// What escalates the sentinel tier: a fault by the verdict's rule (NaN; an infinity only under
+// NANSCOPE_INF=fault), never an intended -inf mask. Without a verdict (NANSCOPE_ORIGIN=0), NaN.
+bool FindingReporter::is_fault(const Finding& f, const std::optional<lineage::Verdict>& origin) const {
+  if (origin) return origin->fault;
+  return f.nan > 0 || (cfg_.inf_faults && (f.pos_inf > 0 || f.neg_inf > 0));
 }
 
 std::optional<CandidateList> FindingReporter::candidates_of(const Finding& f,

@@ -54,6 +54,7 @@ class FindingReporter {
   void add_launch_facts(FindingFacts& facts, const std::optional<CandidateList>& candidates, bool candidate);
   // Its origin, as event `event_id` (or a repeat of that event).
   std::optional<lineage::Verdict> classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id, bool repeat);
+  bool is_fault(const Finding& f, const std::optional<lineage::Verdict>& origin) const;
   // Writes the buffer of `f` as .npy with a JSON sidecar; returns the path, or empty.
   std::string dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event);
   void abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch);

@@ -67,7 +67,14 @@ void GraphInstrumenter::start_tier(CUgraphExec exec, CUgraph graph) {
   ToolScope scope;
   std::vector<CUgraphNode> disabled;
   set_enabled(exec, quiet, false, &disabled);
-  registry_.start_tier(exec, disabled, cfg_.escalate);
+  const std::optional<uint64_t> graph_id = registry_.start_tier(exec, disabled, cfg_.escalate);
+  // An exec whose graph is unknown gets no Escalation: its scans run on every replay (full).
+  if (!graph_id) set_enabled(exec, disabled, true);
+  if (log_.debug_enabled())
+    log_.debug(graph_id ? fmt::format("graph {}: sentinel tier on its exec: {} of {} quiet scan node(s) disabled",
+                                      *graph_id, disabled.size(), quiet.size())
+                        : fmt::format("graph exec {}: its graph is unknown: no sentinel tier, every scan runs",
+                                      fmt::ptr(exec)));
 }
 
 void GraphInstrumenter::end_tier(CUgraphExec exec, bool enable_again) {
@@ -138,7 +145,10 @@ void GraphInstrumenter::after_drain() {
   }
 }
 
-void GraphInstrumenter::log_escalation(const Finding& f, uint32_t window, uint64_t finding_id) {
+void GraphInstrumenter::on_judged(const Finding& f, GraphRegistry::ReplayKind kind, bool fault, uint64_t finding_id) {
+  const GraphRegistry::SentinelHit hit = registry_.on_judged(f, kind, fault);
+  if (!hit.escalate) return;
+  const uint32_t window = hit.window;
   namespace key = schema::key;
   log_.emit(schema::event::escalation,
             Json{{key::graph_id, f.graph_id}, {key::phase, schema::escalation_phase_str::escalate},

@@ -62,12 +62,13 @@ class GraphInstrumenter {
   // their windows became (logged).
   void before_drain();
   void after_drain();
-  // A drained finding of a graph replay (the registry's ReplayFinding); `log_escalation` logs a
-  // sentinel's escalation once the finding's event id is known.
-  GraphRegistry::ReplayFinding on_replay_finding(const Finding& f) {
-    return cfg_.tier == Tier::sentinel ? registry_.on_replay_finding(f) : GraphRegistry::ReplayFinding{};
+  // A drained finding of a graph replay: which scans its replay ran (before its verdict), then
+  // the verdict told (after it: only faults count; a sentinel's may escalate, logged with the
+  // finding's event id).
+  GraphRegistry::ReplayKind replay_kind(const Finding& f) {
+    return cfg_.tier == Tier::sentinel && f.captured ? registry_.replay_kind(f) : GraphRegistry::ReplayKind::untiered;
   }
-  void log_escalation(const Finding& f, uint32_t window, uint64_t finding_id);
+  void on_judged(const Finding& f, GraphRegistry::ReplayKind kind, bool fault, uint64_t finding_id);
   void at_exit();  // windows still open: `incomplete`
   // At exit the last drains make no CUDA call (FindingReporter::shutdown): no event is queried.
   void stop_event_queries() { exiting_.store(true, std::memory_order_relaxed); }

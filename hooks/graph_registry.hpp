@@ -91,8 +91,9 @@ class GraphRegistry {
   // At instantiation: the graph's scan nodes that run only when its exec escalates.
   void set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet);
   std::vector<CUgraphNode> quiet_of(CUgraph graph);
-  // The exec was made and `disabled` (quiet nodes) disabled on it: its Escalation starts.
-  void start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window);
+  // The exec was made and `disabled` (quiet nodes) disabled on it: its Escalation starts. The
+  // exec's graph id, or none when the exec's graph is unknown (no tier then).
+  std::optional<uint64_t> start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window);
   // At a launch's enter site: the replay it makes, and the quiet nodes to enable or disable
   // first (empty: they stay as they are).
   struct TierLaunch {
@@ -103,13 +104,22 @@ class GraphRegistry {
   TierLaunch tier_launch(CUgraphExec exec);
   // After an escalated launch: `done` is recorded on its stream behind it.
   void add_in_flight(CUgraphExec exec, uint64_t replay, CUevent done);
-  // A drained finding of a graph replay: whether that replay ran only the sentinel scans, and
-  // when its sentinel fires now, the escalation to log.
-  struct ReplayFinding {
-    bool sentinel_only = false, escalate = false;
+  // A drained finding of a graph replay, before its verdict: which scans its replay ran.
+  enum class ReplayKind : uint8_t {
+    untiered,       // no tier (or not this graph's): nothing to tell
+    sentinel_only,  // the replay ran only the sentinels: no origin, and it may escalate
+    escalated,      // a window's replay, which ran every scan
+    quiet,          // a quiet scan's finding: from the open window
+  };
+  ReplayKind replay_kind(const Finding& f);
+  // The same finding judged: only a fault counts (a NaN; an infinity under NANSCOPE_INF=fault),
+  // never a mask's intended -inf, which is on every replay. A sentinel-only fault escalates its
+  // exec: the window to log.
+  struct SentinelHit {
+    bool escalate = false;
     uint32_t window = 0;
   };
-  ReplayFinding on_replay_finding(const Finding& f);
+  SentinelHit on_judged(const Finding& f, ReplayKind kind, bool fault);
   // The drain: the escalated replays' events to query before the channels are read, those found
   // complete (their findings are then all drained), and what the windows became after.
   struct InFlight {

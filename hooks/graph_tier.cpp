@@ -22,10 +22,11 @@ std::vector<CUgraphNode> GraphRegistry::quiet_of(CUgraph graph) {
   return it == quiet_.end() ? std::vector<CUgraphNode>{} : it->second;
 }
 
-void GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window) {
+std::optional<uint64_t> GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled,
+                                                  uint32_t window) {
   std::lock_guard lock(mu_);
   const auto id = exec_graph_ids_.find(exec);
-  if (id == exec_graph_ids_.end()) return;
+  if (id == exec_graph_ids_.end()) return std::nullopt;
   tiers_.erase(exec);  // a reused handle
   Tier& t = tiers_.try_emplace(exec, window).first->second;
   t.graph_id = id->second;
@@ -33,6 +34,7 @@ void GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>&
   const std::unordered_set<CUgraphNode> quiet(disabled.begin(), disabled.end());
   for (const auto& [kernel, sn] : scan_after_)
     if (quiet.count(sn.node)) t.quiet_numbers.insert(sn.graph_node);
+  return t.graph_id;
 }
 
 GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec) {
@@ -63,23 +65,31 @@ GraphRegistry::Tier* GraphRegistry::tier_of_graph(uint64_t graph_id) {
   return nullptr;
 }
 
-GraphRegistry::ReplayFinding GraphRegistry::on_replay_finding(const Finding& f) {
-  ReplayFinding out;
+GraphRegistry::ReplayKind GraphRegistry::replay_kind(const Finding& f) {
   std::lock_guard lock(mu_);
-  if (tiers_.empty()) return out;
+  if (tiers_.empty()) return ReplayKind::untiered;
+  const Tier* t = tier_of_graph(f.graph_id);
+  if (!t) return ReplayKind::untiered;
+  if (t->quiet_numbers.count(f.graph_node)) return ReplayKind::quiet;
+  if (t->escalation.launched_all(f.replay)) return ReplayKind::escalated;
+  return ReplayKind::sentinel_only;
+}
+
+GraphRegistry::SentinelHit GraphRegistry::on_judged(const Finding& f, ReplayKind kind, bool fault) {
+  SentinelHit out;
+  if (!fault || kind == ReplayKind::untiered) return out;
+  std::lock_guard lock(mu_);
   Tier* t = tier_of_graph(f.graph_id);
   if (!t) return out;
-  if (t->quiet_numbers.count(f.graph_node)) {  // ran in an escalated replay: the full lineage
-    t->quiet_fired = t->quiet_fired || t->escalation.escalating();
-    return out;
+  switch (kind) {
+    case ReplayKind::quiet: t->quiet_fired = t->quiet_fired || t->escalation.escalating(); break;
+    case ReplayKind::escalated: t->nonfinite.insert(f.replay); break;
+    case ReplayKind::sentinel_only:
+      out.escalate = t->escalation.on_drained(f.replay, true) == sentinel::Outcome::escalate;
+      out.window = t->escalation.window();
+      break;
+    case ReplayKind::untiered: break;
   }
-  if (t->escalation.launched_all(f.replay)) {
-    t->nonfinite.insert(f.replay);
-    return out;
-  }
-  out.sentinel_only = true;  // the replay ran only the scans that are never disabled
-  out.escalate = t->escalation.on_drained(f.replay, true) == sentinel::Outcome::escalate;
-  out.window = t->escalation.window();
   return out;
 }
 
