@@ -179,6 +179,11 @@ class GraphRegistry {
   Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_
   std::unordered_map<CUgraph, std::vector<CUgraphNode>> quiet_;
   std::unordered_map<CUgraphExec, Tier> tiers_;
+  // Tiers of destroyed or updated execs, newest first: their replays' findings may still be in
+  // the channel (PyTorch destroys a graph at exit, right after its last replay; the drain runs
+  // every NANSCOPE_POLL_US and may be behind). Bounded: the oldest goes first.
+  static constexpr size_t kRetiredTiers = 16;
+  std::deque<Tier> retired_;
 };
 
 }  // namespace nanscope

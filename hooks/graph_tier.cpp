@@ -62,12 +62,14 @@ void GraphRegistry::add_in_flight(CUgraphExec exec, uint64_t replay, CUevent don
 GraphRegistry::Tier* GraphRegistry::tier_of_graph(uint64_t graph_id) {
   for (auto& [exec, t] : tiers_)
     if (t.graph_id == graph_id) return &t;
+  for (Tier& t : retired_)
+    if (t.graph_id == graph_id) return &t;
   return nullptr;
 }
 
 GraphRegistry::ReplayKind GraphRegistry::replay_kind(const Finding& f) {
   std::lock_guard lock(mu_);
-  if (tiers_.empty()) return ReplayKind::untiered;
+  if (tiers_.empty() && retired_.empty()) return ReplayKind::untiered;
   const Tier* t = tier_of_graph(f.graph_id);
   if (!t) return ReplayKind::untiered;
   if (t->quiet_numbers.count(f.graph_node)) return ReplayKind::quiet;
@@ -133,9 +135,12 @@ std::vector<GraphRegistry::TierOutcome> GraphRegistry::settle(std::vector<CUeven
 std::vector<GraphRegistry::TierOutcome> GraphRegistry::open_windows() {
   std::vector<TierOutcome> out;
   std::lock_guard lock(mu_);
-  for (const auto& [exec, t] : tiers_)
+  auto open = [&](const Tier& t) {
     if (t.escalation.escalating())
       out.push_back({t.graph_id, t.escalation.first_seen(), t.escalation.window(), sentinel::Outcome::escalate});
+  };
+  for (const auto& [exec, t] : tiers_) open(t);
+  for (const Tier& t : retired_) open(t);
   return out;
 }
 
@@ -143,8 +148,13 @@ std::vector<CUgraphNode> GraphRegistry::end_tier(CUgraphExec exec, std::vector<C
   std::lock_guard lock(mu_);
   const auto it = tiers_.find(exec);
   if (it == tiers_.end()) return {};
-  for (const auto& [replay, done] : it->second.in_flight) events.push_back(done);
-  std::vector<CUgraphNode> quiet = it->second.all_enabled ? std::vector<CUgraphNode>{} : std::move(it->second.quiet);
+  Tier& t = it->second;
+  for (const auto& [replay, done] : t.in_flight) events.push_back(done);
+  t.in_flight.clear();  // their events are destroyed: those replays are never known complete
+  std::vector<CUgraphNode> quiet = t.all_enabled ? std::vector<CUgraphNode>{} : std::move(t.quiet);
+  t.quiet.clear();
+  if (retired_.size() >= kRetiredTiers) retired_.pop_back();
+  retired_.push_front(std::move(t));
   tiers_.erase(it);
   return quiet;
 }

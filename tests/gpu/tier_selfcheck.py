@@ -70,7 +70,9 @@ def logs():
     every = ([start("sentinel")] + sentinel_seen(10, t.AT) + [escalation("escalate", t.AT, finding=11)] +
              full_chain(20, t.AT + 1) + full_chain(30, t.AT + 2) + [escalation("localized", t.AT)])
     every_rep = report(dict(every[4], replay=t.AT + 1), [AMAX])
-    return {"full_every": (full_every, full_rep, "", 1), "once": (once, report(None), once_text, 1),
+    # `nanscope report` shows the sentinel's finding as FIRST CAUSE with no origin (render_json.cpp).
+    once_rep = report(dict(once[1], origin=None, origin_why="sentinel"))
+    return {"full_every": (full_every, full_rep, "", 1), "once": (once, once_rep, once_text, 1),
             "every": (every, every_rep, "", 1), "clean": ([start("sentinel")], report(None, code=0), "", 0)}
 
 
@@ -104,6 +106,8 @@ def broken(good):
     out.append(("once: a finding in replay 9", "once", once + sentinel_seen(40, 9), rep, text, code))
     out.append(("once: no 'first cause unknown' line", "once", once, rep, "FIRST CAUSE  softmax\n", code))
     out.append(("once: the gate passes a NaN in real rows", "once", once, rep, text, 0))
+    out.append(("once: the report gives the seen NaN an origin", "once", once,
+                dict(rep, first_cause=dict(rep["first_cause"], origin="introduced")), text, code))
     out.append(("once: sentinel findings claim an origin", "once",
                 [dict(e, origin="introduced") if e["event"] == "nonfinite" else e for e in once], rep, text, code))
     every, rep, text, code = copy.deepcopy(good["every"])
