@@ -132,6 +132,7 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
       if (succeeded(cb)) {
         e.modules().on_load(cbid, cb.functionParams);
         e.library_scans().on_module_loaded();  // a library with GEMM imports may have arrived
+        e.graphs().on_module_loaded();         // ...or with graph launches (the sentinel tier)
       }
       return;
     case DriverHook::none: {

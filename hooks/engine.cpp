@@ -81,6 +81,7 @@ nanscope_status_t Engine::init(nanscope_attach_t attach) {
     }
     e->reporter_.start();
     e->library_.start();
+    e->graphs_.start_launch_interposer();  // the sentinel tier's twin execs (graph_twin.cpp)
     instance_.store(e, std::memory_order_release);
   });
   return status;

@@ -79,15 +79,20 @@ void GraphInstrumenter::start_tier(CUgraphExec exec, CUgraph graph) {
 
 void GraphInstrumenter::end_tier(CUgraphExec exec, bool enable_again) {
   std::vector<CUevent> events;
-  const std::vector<CUgraphNode> disabled = registry_.end_tier(exec, events);
+  CUgraphExec twin = nullptr;
+  const std::vector<CUgraphNode> disabled = registry_.end_tier(exec, events, twin);
+  end_twin(twin);  // launched on the app's streams before this call, as the app's own exec was
   ToolScope scope;
   if (enable_again && !disabled.empty()) set_enabled(exec, disabled, true);
   for (CUevent e : events) cuEventDestroy(e);
 }
 
+void GraphInstrumenter::mark_escalated_launch(CUgraphExec exec, uint64_t replay) { t_escalated = {exec, replay}; }
+
 void GraphInstrumenter::on_graph_launch_enter(CUgraphExec exec) {
   if (cfg_.tier != Tier::sentinel) return;
   t_escalated.exec = nullptr;
+  if (twin_launch_enter(exec)) return;  // the twin tier: chosen by the interposer, or run full
   const GraphRegistry::TierLaunch launch = registry_.tier_launch(exec);
   if (!launch.tiered) return;
   if (!launch.change.empty()) {

@@ -99,7 +99,7 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
 
 void GraphInstrumenter::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
   registry_.on_instantiated(exec, graph);
-  if (cfg_.tier == Tier::sentinel) start_tier(exec, graph);
+  if (cfg_.tier == Tier::sentinel && !start_twin_tier(exec, graph)) start_tier(exec, graph);
 }
 
 void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p,

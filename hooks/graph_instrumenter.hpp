@@ -58,6 +58,11 @@ class GraphInstrumenter {
   // The sentinel tier (hooks/graph_escalation.cpp, docs/sentinel.md). At a launch's enter site,
   // on the launching thread: the exec's quiet scan nodes are enabled or disabled for this replay.
   void on_graph_launch_enter(CUgraphExec exec);
+  // The twin tier (hooks/graph_twin.cpp): the graph launch interposer's sink, and its patching
+  // (at start and after each module load, as the library interposers).
+  void start_launch_interposer();
+  void on_module_loaded();
+  CUgraphExec choose_launch(CUgraphExec exec);
   // The drain: before the channels are read, the escalated replays known complete; after, what
   // their windows became (logged).
   void before_drain();
@@ -86,6 +91,11 @@ class GraphInstrumenter {
 
  private:
   void start_tier(CUgraphExec exec, CUgraph graph);
+  bool start_twin_tier(CUgraphExec exec, CUgraph graph);
+  CUgraphExec make_twin(CUgraph graph, const std::vector<CUgraphNode>& quiet);
+  bool twin_launch_enter(CUgraphExec launched);
+  void end_twin(CUgraphExec twin);
+  void mark_escalated_launch(CUgraphExec exec, uint64_t replay);
   // The exec's tier is forgotten and its events destroyed; `enable_again`: its quiet nodes first.
   void end_tier(CUgraphExec exec, bool enable_again);
   void note_escalated_launch(CUgraphExec exec, CUstream stream);  // exit site: an event behind it

@@ -100,8 +100,16 @@ class GraphRegistry {
     bool tiered = false, enable = false, escalated = false;
     uint64_t replay = 0;
     std::vector<CUgraphNode> change;
+    CUgraphExec twin = nullptr;  // the twin to launch in the exec's place when not escalated
   };
   TierLaunch tier_launch(CUgraphExec exec);
+  // The twin tier (hooks/graph_twin.cpp): `twin` is the graph less its `quiet` scan nodes; the
+  // application's exec keeps them all (nothing is disabled). The exec's graph id, or none.
+  std::optional<uint64_t> start_twin_tier(CUgraphExec exec, const std::vector<CUgraphNode>& quiet, CUgraphExec twin,
+                                          uint32_t window);
+  // A twin-tiered exec launched past the interposer: numbered as a replay with every scan
+  // (true), or not twin-tiered (false).
+  bool untwinned_launch(CUgraphExec exec);
   // After an escalated launch: `done` is recorded on its stream behind it.
   void add_in_flight(CUgraphExec exec, uint64_t replay, CUevent done);
   // A drained finding of a graph replay, before its verdict: which scans its replay ran.
@@ -137,8 +145,9 @@ class GraphRegistry {
   std::vector<TierOutcome> settle(std::vector<CUevent>& spent);
   // At exit: the windows not drained (Outcome::escalate stands for `incomplete`).
   std::vector<TierOutcome> open_windows();
-  // Before an exec update or destroy: its quiet nodes (to enable again) and its events; forgotten.
-  std::vector<CUgraphNode> end_tier(CUgraphExec exec, std::vector<CUevent>& events);
+  // Before an exec update or destroy: its quiet nodes (to enable again), its events and its
+  // twin (to destroy); its tier retires.
+  std::vector<CUgraphNode> end_tier(CUgraphExec exec, std::vector<CUevent>& events, CUgraphExec& twin);
 
  private:
   void forget_merged_tasks(CUgraphExec exec);  // callers hold mu_
@@ -174,6 +183,7 @@ class GraphRegistry {
     std::vector<uint64_t> complete;             // known complete before the drain now under way
     std::unordered_set<uint64_t> nonfinite;     // escalated replays a sentinel's finding came from
     bool quiet_fired = false;                   // a quiet scan found non-finite in this window
+    CUgraphExec twin = nullptr;                 // the twin tier's sentinel exec (graph_twin.cpp)
     explicit Tier(uint32_t window) : escalation(window) {}
   };
   Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_

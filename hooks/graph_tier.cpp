@@ -9,6 +9,8 @@
 // node runs only in escalated replays, so its findings are taken as the open window's.
 #include "graph_registry.hpp"
 
+#include <utility>
+
 namespace nanscope {
 
 void GraphRegistry::set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet) {
@@ -37,6 +39,29 @@ std::optional<uint64_t> GraphRegistry::start_tier(CUgraphExec exec, const std::v
   return t.graph_id;
 }
 
+std::optional<uint64_t> GraphRegistry::start_twin_tier(CUgraphExec exec, const std::vector<CUgraphNode>& quiet,
+                                                       CUgraphExec twin, uint32_t window) {
+  const std::optional<uint64_t> id = start_tier(exec, {}, window);
+  if (!id) return id;
+  std::lock_guard lock(mu_);
+  Tier& t = tiers_.at(exec);
+  t.twin = twin;
+  const std::unordered_set<CUgraphNode> q(quiet.begin(), quiet.end());
+  for (const auto& [kernel, sn] : scan_after_)
+    if (q.count(sn.node)) t.quiet_numbers.insert(sn.graph_node);
+  exec_graph_ids_[twin] = *id;  // its launches' stream is the graph's
+  return id;
+}
+
+bool GraphRegistry::untwinned_launch(CUgraphExec exec) {
+  std::lock_guard lock(mu_);
+  const auto it = tiers_.find(exec);
+  if (it == tiers_.end() || !it->second.twin) return false;
+  Tier& t = it->second;
+  t.escalation.on_full_launch(t.launches++);
+  return true;
+}
+
 GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec) {
   TierLaunch out;
   std::lock_guard lock(mu_);
@@ -46,6 +71,7 @@ GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec) {
   out.tiered = true;
   out.replay = t.launches++;
   out.escalated = t.escalation.on_launch(out.replay) == sentinel::Mode::all;
+  out.twin = t.twin;
   if (out.escalated != t.all_enabled) {
     t.all_enabled = out.escalated;
     out.enable = out.escalated;
@@ -85,7 +111,9 @@ GraphRegistry::SentinelHit GraphRegistry::on_judged(const Finding& f, ReplayKind
   if (!t) return out;
   switch (kind) {
     case ReplayKind::quiet: t->quiet_fired = t->quiet_fired || t->escalation.escalating(); break;
-    case ReplayKind::escalated: t->nonfinite.insert(f.replay); break;
+    case ReplayKind::escalated:  // a full replay outside a window counts toward none
+      if (t->escalation.in_window(f.replay)) t->nonfinite.insert(f.replay);
+      break;
     case ReplayKind::sentinel_only:
       out.escalate = t->escalation.on_drained(f.replay, true) == sentinel::Outcome::escalate;
       out.window = t->escalation.window();
@@ -144,11 +172,13 @@ std::vector<GraphRegistry::TierOutcome> GraphRegistry::open_windows() {
   return out;
 }
 
-std::vector<CUgraphNode> GraphRegistry::end_tier(CUgraphExec exec, std::vector<CUevent>& events) {
+std::vector<CUgraphNode> GraphRegistry::end_tier(CUgraphExec exec, std::vector<CUevent>& events, CUgraphExec& twin) {
   std::lock_guard lock(mu_);
   const auto it = tiers_.find(exec);
   if (it == tiers_.end()) return {};
   Tier& t = it->second;
+  twin = std::exchange(t.twin, nullptr);
+  if (twin) exec_graph_ids_.erase(twin);
   for (const auto& [replay, done] : t.in_flight) events.push_back(done);
   t.in_flight.clear();  // their events are destroyed: those replays are never known complete
   std::vector<CUgraphNode> quiet = t.all_enabled ? std::vector<CUgraphNode>{} : std::move(t.quiet);

@@ -123,6 +123,15 @@ Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
   return recurred_ ? Outcome::localized : Outcome::did_not_recur;
 }
 
+void Escalation::on_full_launch(uint64_t replay) {
+  if (full_replays_.size() >= kFullReplays) full_replays_.pop_front();
+  full_replays_.push_back(replay);
+}
+
+bool Escalation::full_replay(uint64_t replay) const {
+  return std::find(full_replays_.begin(), full_replays_.end(), replay) != full_replays_.end();
+}
+
 bool EagerSample::should_scan(uint64_t launch_id, uint32_t kernel_id, bool always) {
   if (always || launch_id < window_end_ || launch_id % period_ == 0) return true;
   if (seen_kernels_.size() >= max_kernels_ || seen_kernels_.count(kernel_id)) return false;

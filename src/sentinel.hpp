@@ -11,6 +11,7 @@
 // in a bounded sample, and every launch for a window after a hit.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <unordered_set>
 #include <vector>
@@ -59,8 +60,13 @@ class Escalation {
   // A sentinel fired and its window has not drained yet (at exit: seen, the window incomplete).
   bool escalating() const { return escalated_; }
   uint64_t first_seen() const { return first_seen_; }  // the replay whose sentinel fired last
-  // Replay `replay` was launched with every scan and has not drained yet.
-  bool launched_all(uint64_t replay) const { return escalated_replays_.count(replay) != 0; }
+  // Replay `replay` was launched with every scan outside any window: a launch the sentinel tier
+  // could not turn into a sentinel one (its caller was not intercepted). Its findings have their
+  // lineage; it counts toward no window. The last kFullReplays are remembered.
+  void on_full_launch(uint64_t replay);
+  // Replay `replay` was launched with every scan: in a window (and not drained yet), or full.
+  bool launched_all(uint64_t replay) const { return in_window(replay) || full_replay(replay); }
+  bool in_window(uint64_t replay) const { return escalated_replays_.count(replay) != 0; }
   uint32_t window() const { return window_; }
 
  private:
@@ -76,6 +82,9 @@ class Escalation {
   // in the hits) does.
   bool localized_ = false;
   std::optional<uint64_t> last_hit_;  // the latest replay drained with a non-finite value
+  static constexpr size_t kFullReplays = 64;
+  std::deque<uint64_t> full_replays_;  // launched full outside a window, newest last
+  bool full_replay(uint64_t replay) const;
 };
 
 // Eager launches under the sentinel tier: which are scanned. Watches and copies to the host are

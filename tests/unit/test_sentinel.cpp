@@ -220,5 +220,24 @@ TEST(EagerSample, WatchesFirstLaunchesPeriodAndTheWindowAfterAHit) {
   EXPECT_TRUE(s.in_window(199));
 }
 
+// A replay launched with every scan outside a window (a launch the tier could not turn into a
+// sentinel one) has its lineage, counts toward no window, and is remembered only so long.
+TEST(Escalation, AFullLaunchOutsideAWindowHasItsLineageAndOpensNoWindow) {
+  Escalation e(3);
+  EXPECT_EQ(e.on_launch(0), Mode::sentinels);
+  e.on_full_launch(1);
+  EXPECT_TRUE(e.launched_all(1));
+  EXPECT_FALSE(e.in_window(1));
+  EXPECT_FALSE(e.launched_all(0));
+  EXPECT_FALSE(e.escalating());
+  for (uint64_t r = 2; r < 2 + 64; ++r) e.on_full_launch(r);
+  EXPECT_FALSE(e.launched_all(1)) << "bounded: the oldest full replays are forgotten";
+  EXPECT_TRUE(e.launched_all(65));
+  // A sentinel's hit still escalates, and the window's replays are told apart from full ones.
+  EXPECT_EQ(e.on_drained(66, true), Outcome::escalate);
+  EXPECT_EQ(e.on_launch(67), Mode::all);
+  EXPECT_TRUE(e.in_window(67));
+}
+
 }  // namespace
 }  // namespace nanscope::sentinel
