@@ -10,6 +10,8 @@
 // device state (replay counts, origin words): a finding's replay is the same in either.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "graph_instrumenter.hpp"
 #include "graph_launch_intercept.hpp"
 #include "tool_scope.hpp"
@@ -37,16 +39,19 @@ bool node_list(CUgraphNode n, bool parents, std::vector<CUgraphNode>& out) {
 }
 
 // Removes `node` from `g`, each parent joined to each child by a full edge (an edge that was
-// there already stays as it was).
+// there already stays as it was). Any failure fails the twin: a lost edge would let the
+// application's kernels race.
 bool bypass(CUgraph g, CUgraphNode node) {
-  std::vector<CUgraphNode> parents, children;
+  std::vector<CUgraphNode> parents, children, already;
   if (!node_list(node, true, parents) || !node_list(node, false, children)) return false;
   if (cuGraphDestroyNode(node) != CUDA_SUCCESS) return false;
-  for (CUgraphNode p : parents)
-    for (CUgraphNode c : children) {
-      const CUresult r = cuGraphAddDependencies(g, &p, &c, nullptr, 1);
-      if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) return false;  // INVALID_VALUE: the edge exists
-    }
+  for (CUgraphNode p : parents) {
+    if (!node_list(p, false, already)) return false;
+    for (CUgraphNode c : children)
+      if (std::find(already.begin(), already.end(), c) == already.end() &&
+          cuGraphAddDependencies(g, &p, &c, nullptr, 1) != CUDA_SUCCESS)
+        return false;
+  }
   return true;
 }
 
