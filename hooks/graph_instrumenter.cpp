@@ -105,6 +105,9 @@ void GraphInstrumenter::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
 void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p,
                                               bool v1) {
   if (!p) return;
+  // The twin of an exec whose nodes take new parameters would run the old ones: the exec leaves
+  // the tier and runs every scan from now on.
+  if (exec && cfg_.tier == Tier::sentinel) end_tier(exec, true);
   const std::optional<ScanNode> found = registry_.scan_after(node);
   if (!found) return;
   const ScanNode& sn = *found;
