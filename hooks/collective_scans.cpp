@@ -3,7 +3,8 @@
 // ncclGroupEnd for a call inside a group), by the same path as a GEMM's D; sendbuff is its
 // input. A rank that only sends (ncclSend, ncclReduce off the root) has its sendbuff looked
 // at instead, so the report can see the contributors that receive nothing. The facts of each
-// scan (op, communicator, sequence number, peers) wait in CollectiveBook for its findings.
+// scan (op, communicator, sequence number, peers) are filed with it for its findings
+// (src/launch_facts.hpp).
 #include "library_scans.hpp"
 #include "nccl_intercept.hpp"
 #include "tool_scope.hpp"
@@ -63,15 +64,14 @@ void LibraryScans::on_collective(const nccl::CollectiveCall& c) {
             c.send_ref_set, c.send_ref};
     s.inputs = &send, s.input_count = 1;
   }
-  const Scanned at = scan_output(s);
-  if (!at.launch_id) return;
   CollectiveFacts facts;
   facts.op = c.op;
   facts.role = receives ? CollectiveRole::recv : CollectiveRole::send;
   facts.where = c.where;
   facts.peers = collective_peers(c.op, c.where.rank, c.where.nranks, c.root_or_peer);
   facts.send_read = e.send_elements > 0;
-  allocs_.collectives().put(at.launch_id, s.ptr, std::move(facts), at.captured);
+  s.collective = &facts;
+  if (!scan_output(s)) return;
   if (!c.where.known && !log_.said(schema::Once::nccl_comm_unseen))
     warn_once(log_, schema::Once::nccl_comm_unseen,
               "an NCCL communicator was in use before nanscope saw it created; its `comm` id comes from the order "

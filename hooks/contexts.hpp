@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "alloc_map.hpp"
-#include "collective.hpp"
+#include "launch_facts.hpp"
 #include "extent_policy.hpp"
 #include "opaque_writers.hpp"
 #include "torch_blocks.hpp"
@@ -96,8 +96,8 @@ class Allocations {
   // carves them up (the shim could not attach): typed extents are then unknown.
   bool torch_blind() const;
   OpaqueWriters& opaque() { return opaque_; }
-  CandidateBook& candidates() { return candidates_; }  // each scan's candidates, for its findings
-  CollectiveBook& collectives() { return collectives_; }  // each collective scan's facts, for its findings
+  // Each scan's launch facts (Python line, candidates, collective), for its findings.
+  LaunchFactsStore& launch_facts() { return launch_facts_; }
   // `w` may have written the buffer holding ptr: noted for its block (or allocation) and, for
   // a view inside it, for ptr too. False when ptr is in no memory nanscope can scan.
   bool note_writer(uint64_t ptr, const OpaqueWrite& w);
@@ -117,8 +117,7 @@ class Allocations {
   AllocationMap map_;
   TorchBlockTracker torch_;
   OpaqueWriters opaque_;
-  CandidateBook candidates_;
-  CollectiveBook collectives_;
+  LaunchFactsStore launch_facts_;
 };
 
 }  // namespace nanscope

@@ -34,8 +34,8 @@
 //      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
 //      ContextState::bitmap_mu_ and captured_mu_.
 //   4. The containers of src/, each with its own mutex, calling nothing that locks while held:
-//      AllocMap, BufferSlots, CandidateBook, OpaqueWriters, Coverage, CommTable and
-//      CollectiveBook, CudnnGraphs, WatchRegistry, TensorBlocks, the Triton caches.
+//      AllocMap, BufferSlots, LaunchFactsStore, OpaqueWriters, Coverage, CommTable, CudnnGraphs,
+//      WatchRegistry, TensorBlocks, the Triton caches.
 //   Apart: FindingReporter::wake_mu_ guards the drain thread's wake flag only; the got:: patch
 //   walk's mutex (got_patch.cpp) is taken with no other lock held. The once-only warnings need
 //   no lock (EventLog's flags are atomics). A fatal-signal flush only try-locks (emergency_flush).

@@ -84,7 +84,9 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   // The sentinel tier: a replay that ran only the sentinels claims no origin (docs/sentinel.md).
   const GraphRegistry::ReplayKind replay = graphs_.replay_kind(f);
   if (lineage_input && replay == GraphRegistry::ReplayKind::sentinel_only) lineage_input->sentinel_only = true;
-  const std::optional<CandidateList> candidates = candidates_of(f, lineage_input);
+  // Its launch's facts, from the slot its record names (nullopt: none filed, or evicted).
+  const std::optional<LaunchFacts> launch = allocs_.launch_facts().find(f.facts_slot, f.launch_id);
+  const std::optional<CandidateList> candidates = candidates_of(f, launch, lineage_input);
   // nullptr: more sites than Sites remembers; the finding is its own event, never lost.
   Site* site = cfg_.aggregate ? sites_.record(site_key(f, origin_kind(lineage_input)), f.replay) : nullptr;
   if (site && site->total > 1 && !abort_now) {
@@ -97,13 +99,13 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   const bool first_at_site = !site || site->total == 1;
 
   if (f.captured) facts.graph_stream = graphs_.stream_of(f.graph_id);
-  facts.collective = allocs_.collectives().find(f.launch_id, f.ptr);
+  if (launch) facts.collective = launch->collective;
   const uint64_t id = log_.reserve_id();
   const auto origin = classify(lineage_input, id, /*repeat=*/false);
-  add_launch_facts(facts, candidates, origin && (origin->origin == lineage::Origin::candidate || origin->through_candidate));
+  add_launch_facts(facts, launch, candidates, origin && (origin->origin == lineage::Origin::candidate || origin->through_candidate));
   if (origin && origin->last_writer) {  // preexisting: the launch that left the values
     const lineage::Verdict::LastWriter& w = *origin->last_writer;
-    facts.last_writer = CandidateFacts{kernel_name(w.kernel_id), w.launch_id, 0, python_.resolve(python_.recall(w.launch_id))};
+    facts.last_writer = CandidateFacts{kernel_name(w.kernel_id), w.launch_id, 0, python_.resolve(w.python)};
   }
   Json j = finding_event(facts, origin);
   // The first finding at each site, and the one that aborts, get a tensor dump.
@@ -129,18 +131,19 @@ bool FindingReporter::is_fault(const Finding& f, const std::optional<lineage::Ve
   return f.nan > 0 || (cfg_.inf_faults && (f.pos_inf > 0 || f.neg_inf > 0));
 }
 
-std::optional<CandidateList> FindingReporter::candidates_of(const Finding& f,
+// Its Python line goes into the lineage with it: a later finding it left in place names it.
+std::optional<CandidateList> FindingReporter::candidates_of(const Finding& f, const std::optional<LaunchFacts>& launch,
                                                            std::optional<lineage::DeviceFinding>& d) {
-  return d ? attach_candidates(allocs_.candidates(), f.launch_id, f.ptr, *d) : std::nullopt;
+  if (!d) return std::nullopt;
+  std::optional<CandidateList> found = attach_candidates(launch ? launch->candidates : std::nullopt, *d);
+  d->python = finding_python(f.launch_id, f.kernel_id, launch, found);
+  return found;
 }
 
-void FindingReporter::add_launch_facts(FindingFacts& facts, const std::optional<CandidateList>& candidates,
-                                       bool candidate) {
+void FindingReporter::add_launch_facts(FindingFacts& facts, const std::optional<LaunchFacts>& launch,
+                                       const std::optional<CandidateList>& candidates, bool candidate) {
   const Finding& f = facts.finding;
-  // An initial scan is named after the last launch that may have written the buffer: its line.
-  const auto named = candidates ? candidates->last() : std::nullopt;
-  const bool is_named = named && named->launch_id == f.launch_id && named->kernel_id == f.kernel_id;
-  facts.python = python_.resolve(is_named ? named->python : python_.recall(f.launch_id));
+  facts.python = python_.resolve(finding_python(f.launch_id, f.kernel_id, launch, candidates));
   if (!candidate || !candidates) return;
   for (uint32_t i = 0; i < candidates->n; ++i) {
     const OpaqueWrite& w = candidates->w[i];

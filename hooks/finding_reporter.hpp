@@ -49,9 +49,11 @@ class FindingReporter {
   FindingFacts facts_of(const Finding& f, int device, const KernelInfo* k);
   // The launches that may have written a finding's values, when no tracked input or host write
   // explains them (origin candidate).
-  std::optional<CandidateList> candidates_of(const Finding& f, std::optional<lineage::DeviceFinding>& d);
+  std::optional<CandidateList> candidates_of(const Finding& f, const std::optional<LaunchFacts>& launch,
+                                             std::optional<lineage::DeviceFinding>& d);
   // Its Python line and, for a candidate origin, its candidates as the log names them.
-  void add_launch_facts(FindingFacts& facts, const std::optional<CandidateList>& candidates, bool candidate);
+  void add_launch_facts(FindingFacts& facts, const std::optional<LaunchFacts>& launch,
+                        const std::optional<CandidateList>& candidates, bool candidate);
   // Its origin, as event `event_id` (or a repeat of that event).
   std::optional<lineage::Verdict> classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id, bool repeat);
   bool is_fault(const Finding& f, const std::optional<lineage::Verdict>& origin) const;

@@ -56,14 +56,14 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   if (!scan) return;
 
   const uint64_t t1 = profile.on ? steady_now_ns() : 0;
-  scans_.submit(*cs, task, a.stream, max_bytes);
+  LaunchFacts facts = scans_.facts_of(task, plan);  // the Python line: before the scan, which carries its slot
   const uint64_t t2 = profile.on ? steady_now_ns() : 0;
-  scans_.remember_for_findings(task, plan);
+  scans_.submit(*cs, task, a.stream, max_bytes, &facts);
   if (profile.on) {
     profile.scanned.fetch_add(1, std::memory_order_relaxed);
     profile.build_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
-    profile.submit_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
-    profile.findings_ns.fetch_add(steady_now_ns() - t2, std::memory_order_relaxed);
+    profile.findings_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
+    profile.submit_ns.fetch_add(steady_now_ns() - t2, std::memory_order_relaxed);
   }
 }
 
@@ -84,9 +84,9 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   }
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
-  // Its Python line travels with it: a candidate is named with it, in graph replays too.
+  // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
+  // initial scan named after it files it with its facts.
   OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key()};
-  scans_.remember_python(launch_id, writer.python);
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;

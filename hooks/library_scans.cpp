@@ -101,9 +101,9 @@ void LibraryScans::on_gemm_call(const GemmCall& c) {
 
 // The shared part of every library call's scan of one buffer: the checks, the coverage count
 // (once per call: `count_call`), the task, its origin inputs and the scan on the call's stream.
-// The launch id and capture of the scan, for facts the caller keeps about its findings; launch
-// id 0 when nothing was scanned.
-LibraryScans::Scanned LibraryScans::scan_output(const LibraryScan& s) {
+// The scan's facts for its findings are filed with it (a collective's among them). Returns the
+// scan's launch id; 0 when nothing was scanned.
+uint64_t LibraryScans::scan_output(const LibraryScan& s) {
   const uint64_t bytes = s.refused ? 0 : s.elements * dtype_size(s.dtype);
   if (t_call_nodes.call_id == s.call_id && !t_call_nodes.nodes.empty()) {
     std::vector<uint64_t> reads;
@@ -119,7 +119,7 @@ LibraryScans::Scanned LibraryScans::scan_output(const LibraryScan& s) {
   ContextState* cs = !refused && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx ? contexts_.get(ctx) : nullptr;
   if (!refused && !cs) refused = "no context";
   if (s.count_call) counters_.coverage.on_library_call(s.api, refused);
-  if (refused) return {};
+  if (refused) return 0;
   const bool named = t_last_kernel.call_id == s.call_id;
   const uint32_t kernel_id = named ? t_last_kernel.kernel_id : kernels_.pseudo(s.api);
   nanscope_scan_task task{};
@@ -140,9 +140,13 @@ LibraryScans::Scanned LibraryScans::scan_output(const LibraryScan& s) {
   if (s.judge && cfg_.origin && cs->buffer_states()) origin(s, *cs, stream, task, plan);
   for (uint32_t i = 0; i < plan.initial_count; ++i) scans_.submit_initial(*cs, plan.initial[i], stream, task.correlation_id);
   counters_.coverage.on_extra_scan(bytes);
-  scans_.submit(*cs, task, stream, max_bytes);
-  if (task.launch_id) scans_.remember_for_findings(task, plan);  // candidates and the Python line
-  return {task.launch_id, task.graph_id != 0};
+  LaunchFacts facts;  // for its findings; none for a scan no launch names (nothing files empty facts)
+  if (task.launch_id) {
+    facts = scans_.facts_of(task, plan);
+    if (s.collective) facts.collective = *s.collective;
+  }
+  scans_.submit(*cs, task, stream, max_bytes, &facts);
+  return task.launch_id;
 }
 
 // The output's state word, and the inputs' as those its origin is judged from; an input no

@@ -43,6 +43,7 @@ struct LibraryScan {
   bool judge = true;           // false: look only (a sendbuff): no state word, no watch, no origin
   bool own_launch_id = false;  // a scan no kernel of the call names gets its own launch id
   bool count_call = true;      // counts the call in the coverage (a call's first output only)
+  const CollectiveFacts* collective = nullptr;  // an NCCL collective's buffer: filed for its findings
 };
 
 class LibraryScans {
@@ -68,11 +69,7 @@ class LibraryScans {
   void on_collective(const nccl::CollectiveCall& c);
 
  private:
-  struct Scanned {
-    uint64_t launch_id = 0;  // 0: not scanned
-    bool captured = false;
-  };
-  Scanned scan_output(const LibraryScan& s);
+  uint64_t scan_output(const LibraryScan& s);  // the scan's launch id; 0: not scanned
   void origin(const LibraryScan& s, ContextState& cs, CUstream stream, nanscope_scan_task& task, LaunchPlan& plan);
 
   const Config& cfg_;

@@ -53,8 +53,6 @@ constexpr uint32_t kMaxDepth = 256;       // frames walked at most
 constexpr uint32_t kCheckedWalks = 16;    // the first walks check every read
 constexpr uint64_t kMaxText = 4096;       // characters kept of a file or function name
 constexpr size_t kMaxSites = 1u << 16;    // distinct code objects remembered
-constexpr uint64_t kRing = 1u << 16;      // eager launches remembered
-constexpr size_t kMaxCaptured = 1u << 16;
 // A key whose site is a generated frame of a mapped line: resolve() names the line's origin.
 constexpr uint64_t kMappedKey = uint64_t{1} << 63;
 
@@ -157,7 +155,7 @@ bool read_text(PythonFrames::Reader& rd, const Layout& L, const void* unicode_ty
 }  // namespace
 
 PythonFrames::PythonFrames(bool enabled)
-    : enabled_(enabled), api_(std::make_unique<Api>()), ring_(enabled ? std::make_unique<Slot[]>(kRing) : nullptr) {}
+    : enabled_(enabled), api_(std::make_unique<Api>()) {}
 PythonFrames::~PythonFrames() = default;
 
 void PythonFrames::give_up(std::string why) {
@@ -310,33 +308,6 @@ bool PythonFrames::note_generated_line(std::string_view generated_file, uint32_t
     for (Site& site : sites_)
       if (site.file == generated_file) site.generated = true;
   return true;
-}
-
-void PythonFrames::remember(uint64_t launch_id, uint64_t key, bool captured) {
-  if (!key || !launch_id || !ring_) return;
-  if (captured) {
-    std::lock_guard lock(mu_);
-    if (captured_.size() < kMaxCaptured || captured_.count(launch_id)) captured_[launch_id] = key;
-    return;
-  }
-  Slot& slot = ring_[launch_id % kRing];
-  slot.launch.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  slot.key.store(key, std::memory_order_relaxed);
-  slot.launch.store(launch_id, std::memory_order_release);
-}
-
-uint64_t PythonFrames::recall(uint64_t launch_id) const {
-  if (!launch_id || !ring_) return 0;
-  const Slot& slot = ring_[launch_id % kRing];
-  if (slot.launch.load(std::memory_order_acquire) == launch_id) {
-    const uint64_t key = slot.key.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (slot.launch.load(std::memory_order_relaxed) == launch_id) return key;
-  }
-  std::lock_guard lock(mu_);
-  const auto it = captured_.find(launch_id);
-  return it == captured_.end() ? 0 : it->second;
 }
 
 }  // namespace nanscope

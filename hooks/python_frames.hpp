@@ -40,14 +40,9 @@ class PythonFrames {
 
   // Where the calling thread is in Python now: a key for resolve(), 0 when there is no Python
   // line (no interpreter, a thread that never ran Python, only library frames, the feature off).
+  // A launch's key waits for its findings with its other facts (src/launch_facts.hpp).
   uint64_t capture();
   std::optional<PythonLine> resolve(uint64_t key) const;
-
-  // The key of a launch, for its findings: eager launches in a ring (their findings are
-  // drained within moments), captured ones (replayed for as long as their graph lives) in a map
-  // up to a cap.
-  void remember(uint64_t launch_id, uint64_t key, bool captured);
-  uint64_t recall(uint64_t launch_id) const;
 
   // Lines of generated code that came from the user's frames (src/generated_lines.hpp): a
   // launch from a mapped line is named at the frame the traceback's innermost user frame names.
@@ -104,12 +99,6 @@ class PythonFrames {
   std::vector<Site> sites_;  // site - 1
   std::string problem_;
   GeneratedLines generated_lines_;
-
-  struct Slot {
-    std::atomic<uint64_t> launch{0}, key{0};
-  };
-  std::unique_ptr<Slot[]> ring_;
-  std::unordered_map<uint64_t, uint64_t> captured_;
 };
 
 }  // namespace nanscope

@@ -28,12 +28,16 @@ void ScanSubmitter::log_host_profile() {
   if (const std::string flushes = batch_.profile_line(); !flushes.empty()) log_.debug(flushes);
 }
 
-void ScanSubmitter::remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan) {
-  const bool captured = task.graph_id != 0;
-  if (!plan.candidates.empty())
-    for (uint32_t b = 0; b < task.buffer_count; ++b)
-      allocs_.candidates().put(task.launch_id, task.buffers[b].ptr, plan.candidates, captured);
-  python_.remember(task.launch_id, python_key(), captured);
+// One list for every buffer of the task: a launch's candidates are those of its inputs.
+LaunchFacts ScanSubmitter::facts_of(const nanscope_scan_task& task, const LaunchPlan& plan) {
+  LaunchFacts facts{task.launch_id, python_key(), std::nullopt, std::nullopt};
+  if (!plan.candidates.empty()) facts.candidates = plan.candidates;
+  return facts;
+}
+
+void ScanSubmitter::file_facts(nanscope_scan_task& task, LaunchFacts& facts, bool captured) {
+  if (const uint32_t slot = allocs_.launch_facts().file(std::move(facts), captured))
+    task.correlation_id = NS_CORRELATION_WITH_FACTS(task.correlation_id, slot);
 }
 
 uint64_t ScanSubmitter::python_key() {
@@ -51,8 +55,11 @@ void ScanSubmitter::submit_initial(ContextState& cs, const InitialScan& s, CUstr
   task.buffer_count = 1;
   task.kernel_id = s.writer ? s.writer->kernel_id : kernels_.pseudo("initial state");
   task.launch_id = s.writer ? s.writer->launch_id : 0;
-  // The launches that may have written it are the finding's candidates.
-  if (s.writer && !s.writer->host) allocs_.candidates().put(task.launch_id, s.ptr, s.writers.kernels(), false);
+  // Filed under its writer's launch id (several initial scans may share it, one buffer and
+  // candidate list each: each task its own facts slot), with the writer's Python line. The
+  // launches that may have written it are the finding's candidates.
+  LaunchFacts facts{task.launch_id, s.writer ? s.writer->python : 0, std::nullopt, std::nullopt};
+  if (s.writer && !s.writer->host) facts.candidates = s.writers.kernels();
   task.stream = reinterpret_cast<uint64_t>(stream);
   task.correlation_id = correlation;
   task.buffer_state = cs.buffer_states();
@@ -62,10 +69,11 @@ void ScanSubmitter::submit_initial(ContextState& cs, const InitialScan& s, CUstr
   // before nanscope attached (unknown, unwritten). No host write is claimed that was not seen.
   task.origin_flags = !s.writer ? NS_ORIGIN_UNWRITTEN : s.writer->host ? NS_ORIGIN_HOST : NS_ORIGIN_READS_UNTRACKED;
   counters_.coverage.on_extra_scan(s.elements * dtype_size(s.dtype));
-  submit(cs, task, stream, s.elements * dtype_size(s.dtype));
+  submit(cs, task, stream, s.elements * dtype_size(s.dtype), &facts);
 }
 
-void ScanSubmitter::submit(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes) {
+void ScanSubmitter::submit(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes,
+                           LaunchFacts* facts) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t capture_id = 0;
   const CUgraphNode* deps = nullptr;
@@ -79,6 +87,7 @@ void ScanSubmitter::submit(ContextState& cs, nanscope_scan_task& task, CUstream 
     task.graph_id = capture_id;
     task.graph_node = graphs_.number_scan(capture_id);
   }
+  if (facts) file_facts(task, *facts, captured);  // before it runs: its records carry the slot
   if (!captured && hold_eager(cs, task, stream)) return;  // counted when its group is launched
   const CUresult r = cs.launch_scan(task, stream, captured, max_bytes);
   if (r != CUDA_SUCCESS) {

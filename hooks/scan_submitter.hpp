@@ -1,7 +1,7 @@
 // One scan task onto the app's stream: the capture check, then a captured scan becomes the next
 // graph node, an eager one is held (NANSCOPE_EAGER_BATCH, hooks/eager_batcher.*) or launched in
 // line; the initial scans a task's plan queued before it; what its findings will need later (the
-// candidates, the Python line). Kernel launches (LaunchInstrumenter), library calls
+// candidates, the Python line, a collective: src/launch_facts.hpp). Kernel launches (LaunchInstrumenter), library calls
 // (LibraryScans) and the eager flush points (EagerFlushPoints) all submit through this one part.
 #pragma once
 #include <cuda.h>
@@ -53,15 +53,17 @@ class ScanSubmitter {
   }
 
   // Launches the scan of `task` on `stream` right after the app's work there; inside a stream
-  // capture it becomes the next graph node; an eager plain scan may be held instead.
-  void submit(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes);
+  // capture it becomes the next graph node; an eager plain scan may be held instead. `facts`,
+  // what its findings will need (facts_of), are filed first, once the capture is known, and
+  // the task carries their slot to its records.
+  void submit(ContextState& cs, nanscope_scan_task& task, CUstream stream, uint64_t max_bytes,
+              LaunchFacts* facts = nullptr);
   // The initial scan of a buffer read before any scan judged it, right before its reader's scan.
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
-  // The scan's candidates and the launch's Python line, kept for the findings that need them.
-  void remember_for_findings(const nanscope_scan_task& task, const LaunchPlan& plan);
+  // A launch's facts for its findings: the scan's candidates and the launching thread's Python line.
+  LaunchFacts facts_of(const nanscope_scan_task& task, const LaunchPlan& plan);
   // The launching thread's Python line; says once when it cannot read one.
   uint64_t python_key();
-  void remember_python(uint64_t launch_id, uint64_t key) { python_.remember(launch_id, key, false); }
 
   // Held eager scans: whether they are on, the event of a driver call they may have to precede,
   // and everything held in `ctx` (null: every context) now; `wait`: and waited for.
@@ -76,6 +78,7 @@ class ScanSubmitter {
  private:
   // An eager scan: true when held; else what its stream held goes first, and the caller launches it.
   bool hold_eager(ContextState& cs, const nanscope_scan_task& task, CUstream stream);
+  void file_facts(nanscope_scan_task& task, LaunchFacts& facts, bool captured);
 
   const Config& cfg_;
   GraphInstrumenter& graphs_;

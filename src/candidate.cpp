@@ -38,44 +38,8 @@ CandidateList CandidateList::kernels() const {
   return out;
 }
 
-void CandidateBook::put(uint64_t launch_id, uint64_t ptr, const CandidateList& candidates, bool captured) {
-  if (candidates.empty()) return;
-  const Key key{launch_id, ptr};
-  std::lock_guard lock(mu_);
-  if (captured) {
-    if (auto it = captured_.find(key); it != captured_.end()) {
-      it->second = candidates;
-    } else if (captured_.size() >= captured_cap_) {
-      ++refused_;
-      return;
-    } else {
-      captured_.emplace(key, candidates);
-    }
-  } else {
-    auto [it, inserted] = eager_.insert_or_assign(key, candidates);
-    if (inserted) eager_order_.push_back(key);
-    while (eager_.size() > eager_cap_) {
-      eager_.erase(eager_order_.front());
-      eager_order_.pop_front();
-    }
-  }
-  count_.store(eager_.size() + captured_.size(), std::memory_order_relaxed);
-}
-
-std::optional<CandidateList> CandidateBook::find(uint64_t launch_id, uint64_t ptr) const {
-  if (empty()) return std::nullopt;
-  const Key key{launch_id, ptr};
-  std::lock_guard lock(mu_);
-  if (auto it = captured_.find(key); it != captured_.end()) return it->second;
-  if (auto it = eager_.find(key); it != eager_.end()) return it->second;
-  return std::nullopt;
-}
-
-std::optional<CandidateList> attach_candidates(const CandidateBook& book, uint64_t launch_id, uint64_t ptr,
-                                               lineage::DeviceFinding& d) {
-  if (d.parent_count || d.host || book.empty()) return std::nullopt;
-  auto found = book.find(launch_id, ptr);
-  if (!found) return found;
+std::optional<CandidateList> attach_candidates(const std::optional<CandidateList>& found, lineage::DeviceFinding& d) {
+  if (d.parent_count || d.host || !found) return std::nullopt;
   for (uint32_t i = 0; i < found->n; ++i) {
     const OpaqueWrite& w = found->w[i];
     d.candidates.push_back(w.kernel_id);
@@ -91,11 +55,6 @@ void OpaqueWrite::add_input(lineage::JudgedWrite in) {
   for (uint32_t k = 0; k < input_count; ++k)
     if (inputs[k] == in) return;
   inputs[input_count++] = in;
-}
-
-uint64_t CandidateBook::refused() const {
-  std::lock_guard lock(mu_);
-  return refused_;
 }
 
 }  // namespace nanscope

@@ -3,17 +3,11 @@
 // kernel). Such a launch's parameter words pointed into the buffer, so it may have written it;
 // nanscope cannot prove it did. The finding names those launches as its candidates instead of
 // calling the origin unknown or blaming the decoded reader that found the values
-// (docs/origin.md). Pure host code: the lists, and the book that keeps each scan's candidates
-// until its finding is drained. Thread-safe where it says so.
+// (docs/origin.md). Pure host code: the lists; each scan's wait for its findings in
+// LaunchFactsStore (src/launch_facts.hpp).
 #pragma once
-#include "lock_rank.hpp"
-#include <atomic>
-#include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
 
 #include "lineage.hpp"
 
@@ -54,41 +48,9 @@ struct CandidateList {
   CandidateList kernels() const;
 };
 
-// The candidates of each scan whose finding may need them, by the scan's launch id (the launch
-// an initial scan is named after, or the reader whose inputs were unknown) and the buffer the
-// finding is in. Eager scans post at most once per buffer and are drained within moments: they
-// are kept first in, first out. Scans captured into a graph post on every replay for as long as
-// the graph lives: they are kept until the cap, then refused (counted).
-class CandidateBook {
- public:
-  explicit CandidateBook(std::size_t eager_cap = 1u << 14, std::size_t captured_cap = 1u << 14)
-      : eager_cap_(eager_cap), captured_cap_(captured_cap) {}
-
-  void put(uint64_t launch_id, uint64_t ptr, const CandidateList& candidates, bool captured);
-  std::optional<CandidateList> find(uint64_t launch_id, uint64_t ptr) const;
-  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }  // lock-free: most drains
-  uint64_t refused() const;  // captured entries past the cap
-
- private:
-  struct Key {
-    uint64_t launch_id, ptr;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const { return std::hash<uint64_t>{}(k.launch_id * 0x9e3779b97f4a7c15ull ^ k.ptr); }
-  };
-  const std::size_t eager_cap_, captured_cap_;
-  mutable Ranked<std::mutex, LockLevel::container> mu_{"CandidateBook::mu_"};
-  std::unordered_map<Key, CandidateList, KeyHash> eager_, captured_;
-  std::deque<Key> eager_order_;
-  uint64_t refused_ = 0;
-  std::atomic<std::size_t> count_{0};
-};
-
-// The candidates of a drained finding (its scan's launch id and buffer): only when no tracked
-// non-finite input (propagated) or host write explains it. Their kernel ids go into `d`, which
-// the lineage then classifies as candidate.
-std::optional<CandidateList> attach_candidates(const CandidateBook& book, uint64_t launch_id, uint64_t ptr,
-                                               lineage::DeviceFinding& d);
+// The candidates of a drained finding (those its scan filed: src/launch_facts.hpp): only when no
+// tracked non-finite input (propagated) or host write explains it. Their kernel ids go into `d`,
+// which the lineage then classifies as candidate.
+std::optional<CandidateList> attach_candidates(const std::optional<CandidateList>& found, lineage::DeviceFinding& d);
 
 }  // namespace nanscope

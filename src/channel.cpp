@@ -29,7 +29,8 @@ bool decode_record(const nanscope_record& r, Finding& out) {
   if (r.nan + r.pos_inf + r.neg_inf > r.elements) return false;
   if (r.first_index > r.last_index || r.last_index >= r.elements) return false;
   out.launch_id = r.launch_id;
-  out.correlation_id = r.correlation_id;
+  out.correlation_id = NS_CORRELATION_OF(r.correlation_id);
+  out.facts_slot = NS_FACTS_SLOT_OF(r.correlation_id);
   out.stream = r.stream;
   out.ptr = r.ptr;
   out.elements = r.elements;

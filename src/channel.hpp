@@ -16,6 +16,7 @@ namespace nanscope {
 struct Finding {
   uint64_t launch_id = 0;
   uint64_t correlation_id = 0;
+  uint32_t facts_slot = 0;  // where its launch's facts wait (src/launch_facts.hpp), 0: none
   uint64_t stream = 0;
   uint64_t ptr = 0;
   uint64_t elements = 0;

@@ -130,22 +130,4 @@ uint32_t CommTable::unseen() const {
   return unseen_;
 }
 
-void CollectiveBook::put(uint64_t launch_id, uint64_t ptr, CollectiveFacts facts, bool captured) {
-  std::lock_guard lock(mu_);
-  const Key key{launch_id, ptr};
-  const bool fresh = facts_.insert_or_assign(key, std::move(facts)).second;
-  if (captured || !fresh) return;
-  eager_.push_back(key);
-  if (eager_.size() <= capacity_) return;
-  facts_.erase(eager_.front());
-  eager_.pop_front();
-}
-
-std::optional<CollectiveFacts> CollectiveBook::find(uint64_t launch_id, uint64_t ptr) const {
-  std::lock_guard lock(mu_);
-  const auto it = facts_.find({launch_id, ptr});
-  if (it == facts_.end()) return std::nullopt;
-  return it->second;
-}
-
 }  // namespace nanscope

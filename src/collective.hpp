@@ -2,13 +2,12 @@
 // (the extent table), which ranks' data reaches its output, the element types nanscope scans,
 // communicator identity (a hash of the ncclUniqueId, equal on every rank of a communicator),
 // per-communicator sequence numbers, the group buffer that defers scans to ncclGroupEnd, and
-// the facts a finding carries. hooks/nccl_intercept.cpp fills these from the wrapped calls;
-// docs/multi-gpu.md describes the whole path. Pure and thread-safe where it says so.
+// the facts a finding carries (kept for it in src/launch_facts.hpp). hooks/nccl_intercept.cpp
+// fills these from the wrapped calls; docs/multi-gpu.md describes the whole path. Pure and thread-safe where it says so.
 #pragma once
 #include "lock_rank.hpp"
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -134,26 +133,6 @@ struct CollectiveFacts {
   CommPosition where;
   std::vector<int> peers;
   bool send_read = false;  // this rank's sendbuff is read by the call (not: recv, broadcast off the root)
-};
-
-// The facts of each collective scan, by (launch_id, buffer pointer), kept for its findings.
-// Eager scans' entries go oldest first past `capacity`; captured ones (found again at every
-// replay) stay. Thread-safe.
-class CollectiveBook {
- public:
-  explicit CollectiveBook(std::size_t capacity = 8192) : capacity_(capacity) {}
-  void put(uint64_t launch_id, uint64_t ptr, CollectiveFacts facts, bool captured);
-  std::optional<CollectiveFacts> find(uint64_t launch_id, uint64_t ptr) const;
-
- private:
-  using Key = std::pair<uint64_t, uint64_t>;
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.first * 0x9e3779b97f4a7c15ull ^ k.second); }
-  };
-  mutable Ranked<std::mutex, LockLevel::container> mu_{"CollectiveBook::mu_"};
-  std::unordered_map<Key, CollectiveFacts, KeyHash> facts_;
-  std::deque<Key> eager_;
-  std::size_t capacity_;
 };
 
 }  // namespace nanscope

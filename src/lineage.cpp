@@ -235,6 +235,7 @@ void Tracker::remember(const DeviceFinding& f, const Verdict& v, SeqInfo info) {
   info.origin = v.origin;
   info.kernel_id = f.site.kernel_id;
   info.launch_id = f.site.launch_id;
+  info.python = f.python;
   info.last_writer = v.last_writer;
   info.nonfinite = f.values.nan + f.values.pos_inf + f.values.neg_inf;
   if (f.fixed) {  // only the real rows are left

@@ -106,6 +106,7 @@ struct Verdict {
   struct LastWriter {
     uint64_t event_id = 0, launch_id = 0;
     uint32_t kernel_id = 0;
+    uint64_t python = 0;  // its finding's Python line key (DeviceFinding::python)
   };
   std::optional<LastWriter> last_writer;  // preexisting: the finding that left the buffer non-finite
   // Propagated through a launch nanscope could not see into (a candidate): its pointer words hit
@@ -198,6 +199,9 @@ struct DeviceFinding {
   // What the candidates' pointer words hit, as last judged before each candidate ran: a finding
   // of one of those judgements makes this finding propagated through the candidate, not a root.
   std::vector<JudgedWrite> candidate_inputs;
+  // Where its launch came from in Python (a hooks/python_frames.hpp key, 0: unknown): kept with
+  // it, so a later finding it left in place names the line of its last writer.
+  uint64_t python = 0;
 };
 
 // The kind of origin a device finding has, from its own flags alone (no parents needed): the
@@ -244,7 +248,7 @@ class Tracker {
     bool confined = false;  // non-finite in padding rows only: proven by rows, or carried without spreading
     Origin origin = Origin::introduced;
     uint32_t kernel_id = 0;
-    uint64_t launch_id = 0;
+    uint64_t launch_id = 0, python = 0;
     std::optional<Verdict::LastWriter> last_writer;  // preexisting: the writer it names
     std::list<uint64_t>::iterator lru;
   };

@@ -171,7 +171,7 @@ bool Tracker::preexisting(const DeviceFinding& f, Verdict& v) {
   v.origin = Origin::preexisting;
   v.last_writer = same_kernel && prior->last_writer
                       ? *prior->last_writer
-                      : Verdict::LastWriter{prior->event_id, prior->launch_id, prior->kernel_id};
+                      : Verdict::LastWriter{prior->event_id, prior->launch_id, prior->kernel_id, prior->python};
   return true;
 }
 

@@ -216,6 +216,13 @@ typedef struct nanscope_channel_dev {
   unsigned long long unchanged;        // quiet rescans that found a buffer as the last scan left it
 } nanscope_channel_dev;
 
+// A task's correlation_id, which the device copies untouched into its records: CUPTI's
+// correlation id (32 bits) in the low half; in the high half the slot of the launch's facts on
+// the host (src/launch_facts.hpp; 0: none), so a drained record finds them without a lookup.
+#define NS_CORRELATION_OF(c) ((uint32_t)((c) & 0xffffffffu))
+#define NS_FACTS_SLOT_OF(c) ((uint32_t)((uint64_t)(c) >> 32))
+#define NS_CORRELATION_WITH_FACTS(c, slot) (((uint64_t)(slot) << 32) | NS_CORRELATION_OF(c))
+
 // Everything one scan launch needs, passed by value as the single kernel parameter. The plain
 // kernel takes only the head (no row specs): a small parameter block launches faster, which
 // matters most for scan nodes inside graphs.

@@ -1,12 +1,13 @@
 // Tests for src/candidate.cpp and the candidate origin end to end on synthetic launch sequences:
 // opaque launches noted against buffers (OpaqueWriters), a reader's initial scan or a captured
-// reader whose input no scan judged (the book), the drained finding (attach_candidates), the
-// lineage's classification and the `nonfinite` event's fields.
+// reader whose input no scan judged (its candidates filed in LaunchFactsStore), the drained
+// finding (attach_candidates), the lineage's classification and the `nonfinite` event's fields.
 #include <gtest/gtest.h>
 
 #include "buffer_slots.hpp"
 #include "candidate.hpp"
 #include "finding_event.hpp"
+#include "launch_facts.hpp"
 #include "lineage.hpp"
 #include "log_schema.hpp"
 #include "opaque_writers.hpp"
@@ -47,34 +48,13 @@ TEST(CandidateList, HostWritesAreNoCandidates) {
   EXPECT_TRUE(c.last()->host);
 }
 
-TEST(CandidateBook, EagerEntriesAreKeptFirstInFirstOut) {
-  CandidateBook book(2, 2);
-  EXPECT_TRUE(book.empty());
-  CandidateList c;
-  c.add(kernel(1, 10));
-  book.put(10, kOut, c, false);
-  book.put(11, kOut, c, false);
-  book.put(12, kOut, c, false);  // the oldest goes
-  EXPECT_FALSE(book.find(10, kOut).has_value());
-  EXPECT_TRUE(book.find(11, kOut).has_value());
-  EXPECT_TRUE(book.find(12, kOut).has_value());
-  EXPECT_FALSE(book.find(12, kX).has_value());  // another buffer of the same launch
-  book.put(13, kOut, CandidateList{}, false);   // nothing to keep
-  EXPECT_FALSE(book.find(13, kOut).has_value());
+// What a scan files for its findings (src/launch_facts.hpp), and what its finding's record finds.
+uint32_t file(LaunchFactsStore& store, uint64_t launch, const CandidateList& c, bool captured = false) {
+  return store.file({launch, 0, c, std::nullopt}, captured);
 }
-
-TEST(CandidateBook, CapturedEntriesStayForEveryReplayUpToTheCap) {
-  CandidateBook book(1, 2);
-  CandidateList c;
-  c.add(kernel(1, 10));
-  book.put(20, kOut, c, true);
-  book.put(21, kOut, c, true);
-  book.put(22, kOut, c, true);  // refused: the graph's candidates would otherwise push out others
-  for (uint64_t eager = 100; eager < 110; ++eager) book.put(eager, kOut, c, false);
-  EXPECT_TRUE(book.find(20, kOut).has_value());
-  EXPECT_TRUE(book.find(21, kOut).has_value());
-  EXPECT_FALSE(book.find(22, kOut).has_value());
-  EXPECT_EQ(book.refused(), 1u);
+std::optional<CandidateList> filed(const LaunchFactsStore& store, uint32_t slot, uint64_t launch) {
+  const auto facts = store.find(slot, launch);
+  return facts ? facts->candidates : std::nullopt;
 }
 
 // The drained finding of a scan, as the device reports it (src/finding_event.cpp: device_finding).
@@ -90,10 +70,10 @@ lineage::DeviceFinding finding(uint64_t seq, uint64_t launch, uint32_t kernel_id
 // An extension kernel (id 5, launch 40) hides its output pointer in a params struct: nanscope
 // notes it as a possible writer of the output and of its input. The next decoded reader (a
 // predicate writing bool: no scan of its own) reads the output: its initial scan is named after
-// the extension launch, whose candidates the book keeps. The scan finds NaN.
+// the extension launch, whose candidates it files. The scan finds NaN.
 TEST(CandidateOrigin, AnInitialScanAfterAnOpaqueWriterNamesItAsTheCandidate) {
   OpaqueWriters writers;
-  CandidateBook book;
+  LaunchFactsStore store;
   writers.note(kX, kernel(5, 40, 0x10));
   writers.note(kOut, kernel(5, 40, 0x10));
   // The reader's initial scan: named after the last writer, its writers are the candidates.
@@ -101,12 +81,12 @@ TEST(CandidateOrigin, AnInitialScanAfterAnOpaqueWriterNamesItAsTheCandidate) {
   ASSERT_TRUE(history.has_value());
   const auto named = history->last();
   ASSERT_TRUE(named && !named->host);
-  book.put(named->launch_id, kOut, history->kernels(), false);
+  const uint32_t slot = file(store, named->launch_id, history->kernels());
   writers.forget(kOut);  // judged by that scan
 
   lineage::DeviceFinding d = finding(1, named->launch_id, named->kernel_id, kOut);
   d.reads_untracked = true;  // the initial scan of an opaque write
-  const auto found = attach_candidates(book, 40, kOut, d);
+  const auto found = attach_candidates(filed(store, slot, 40), d);
   ASSERT_TRUE(found.has_value());
   lineage::Tracker tracker;
   const lineage::Verdict v = tracker.on_device_finding(d);
@@ -125,8 +105,8 @@ TEST(CandidateOrigin, AnInitialScanAfterAnOpaqueWriterNamesItAsTheCandidate) {
   lineage::DeviceFinding child = finding(2, 41, 6, 0x7f0000300000);
   child.parent_seqs = {1};
   child.parent_count = 1;
-  book.put(41, child.buffer.ptr, history->kernels(), false);  // even with candidates on file
-  attach_candidates(book, 41, child.buffer.ptr, child);
+  const uint32_t child_slot = file(store, 41, history->kernels());  // even with candidates on file
+  attach_candidates(filed(store, child_slot, 41), child);
   const lineage::Verdict vc = tracker.on_device_finding(child);
   EXPECT_EQ(vc.origin, Origin::propagated);
   EXPECT_EQ(vc.parents, std::vector<uint64_t>{1});
@@ -137,13 +117,13 @@ TEST(CandidateOrigin, AnInitialScanAfterAnOpaqueWriterNamesItAsTheCandidate) {
 // finding names both opaque launches, not the reader.
 TEST(CandidateOrigin, ACapturedReaderOfAnUnjudgedInputNamesItsOpaqueWriters) {
   OpaqueWriters writers;
-  CandidateBook book;
+  LaunchFactsStore store;
   writers.note(kX, kernel(7, 50));
   writers.note(kX, kernel(8, 51));
   CandidateList plan;  // TaskBuilder::add_origin: an unjudged input no initial scan covers
   plan.merge(writers.history(kX)->kernels());
-  book.put(52, kOut, plan, /*captured=*/true);
-  for (int i = 0; i < 200; ++i) book.put(1000 + i, kOut, plan, false);  // eager traffic meanwhile
+  const uint32_t slot = file(store, 52, plan, /*captured=*/true);
+  for (int i = 0; i < 200; ++i) file(store, 1000 + i, plan);  // eager traffic meanwhile
 
   lineage::Tracker tracker;
   for (uint32_t replay = 0; replay < 3; ++replay) {
@@ -151,7 +131,7 @@ TEST(CandidateOrigin, ACapturedReaderOfAnUnjudgedInputNamesItsOpaqueWriters) {
     d.input_unknown = true;
     d.site.captured = true;
     d.site.replay = replay;
-    attach_candidates(book, 52, kOut, d);
+    attach_candidates(filed(store, slot, 52), d);
     const lineage::Verdict v = tracker.on_device_finding(d);
     EXPECT_EQ(v.origin, Origin::candidate) << "replay " << replay;
     EXPECT_EQ(v.candidates, (std::vector<uint32_t>{7, 8}));
@@ -161,23 +141,23 @@ TEST(CandidateOrigin, ACapturedReaderOfAnUnjudgedInputNamesItsOpaqueWriters) {
 // A buffer judged clean since the opaque launch, or last written by the host, has no candidates.
 TEST(CandidateOrigin, NoCandidatesAfterAScanJudgedTheBufferOrAHostWrite) {
   OpaqueWriters writers;
-  CandidateBook book;
+  LaunchFactsStore store;
   writers.note(kOut, kernel(5, 40));
   writers.forget(kOut);  // a scan judged it
   EXPECT_FALSE(writers.history(kOut).has_value());
   lineage::DeviceFinding d = finding(1, 60, 9, kOut);
-  EXPECT_FALSE(attach_candidates(book, 60, kOut, d).has_value());
+  EXPECT_FALSE(attach_candidates(filed(store, 0, 60), d).has_value());  // launch 60 filed none
   lineage::Tracker tracker;
   EXPECT_EQ(tracker.on_device_finding(d).origin, Origin::introduced);
 
   writers.note(kX, kernel(5, 41));
   writers.note(kX, {3, 0, true, 0, 0});  // then a memset: the host's write is the last
   const auto history = writers.history(kX);
-  EXPECT_TRUE(history->last()->host);     // the initial scan is host origin, its book entry none
+  EXPECT_TRUE(history->last()->host);     // the initial scan is host origin, it files no candidates
   lineage::DeviceFinding h = finding(2, 0, 3, kX);
   h.host = true;
-  book.put(0, kX, history->kernels(), false);
-  EXPECT_FALSE(attach_candidates(book, 0, kX, h).has_value());
+  const uint32_t slot = file(store, 0, history->kernels());
+  EXPECT_FALSE(attach_candidates(filed(store, slot, 0), h).has_value());
   EXPECT_EQ(tracker.on_device_finding(h).origin, Origin::host);
 }
 
@@ -238,14 +218,14 @@ TEST(CandidateOrigin, ACandidateWhoseWordsHitAJudgedNaNBufferPropagatesIt) {
   EXPECT_EQ(cupy.inputs[0], (lineage::JudgedWrite{60, kX}));
   OpaqueWriters writers;
   writers.note(kOut, cupy);
-  CandidateBook book;
-  book.put(61, kOut, writers.history(kOut)->kernels(), false);
+  LaunchFactsStore store;
+  const uint32_t slot = file(store, 61, writers.history(kOut)->kernels());
 
   lineage::Tracker tracker;
   tracker.on_device_finding(finding(1, 60, 3, kX));  // the softmax's NaN
   lineage::DeviceFinding d = finding(2, 61, 9, kOut);
   d.reads_untracked = true;
-  ASSERT_TRUE(attach_candidates(book, 61, kOut, d).has_value());
+  ASSERT_TRUE(attach_candidates(filed(store, slot, 61), d).has_value());
   EXPECT_EQ(d.candidate_inputs, std::vector<lineage::JudgedWrite>{(lineage::JudgedWrite{60, kX})});
   const lineage::Verdict v = tracker.on_device_finding(d);
   EXPECT_EQ(v.origin, Origin::propagated);

@@ -38,6 +38,19 @@ struct FakeRing {
 
 }  // namespace
 
+// The task's correlation id carries the host's facts slot in its high half: the log's
+// correlation id stays CUPTI's.
+TEST(RecordDecoding, SplitsTheFactsSlotFromTheCorrelationId) {
+  nanscope_record r = valid_record();
+  r.correlation_id = NS_CORRELATION_WITH_FACTS(11, 70000u);
+  Finding f;
+  ASSERT_TRUE(decode_record(r, f));
+  EXPECT_EQ(f.correlation_id, 11u);
+  EXPECT_EQ(f.facts_slot, 70000u);
+  ASSERT_TRUE(decode_record(valid_record(), f));
+  EXPECT_EQ(f.facts_slot, 0u);
+}
+
 TEST(RecordDecoding, ConvertsEveryField) {
   Finding f;
   ASSERT_TRUE(decode_record(valid_record(), f));

@@ -170,17 +170,3 @@ TEST(CollectiveGroup, CallsWaitForTheOutermostEnd) {
   g.start();
   EXPECT_EQ(g.end(true), std::vector<int>{});
 }
-
-TEST(CollectiveBook, EagerEntriesAgeCapturedStay) {
-  CollectiveBook book(2);
-  CollectiveFacts f;
-  f.where.seq = 7;
-  book.put(1, 0x10, f, /*captured=*/true);
-  book.put(2, 0x10, f, false);
-  book.put(3, 0x10, f, false);
-  book.put(4, 0x10, f, false);
-  EXPECT_TRUE(book.find(1, 0x10));
-  EXPECT_FALSE(book.find(2, 0x10));
-  EXPECT_EQ(book.find(4, 0x10)->where.seq, 7u);
-  EXPECT_FALSE(book.find(4, 0x20));
-}

@@ -172,9 +172,11 @@ TEST_F(VerdictsInfFaults, EveryInfinityIsAFault) {
 
 // The vLLM review's concern: a kernel returns early for rows with seq_lens == 0, so those rows of
 // its output keep what a recycled block held. The values are preexisting on every replay, and
-// they name the kernel that left them.
+// they name the kernel that left them, with its Python line (kept with its finding: the launch's
+// own facts may be long evicted).
 TEST_F(Verdicts, ValuesAKernelNeverWroteArePreexisting) {
-  const DeviceFinding stale = make(kSoftmax, 0x100, nan(256, 4096));
+  DeviceFinding stale = make(kSoftmax, 0x100, nan(256, 4096));
+  stale.python = 0x5e;
   t.on_device_finding(stale);
   DeviceFinding skip = make(kSkipRows, 0x100, nan(256, 4096));
   skip.prior_seq = stale.seq;
@@ -183,6 +185,7 @@ TEST_F(Verdicts, ValuesAKernelNeverWroteArePreexisting) {
   ASSERT_TRUE(v1.last_writer);
   EXPECT_EQ(v1.last_writer->event_id, stale.event_id);
   EXPECT_EQ(v1.last_writer->kernel_id, uint32_t(kSoftmax));
+  EXPECT_EQ(v1.last_writer->python, 0x5eu);
   EXPECT_EQ(v1.parents, Ids{stale.event_id});
   EXPECT_EQ(v1.causes, Ids{stale.event_id});
   // The next replay: the word now names the kernel's own finding; it still never wrote them.
@@ -192,6 +195,7 @@ TEST_F(Verdicts, ValuesAKernelNeverWroteArePreexisting) {
   EXPECT_EQ(v2.origin, Origin::preexisting);
   ASSERT_TRUE(v2.last_writer);
   EXPECT_EQ(v2.last_writer->event_id, stale.event_id);
+  EXPECT_EQ(v2.last_writer->python, 0x5eu);
   EXPECT_EQ(v2.causes, Ids{stale.event_id});
   EXPECT_EQ(t.summary().preexisting, 2u);
 }
