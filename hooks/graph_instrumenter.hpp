@@ -115,6 +115,7 @@ class GraphInstrumenter {
   Counters& counters_;
   ScanFailures& failures_;
   std::atomic<bool> exiting_{false};
+  std::atomic<bool> launches_interposed_{false};  // a graph launch import slot was patched (graph_twin.cpp)
   GraphRegistry registry_;
   GraphPlanner planner_;  // after registry_, which it uses
 };

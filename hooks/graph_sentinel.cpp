@@ -9,18 +9,6 @@
 
 namespace nanscope {
 
-namespace {
-
-CUfunction kernel_function(CUgraphNode node) {
-  CUgraphNodeType type;
-  CUDA_KERNEL_NODE_PARAMS p{};
-  if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
-      cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
-    return nullptr;
-  return p.func;
-}
-
-}  // namespace
 
 // A scan that is not a plain read-only scan (a watch or rule with rows, a fix, anything else of
 // ours) is kept as if it were a watch: it is never disabled (when unsure, scan).
@@ -29,7 +17,7 @@ std::unordered_set<CUgraphNode> GraphPlanner::sentinel_nodes(const GraphView& vi
                                                              ContextState& cs) {
   std::vector<bool> keep(model.size(), false);
   for (size_t i = 0; i < model.size(); ++i)
-    keep[i] = overlap::is_scan(model[i].kind) && !cs.plain_scan(kernel_function(view.nodes[i]));
+    keep[i] = overlap::is_scan(model[i].kind) && !cs.plain_scan(kernel_function_of(view.nodes[i]));
   const std::vector<bool> sentinel = sentinel::sentinel_scans(model, view.edges, keep);
   std::unordered_set<CUgraphNode> out;
   for (size_t i = 0; i < sentinel.size(); ++i)
@@ -46,7 +34,7 @@ std::vector<CUgraphNode> GraphPlanner::quiet_scans(CUgraph graph, ContextState& 
   if (!read_graph(graph, view)) return quiet;
   uint64_t kept = 0;
   for (CUgraphNode n : view.nodes) {
-    const CUfunction f = kernel_function(n);
+    const CUfunction f = kernel_function_of(n);
     if (!cs.plain_scan(f) && !cs.merged_scan(f)) continue;
     if (sentinels.count(n)) ++kept;
     else quiet.push_back(n);

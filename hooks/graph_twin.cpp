@@ -3,17 +3,22 @@
 // graph-b8 1.22x plain under sentinel with 128 of 140 scan nodes disabled, 1.60x with 369 in
 // line); and a disabled node cannot be enabled again once the application destroyed the graph
 // its exec came from, as PyTorch does (S20-5). So the tier makes a second exec: the graph as
-// instrumented, less its quiet scan nodes (each bypassed: its parents feed its children), which
-// runs only the sentinels. The application's exec keeps every scan and runs the escalated
+// instrumented, less its quiet scan nodes (each bypassed: its parents feed its children), its
+// read-only sentinels moved after the graph's end (one hop, not one each), which runs only the
+// sentinels. The application's exec keeps every scan and runs the escalated
 // replays; the graph launch interposer (graph_launch_intercept.hpp) launches the twin in its
 // place otherwise. Both execs' sentinel nodes have the same parameters, so they share their
 // device state (replay counts, origin words): a finding's replay is the same in either.
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "graph_instrumenter.hpp"
 #include "graph_launch_intercept.hpp"
+#include "graph_view.hpp"
+#include "sentinel.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -27,31 +32,32 @@ thread_local struct {
   bool escalated = false;
 } t_chosen;
 
-bool node_list(CUgraphNode n, bool parents, std::vector<CUgraphNode>& out) {
-  size_t count = 0;
-  auto get = [&](CUgraphNode* nodes) {
-    return parents ? cuGraphNodeGetDependencies(n, nodes, nullptr, &count)
-                   : cuGraphNodeGetDependentNodes(n, nodes, nullptr, &count);
-  };
-  if (get(nullptr) != CUDA_SUCCESS) return false;
-  out.resize(count);
-  return count == 0 || get(out.data()) == CUDA_SUCCESS;
-}
+using Pair = std::pair<uint32_t, uint32_t>;
 
-// Removes `node` from `g`, each parent joined to each child by a full edge (an edge that was
-// there already stays as it was). Any failure fails the twin: a lost edge would let the
-// application's kernels race.
-bool bypass(CUgraph g, CUgraphNode node) {
-  std::vector<CUgraphNode> parents, children, already;
-  if (!node_list(node, true, parents) || !node_list(node, false, children)) return false;
-  if (cuGraphDestroyNode(node) != CUDA_SUCCESS) return false;
-  for (CUgraphNode p : parents) {
-    if (!node_list(p, false, already)) return false;
-    for (CUgraphNode c : children)
-      if (std::find(already.begin(), already.end(), c) == already.end() &&
-          cuGraphAddDependencies(g, &p, &c, nullptr, 1) != CUDA_SUCCESS)
-        return false;
+// The clone's edges as the twin wants them (sentinel::twin_edges): an edge that is not wanted, or
+// that touches a moved node (its edge data may be programmatic), is removed with its data; the
+// removed nodes go with their edges; each wanted edge missing is added as a full edge.
+bool reshape(CUgraph clone, const GraphView& v, const std::vector<bool>& removed, const std::vector<bool>& moved) {
+  const std::vector<overlap::Edge> want =
+      sentinel::twin_edges(static_cast<uint32_t>(v.nodes.size()), v.edges, removed, moved);
+  std::set<Pair> wanted, kept;
+  for (const overlap::Edge& e : want) wanted.insert({e.from, e.to});
+  for (size_t k = 0; k < v.edges.size(); ++k) {
+    const overlap::Edge& e = v.edges[k];
+    if (removed[e.from] || removed[e.to]) continue;
+    if (wanted.count({e.from, e.to}) && !moved[e.from] && !moved[e.to]) {
+      kept.insert({e.from, e.to});
+      continue;
+    }
+    if (cuGraphRemoveDependencies(clone, &v.nodes[e.from], &v.nodes[e.to], &v.edge_data[k], 1) != CUDA_SUCCESS)
+      return false;
   }
+  for (size_t i = 0; i < v.nodes.size(); ++i)
+    if (removed[i] && cuGraphDestroyNode(v.nodes[i]) != CUDA_SUCCESS) return false;
+  for (const overlap::Edge& e : want)
+    if (!kept.count({e.from, e.to}) &&
+        cuGraphAddDependencies(clone, &v.nodes[e.from], &v.nodes[e.to], nullptr, 1) != CUDA_SUCCESS)
+      return false;
   return true;
 }
 
@@ -68,33 +74,49 @@ void GraphInstrumenter::start_launch_interposer() {
 void GraphInstrumenter::on_module_loaded() {
   if (cfg_.tier != Tier::sentinel) return;
   const got::Report r = graph_launch::patch_all();
+  if (r.patched || r.already) launches_interposed_.store(true, std::memory_order_relaxed);
   if (r.walked && r.patched)
     log_.info(fmt::format("graph launches: {} import slots patched in {} loaded objects (sentinel tier)", r.patched,
                           r.objects));
 }
 
-// The graph as instrumented, less `quiet`, instantiated; null when any step fails (the tier then
-// disables the quiet nodes on the application's exec instead). A graph with memory nodes cannot
-// have two execs: its instantiation fails here, as it should.
+// The graph as instrumented, its quiet scan nodes gone and its read-only sentinel scans after
+// its end (sentinel::twin_edges), instantiated; null when any step fails (the tier then disables
+// the quiet nodes on the application's exec instead). Watches with rows and fixes are no plain
+// or merged scans: they stay in place. A graph with memory nodes cannot have two execs: its
+// instantiation fails here, as it should.
 CUgraphExec GraphInstrumenter::make_twin(CUgraph graph, const std::vector<CUgraphNode>& quiet) {
   ToolScope scope;
+  ContextState* cs = contexts_.current();
   CUgraph clone = nullptr;
-  if (cuGraphClone(&clone, graph) != CUDA_SUCCESS) return nullptr;
-  bool ok = true;
+  if (!cs || cuGraphClone(&clone, graph) != CUDA_SUCCESS) return nullptr;
+  GraphView v;
+  bool ok = read_graph(clone, v);
+  std::unordered_map<CUgraphNode, uint32_t> index;
+  for (uint32_t i = 0; ok && i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
+  std::vector<bool> removed(v.nodes.size(), false), moved(v.nodes.size(), false);
   for (CUgraphNode q : quiet) {
     CUgraphNode mine = nullptr;
-    ok = cuGraphNodeFindInClone(&mine, q, clone) == CUDA_SUCCESS && bypass(clone, mine);
+    const auto it = ok && cuGraphNodeFindInClone(&mine, q, clone) == CUDA_SUCCESS ? index.find(mine) : index.end();
+    ok = it != index.end();
     if (!ok) break;
+    removed[it->second] = true;
+  }
+  for (uint32_t i = 0; ok && i < v.nodes.size(); ++i) {
+    const CUfunction f = removed[i] ? nullptr : kernel_function_of(v.nodes[i]);
+    moved[i] = f && (cs->plain_scan(f) || cs->merged_scan(f));
   }
   CUgraphExec twin = nullptr;
-  if (ok && cuGraphInstantiate(&twin, clone, 0) != CUDA_SUCCESS) twin = nullptr;
+  if (ok && (!reshape(clone, v, removed, moved) || cuGraphInstantiate(&twin, clone, 0) != CUDA_SUCCESS)) twin = nullptr;
   cuGraphDestroy(clone);
   return twin;
 }
 
 bool GraphInstrumenter::start_twin_tier(CUgraphExec exec, CUgraph graph) {
   const std::vector<CUgraphNode> quiet = registry_.quiet_of(graph);
-  if (quiet.empty() || !graph_launch::hooks(nullptr)) return false;
+  // No import slot of a graph launch was patched (x86-64 ELF only; or the application calls the
+  // driver through cuGetProcAddress): a twin would never run.
+  if (quiet.empty() || !launches_interposed_.load(std::memory_order_relaxed)) return false;
   const CUgraphExec twin = make_twin(graph, quiet);
   if (!twin) return false;
   const std::optional<uint64_t> graph_id = registry_.start_twin_tier(exec, quiet, twin, cfg_.escalate);

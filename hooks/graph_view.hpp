@@ -17,6 +17,16 @@ struct GraphView {
   std::vector<CUgraphEdgeData> edge_data;  // of edges[i]
 };
 
+// A kernel node's function (null for any other node): which of ours a scan node runs.
+inline CUfunction kernel_function_of(CUgraphNode node) {
+  CUgraphNodeType type;
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL ||
+      cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
+    return nullptr;
+  return p.func;
+}
+
 inline bool read_graph(CUgraph g, GraphView& v) {
   size_t count = 0;
   if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS) return false;

@@ -90,6 +90,43 @@ std::vector<bool> sentinel_scans(const std::vector<Node>& nodes, const std::vect
   return out;
 }
 
+std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const std::vector<bool>& removed,
+                             const std::vector<bool>& moved) {
+  auto kept = [&](uint32_t v) { return !(v < removed.size() && removed[v]) && !(v < moved.size() && moved[v]); };
+  overlap::Children children, parents;
+  overlap::adjacency(n, edges, children, parents);
+  std::vector<Edge> out;
+  std::vector<bool> has_child(n, false), seen(n, false);
+  std::vector<uint32_t> stack, visited;
+  for (uint32_t u = 0; u < n; ++u) {
+    if (!kept(u)) continue;
+    // Depth-first through the nodes that go, stopping at each kept node reached.
+    for (uint32_t v : visited) seen[v] = false;
+    visited.clear();
+    stack.assign(children[u].begin(), children[u].end());
+    while (!stack.empty()) {
+      const uint32_t v = stack.back();
+      stack.pop_back();
+      if (seen[v]) continue;
+      seen[v] = true;
+      visited.push_back(v);
+      if (kept(v)) {
+        out.push_back({u, v});
+        has_child[u] = true;
+      } else {
+        stack.insert(stack.end(), children[v].begin(), children[v].end());
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Edge& a, const Edge& b) { return a.from != b.from ? a.from < b.from : a.to < b.to; });
+  for (uint32_t m = 0; m < n; ++m) {
+    if (!(m < moved.size() && moved[m]) || (m < removed.size() && removed[m])) continue;
+    for (uint32_t u = 0; u < n; ++u)
+      if (kept(u) && !has_child[u]) out.push_back({u, m});
+  }
+  return out;
+}
+
 Mode Escalation::on_launch(uint64_t replay) {
   if (!escalated_ || to_launch_ == 0) return Mode::sentinels;
   --to_launch_;

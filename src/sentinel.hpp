@@ -33,6 +33,18 @@ struct Limits {
 std::vector<bool> sentinel_scans(const std::vector<overlap::Node>& nodes, const std::vector<overlap::Edge>& edges,
                                  const std::vector<bool>& watch, const Limits& limits = {});
 
+// The twin exec's edges (hooks/graph_twin.cpp, docs/sentinel.md), over a graph of `n` nodes: the
+// `removed` nodes (quiet scans) are gone, the `moved` ones (sentinel scans, read-only) leave their
+// place, and every other node keeps its order: each kept node is joined to the kept nodes it
+// reached through removed or moved ones (a scan in line, K -> S -> C, becomes K -> C). Each
+// moved node then runs after every sink of the kept nodes (a kept node with no kept child): what
+// a sentinel reads is a range no later node overwrites, so it holds the same values there, and
+// the sentinels cost one hop at the graph's end instead of one each in its chain. Edges as
+// (from, to) index pairs, each once: kept-to-kept in (from, to) order, then
+// each moved node's, by moved node.
+std::vector<overlap::Edge> twin_edges(uint32_t n, const std::vector<overlap::Edge>& edges,
+                                      const std::vector<bool>& removed, const std::vector<bool>& moved);
+
 // Whether the union of `cover` holds every byte of `range`.
 bool covered(const overlap::Range& range, std::vector<overlap::Range> cover);
 

@@ -239,5 +239,34 @@ TEST(Escalation, AFullLaunchOutsideAWindowHasItsLineageAndOpensNoWindow) {
   EXPECT_TRUE(e.in_window(67));
 }
 
+// The twin's edges: quiet scans go (their kernel joined to what followed them), sentinels move
+// after every sink of the app's nodes, the app's own order is kept.
+TEST(TwinEdges, AScanInLineIsBypassedAndASentinelMovesToTheEnd) {
+  // 0 -> S1(quiet) -> 2 -> S3(sentinel) -> 4, and 0 -> 2 beside; 4 is the sink.
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {0, 2}, {2, 3}, {3, 4}};
+  const std::vector<bool> removed = {false, true, false, false, false};
+  const std::vector<bool> moved = {false, false, false, true, false};
+  const std::vector<Edge> got = twin_edges(5, edges, removed, moved);
+  const std::vector<Edge> want = {{0, 2}, {2, 4}, {4, 3}};
+  EXPECT_EQ(got, want);
+}
+
+TEST(TwinEdges, ChainsOfScansAndBranchesKeepEveryOrderOfTheApp) {
+  // Two branches from 0: 0 -> S1 -> S2 -> 3 and 0 -> 4 -> S5; sinks 3 and 4 (S5 is moved).
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {2, 3}, {0, 4}, {4, 5}};
+  const std::vector<bool> removed = {false, true, false, false, false, false};
+  const std::vector<bool> moved = {false, false, true, false, false, true};
+  const std::vector<Edge> got = twin_edges(6, edges, removed, moved);
+  const std::vector<Edge> want = {{0, 3}, {0, 4}, {3, 2}, {4, 2}, {3, 5}, {4, 5}};
+  EXPECT_EQ(got, want);
+}
+
+TEST(TwinEdges, NothingRemovedOrMovedIsTheGraphItself) {
+  const std::vector<Edge> edges = {{0, 1}, {0, 2}, {1, 2}};  // in (from, to) order, as returned
+  EXPECT_EQ(twin_edges(3, {{1, 2}, {0, 2}, {0, 1}}, {}, {}), edges);
+  // A graph of scans only: the moved ones have no app node to follow.
+  EXPECT_TRUE(twin_edges(2, {{0, 1}}, {false, false}, {true, true}).empty());
+}
+
 }  // namespace
 }  // namespace nanscope::sentinel
