@@ -1,0 +1,96 @@
+// The sentinel tier's bookkeeping in the GraphRegistry (hooks/graph_tier.cpp), on made-up handles
+// (no driver: the registry only keeps them): the twin launched while only sentinels run, the
+// application's exec for an escalated window, a launch past the interposer counted as full,
+// only faults escalating, quiet scans' findings taken as the window's, and a destroyed exec's tier
+// kept for the findings still in the channel.
+#include <gtest/gtest.h>
+
+#include "graph_registry.hpp"
+
+namespace nanscope {
+namespace {
+
+template <class T>
+T handle(uintptr_t v) {
+  return reinterpret_cast<T>(v);
+}
+
+constexpr uint64_t kGraphId = 7;
+
+struct TwinTier : ::testing::Test {
+  GraphRegistry reg;
+  const CUgraph graph = handle<CUgraph>(0x10);
+  const CUgraphExec exec = handle<CUgraphExec>(0x20), twin = handle<CUgraphExec>(0x30);
+  const CUgraphNode quiet_scan = handle<CUgraphNode>(0x40), sentinel_scan = handle<CUgraphNode>(0x41);
+
+  void SetUp() override {
+    reg.set_graph_id(graph, kGraphId);
+    reg.add_scan(handle<CUgraphNode>(0x50), {quiet_scan, 0, kGraphId, /*graph_node=*/3});
+    reg.add_scan(handle<CUgraphNode>(0x51), {sentinel_scan, 0, kGraphId, /*graph_node=*/9});
+    reg.on_instantiated(exec, graph);
+    ASSERT_EQ(reg.start_twin_tier(exec, {quiet_scan}, twin, /*window=*/2), kGraphId);
+  }
+  static Finding at(uint32_t graph_node, uint32_t replay, uint64_t nan = 1) {
+    Finding f;
+    f.captured = true, f.graph_id = kGraphId, f.graph_node = graph_node, f.replay = replay, f.nan = nan;
+    return f;
+  }
+};
+
+TEST_F(TwinTier, TheTwinRunsUntilASentinelFaultsThenTheAppsExecForTheWindow) {
+  GraphRegistry::TierLaunch l = reg.tier_launch(exec);
+  EXPECT_TRUE(l.tiered);
+  EXPECT_EQ(l.twin, twin);
+  EXPECT_FALSE(l.escalated);
+  EXPECT_TRUE(l.change.empty()) << "nothing is ever disabled on the application's exec";
+  // Replay 0 drains: the sentinel saw NaN, a sentinel-only finding, a fault: escalate.
+  const Finding seen = at(9, 0);
+  ASSERT_EQ(reg.replay_kind(seen), GraphRegistry::ReplayKind::sentinel_only);
+  const GraphRegistry::SentinelHit hit = reg.on_judged(seen, GraphRegistry::ReplayKind::sentinel_only, true);
+  EXPECT_TRUE(hit.escalate);
+  EXPECT_EQ(hit.window, 2u);
+  // The next two launches are the window's: the application's exec, every scan.
+  for (uint64_t r = 1; r <= 2; ++r) {
+    l = reg.tier_launch(exec);
+    EXPECT_EQ(l.replay, r);
+    EXPECT_TRUE(l.escalated) << r;
+    EXPECT_EQ(reg.replay_kind(at(9, static_cast<uint32_t>(r))), GraphRegistry::ReplayKind::escalated);
+  }
+  // The quiet scan's finding (its node runs only in the window): the window's.
+  EXPECT_EQ(reg.replay_kind(at(3, 0)), GraphRegistry::ReplayKind::quiet);
+  EXPECT_FALSE(reg.tier_launch(exec).escalated) << "the window is spent: the twin again";
+}
+
+TEST_F(TwinTier, AnInfinityThatIsNoFaultNeverEscalates) {
+  (void)reg.tier_launch(exec);
+  const Finding mask = at(9, 0, /*nan=*/0);
+  EXPECT_FALSE(reg.on_judged(mask, GraphRegistry::ReplayKind::sentinel_only, /*fault=*/false).escalate);
+  EXPECT_FALSE(reg.tier_launch(exec).escalated);
+}
+
+TEST_F(TwinTier, ALaunchPastTheInterposerRunsFullAndOpensNoWindow) {
+  EXPECT_TRUE(reg.untwinned_launch(exec));
+  EXPECT_EQ(reg.replay_kind(at(9, 0)), GraphRegistry::ReplayKind::escalated) << "replay 0 ran every scan";
+  // A fault on that replay has its lineage and escalates nothing.
+  EXPECT_FALSE(reg.on_judged(at(9, 0), GraphRegistry::ReplayKind::escalated, true).escalate);
+  const GraphRegistry::TierLaunch next = reg.tier_launch(exec);
+  EXPECT_EQ(next.replay, 1u);
+  EXPECT_FALSE(next.escalated);
+  EXPECT_FALSE(reg.untwinned_launch(handle<CUgraphExec>(0x99))) << "not tiered";
+}
+
+TEST_F(TwinTier, ADestroyedExecsTierStaysForItsFindingsAndGivesItsTwinBack) {
+  (void)reg.tier_launch(exec);
+  std::vector<CUevent> events;
+  CUgraphExec gone = nullptr;
+  EXPECT_TRUE(reg.end_tier(exec, events, gone).empty());
+  EXPECT_EQ(gone, twin) << "the caller destroys it";
+  // Replay 0's finding drains after the destroy (PyTorch destroys its graph at exit).
+  EXPECT_EQ(reg.replay_kind(at(9, 0)), GraphRegistry::ReplayKind::sentinel_only);
+  EXPECT_TRUE(reg.on_judged(at(9, 0), GraphRegistry::ReplayKind::sentinel_only, true).escalate);
+  ASSERT_EQ(reg.open_windows().size(), 1u) << "at exit: incomplete";
+  EXPECT_FALSE(reg.tier_launch(exec).tiered) << "the exec itself is gone";
+}
+
+}  // namespace
+}  // namespace nanscope
