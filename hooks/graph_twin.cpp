@@ -61,6 +61,28 @@ bool reshape(CUgraph clone, const GraphView& v, const std::vector<bool>& removed
   return true;
 }
 
+// Which of the clone's nodes go (the quiet scans, found in the clone) and which move (the plain
+// or merged scans left: read-only sentinels). False when a quiet node is not in the clone.
+bool twin_roles(CUgraph clone, const GraphView& v, const std::vector<CUgraphNode>& quiet, ContextState& cs,
+                std::vector<bool>& removed, std::vector<bool>& moved) {
+  std::unordered_map<CUgraphNode, uint32_t> index;
+  for (uint32_t i = 0; i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
+  removed.assign(v.nodes.size(), false);
+  moved.assign(v.nodes.size(), false);
+  for (CUgraphNode q : quiet) {
+    CUgraphNode mine = nullptr;
+    if (cuGraphNodeFindInClone(&mine, q, clone) != CUDA_SUCCESS) return false;
+    const auto it = index.find(mine);
+    if (it == index.end()) return false;
+    removed[it->second] = true;
+  }
+  for (uint32_t i = 0; i < v.nodes.size(); ++i) {
+    const CUfunction f = removed[i] ? nullptr : kernel_function_of(v.nodes[i]);
+    moved[i] = f && (cs.plain_scan(f) || cs.merged_scan(f));
+  }
+  return true;
+}
+
 CUgraphExec chosen_exec(void* ctx, CUgraphExec exec) { return static_cast<GraphInstrumenter*>(ctx)->choose_launch(exec); }
 
 }  // namespace
@@ -91,23 +113,11 @@ CUgraphExec GraphInstrumenter::make_twin(CUgraph graph, const std::vector<CUgrap
   CUgraph clone = nullptr;
   if (!cs || cuGraphClone(&clone, graph) != CUDA_SUCCESS) return nullptr;
   GraphView v;
-  bool ok = read_graph(clone, v);
-  std::unordered_map<CUgraphNode, uint32_t> index;
-  for (uint32_t i = 0; ok && i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
-  std::vector<bool> removed(v.nodes.size(), false), moved(v.nodes.size(), false);
-  for (CUgraphNode q : quiet) {
-    CUgraphNode mine = nullptr;
-    const auto it = ok && cuGraphNodeFindInClone(&mine, q, clone) == CUDA_SUCCESS ? index.find(mine) : index.end();
-    ok = it != index.end();
-    if (!ok) break;
-    removed[it->second] = true;
-  }
-  for (uint32_t i = 0; ok && i < v.nodes.size(); ++i) {
-    const CUfunction f = removed[i] ? nullptr : kernel_function_of(v.nodes[i]);
-    moved[i] = f && (cs->plain_scan(f) || cs->merged_scan(f));
-  }
+  std::vector<bool> removed, moved;
   CUgraphExec twin = nullptr;
-  if (ok && (!reshape(clone, v, removed, moved) || cuGraphInstantiate(&twin, clone, 0) != CUDA_SUCCESS)) twin = nullptr;
+  if (!read_graph(clone, v) || !twin_roles(clone, v, quiet, *cs, removed, moved) ||
+      !reshape(clone, v, removed, moved) || cuGraphInstantiate(&twin, clone, 0) != CUDA_SUCCESS)
+    twin = nullptr;
   cuGraphDestroy(clone);
   return twin;
 }

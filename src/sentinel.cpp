@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 
 namespace nanscope::sentinel {
 
@@ -90,17 +91,17 @@ std::vector<bool> sentinel_scans(const std::vector<Node>& nodes, const std::vect
   return out;
 }
 
-std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const std::vector<bool>& removed,
-                             const std::vector<bool>& moved) {
-  auto kept = [&](uint32_t v) { return !(v < removed.size() && removed[v]) && !(v < moved.size() && moved[v]); };
-  overlap::Children children, parents;
-  overlap::adjacency(n, edges, children, parents);
+namespace {
+
+// Each kept node joined to the kept nodes it reaches through nodes that go (depth-first, stopping
+// at each kept node reached); has_child[u]: u got an edge.
+std::vector<Edge> kept_edges(uint32_t n, const overlap::Children& children, const std::function<bool(uint32_t)>& kept,
+                             std::vector<bool>& has_child) {
   std::vector<Edge> out;
-  std::vector<bool> has_child(n, false), seen(n, false);
+  std::vector<bool> seen(n, false);
   std::vector<uint32_t> stack, visited;
   for (uint32_t u = 0; u < n; ++u) {
     if (!kept(u)) continue;
-    // Depth-first through the nodes that go, stopping at each kept node reached.
     for (uint32_t v : visited) seen[v] = false;
     visited.clear();
     stack.assign(children[u].begin(), children[u].end());
@@ -110,19 +111,32 @@ std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const s
       if (seen[v]) continue;
       seen[v] = true;
       visited.push_back(v);
-      if (kept(v)) {
-        out.push_back({u, v});
-        has_child[u] = true;
-      } else {
+      if (!kept(v)) {
         stack.insert(stack.end(), children[v].begin(), children[v].end());
+        continue;
       }
+      out.push_back({u, v});
+      has_child[u] = true;
     }
   }
   std::sort(out.begin(), out.end(), [](const Edge& a, const Edge& b) { return a.from != b.from ? a.from < b.from : a.to < b.to; });
+  return out;
+}
+
+}  // namespace
+
+std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const std::vector<bool>& removed,
+                             const std::vector<bool>& moved) {
+  auto is = [](const std::vector<bool>& set, uint32_t v) { return v < set.size() && set[v]; };
+  const std::function<bool(uint32_t)> kept = [&](uint32_t v) { return !is(removed, v) && !is(moved, v); };
+  overlap::Children children, parents;
+  overlap::adjacency(n, edges, children, parents);
+  std::vector<bool> has_child(n, false);
+  std::vector<Edge> out = kept_edges(n, children, kept, has_child);
   for (uint32_t m = 0; m < n; ++m) {
-    if (!(m < moved.size() && moved[m]) || (m < removed.size() && removed[m])) continue;
+    if (!is(moved, m) || is(removed, m)) continue;
     for (uint32_t u = 0; u < n; ++u)
-      if (kept(u) && !has_child[u]) out.push_back({u, m});
+      if (kept(u) && !has_child[u]) out.push_back({u, m});  // after every sink
   }
   return out;
 }
