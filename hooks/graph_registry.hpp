@@ -102,7 +102,9 @@ class GraphRegistry {
     std::vector<CUgraphNode> change;
     CUgraphExec twin = nullptr;  // the twin to launch in the exec's place when not escalated
   };
-  TierLaunch tier_launch(CUgraphExec exec);
+  // `twin_only`: only an exec with a twin is counted (the launch interposer asks for every exec;
+  // the others are counted at the CUPTI enter site, once).
+  TierLaunch tier_launch(CUgraphExec exec, bool twin_only = false);
   // The twin tier (hooks/graph_twin.cpp): `twin` is the graph less its `quiet` scan nodes; the
   // application's exec keeps them all (nothing is disabled). The exec's graph id, or none.
   std::optional<uint64_t> start_twin_tier(CUgraphExec exec, const std::vector<CUgraphNode>& quiet, CUgraphExec twin,

@@ -62,11 +62,11 @@ bool GraphRegistry::untwinned_launch(CUgraphExec exec) {
   return true;
 }
 
-GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec) {
+GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec, bool twin_only) {
   TierLaunch out;
   std::lock_guard lock(mu_);
   const auto it = tiers_.find(exec);
-  if (it == tiers_.end()) return out;
+  if (it == tiers_.end() || (twin_only && !it->second.twin)) return out;
   Tier& t = it->second;
   out.tiered = true;
   out.replay = t.launches++;

@@ -145,8 +145,8 @@ bool GraphInstrumenter::start_twin_tier(CUgraphExec exec, CUgraph graph) {
 // On the launching thread, before the launch (the interposer's sink).
 CUgraphExec GraphInstrumenter::choose_launch(CUgraphExec exec) {
   t_chosen.launched = nullptr;
-  const GraphRegistry::TierLaunch launch = registry_.tier_launch(exec);
-  if (!launch.tiered || !launch.twin) return exec;
+  const GraphRegistry::TierLaunch launch = registry_.tier_launch(exec, /*twin_only=*/true);
+  if (!launch.tiered) return exec;  // not twin-tiered: counted at its CUPTI enter site
   t_chosen = {launch.escalated ? exec : launch.twin, exec, launch.replay, launch.escalated};
   return t_chosen.launched;
 }

@@ -92,5 +92,22 @@ TEST_F(TwinTier, ADestroyedExecsTierStaysForItsFindingsAndGivesItsTwinBack) {
   EXPECT_FALSE(reg.tier_launch(exec).tiered) << "the exec itself is gone";
 }
 
+// The interposer asks about every exec it launches; an exec tiered without a twin (the fallback)
+// is counted once, at its CUPTI enter site, not by the interposer too.
+TEST(FallbackTier, TheInterposerLeavesAnExecWithoutATwinUncounted) {
+  GraphRegistry reg;
+  const CUgraph graph = handle<CUgraph>(0x10);
+  const CUgraphExec exec = handle<CUgraphExec>(0x20);
+  reg.set_graph_id(graph, kGraphId);
+  reg.on_instantiated(exec, graph);
+  ASSERT_EQ(reg.start_tier(exec, {handle<CUgraphNode>(0x40)}, 2), kGraphId);
+  EXPECT_FALSE(reg.tier_launch(exec, /*twin_only=*/true).tiered);
+  EXPECT_FALSE(reg.untwinned_launch(exec));
+  const GraphRegistry::TierLaunch l = reg.tier_launch(exec);
+  EXPECT_TRUE(l.tiered);
+  EXPECT_EQ(l.replay, 0u) << "the interposer's question counted no replay";
+  EXPECT_EQ(l.twin, nullptr);
+}
+
 }  // namespace
 }  // namespace nanscope
