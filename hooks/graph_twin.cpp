@@ -62,11 +62,19 @@ bool reshape(CUgraph clone, const GraphView& v, const std::vector<bool>& removed
 }
 
 // Which of the clone's nodes go (the quiet scans, found in the clone) and which move (the plain
-// or merged scans left: read-only sentinels). False when a quiet node is not in the clone.
+// or merged scans left: read-only sentinels). False when a quiet node is not in the clone, or the
+// graph allocates (memory nodes: a second exec would own other addresses than the ones its
+// kernels were given, so no twin is made).
 bool twin_roles(CUgraph clone, const GraphView& v, const std::vector<CUgraphNode>& quiet, ContextState& cs,
                 std::vector<bool>& removed, std::vector<bool>& moved) {
   std::unordered_map<CUgraphNode, uint32_t> index;
-  for (uint32_t i = 0; i < v.nodes.size(); ++i) index.emplace(v.nodes[i], i);
+  for (uint32_t i = 0; i < v.nodes.size(); ++i) {
+    CUgraphNodeType type;
+    if (cuGraphNodeGetType(v.nodes[i], &type) != CUDA_SUCCESS || type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+        type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+      return false;
+    index.emplace(v.nodes[i], i);
+  }
   removed.assign(v.nodes.size(), false);
   moved.assign(v.nodes.size(), false);
   for (CUgraphNode q : quiet) {
