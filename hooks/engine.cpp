@@ -53,10 +53,12 @@ Engine::Engine(Config cfg)
       tasks_(cfg_, kernels_, watches_, allocs_, counters_, *log_),
       graphs_(cfg_, *log_, tasks_, contexts_, allocs_, counters_, failures_),
       scans_(cfg_, graphs_, allocs_, kernels_, counters_, failures_, python_, *log_),
-      launches_(cfg_, tasks_, scans_, contexts_, allocs_, kernels_, counters_, *log_),
+      eager_tier_(cfg_),
+      launches_(cfg_, tasks_, scans_, contexts_, allocs_, kernels_, counters_, eager_tier_, *log_),
       library_(cfg_, scans_, tasks_, graphs_, contexts_, allocs_, kernels_, counters_, *log_),
       flush_points_(scans_, tasks_, allocs_),
-      reporter_(cfg_, *log_, kernels_, watches_, contexts_, allocs_, graphs_, counters_, python_, start_ns_) {
+      reporter_(cfg_, *log_, kernels_, watches_, contexts_, allocs_, graphs_, eager_tier_, counters_, python_,
+                start_ns_) {
   watches_.load_rules(cfg_.rules_path);  // before the first launch
   kernels_.set_triton(&modules_);
 }

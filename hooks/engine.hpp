@@ -8,6 +8,7 @@
 //   LaunchInstrumenter      stream launches and copies -> scan tasks         (launch_instrumenter.hpp)
 //   LibraryScans            GEMM, cuDNN and NCCL calls -> scan tasks         (library_scans.hpp)
 //   EagerFlushPoints        driver calls held eager scans must precede       (eager_flush_points.hpp)
+//   EagerTier               the sentinel tier's sample of eager launches     (eager_tier.hpp)
 //   GraphInstrumenter       graphs: scan nodes, updates, the tier; its        (graph_instrumenter.hpp)
 //                           GraphRegistry (ids, nodes, execs) and             (graph_registry.hpp,
 //                           GraphPlanner (overlap, merged, edges, sentinels)  graph_planner.hpp)
@@ -30,7 +31,8 @@
 //   own (LibraryScans' per-call facts are thread-local); they take the locks of the parts they
 //   call, one at a time, never holding one across another part's call.
 //   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache, level 4),
-//      GraphRegistry::mu_ (its maps only: released before it calls out), Watches::meta_mu_,
+//      GraphRegistry::mu_ (its maps only: released before it calls out), EagerTier::mu_ (its
+//      sample only), Watches::meta_mu_,
 //      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
 //      ContextState::bitmap_mu_ and captured_mu_.
 //   4. The containers of src/, each with its own mutex, calling nothing that locks while held:
@@ -57,6 +59,7 @@
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
 #include "eager_flush_points.hpp"
+#include "eager_tier.hpp"
 #include "launch_instrumenter.hpp"
 #include "library_scans.hpp"
 #include "scan_submitter.hpp"
@@ -120,6 +123,7 @@ class Engine {
   TaskBuilder tasks_;
   GraphInstrumenter graphs_;
   ScanSubmitter scans_;
+  EagerTier eager_tier_;  // the sentinel tier's eager sample: asked by launches_, told by reporter_
   LaunchInstrumenter launches_;
   LibraryScans library_;
   EagerFlushPoints flush_points_;

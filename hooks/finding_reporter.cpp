@@ -93,7 +93,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
     // Its children name the event it repeats.
     const auto origin = classify(lineage_input, site->first_event, /*repeat=*/true);
     if (auto repeat = sites_.fold(*site, f, f.captured)) log_.emit(event_name::repeat, *repeat);
-    graphs_.on_judged(f, replay, is_fault(f, origin), site->first_event);
+    on_judged(f, replay, is_fault(f, origin), site->first_event);
     return;
   }
   const bool first_at_site = !site || site->total == 1;
@@ -113,7 +113,7 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (!cfg_.dump_dir.empty() && !in_signal_.load() && (first_at_site || abort_now))
     if (std::string path = dump_buffer(f, cs, id, j); !path.empty()) j[schema::key::dump] = path;
   log_.emit_with_id(id, event_name::nonfinite, j);
-  graphs_.on_judged(f, replay, is_fault(f, origin), id);
+  on_judged(f, replay, is_fault(f, origin), id);
   if (site && site->total == 1) {
     site->first_event = id;
     site->identity = site_identity(f, facts.kernel);
@@ -122,6 +122,13 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   if (origin && origin->leak) log_.warn(leak_line(facts, id, *origin));  // the moment it happens, not only in the summary
   log_.info(finding_line(facts));
   if (abort_now) abort_on_real(f, facts.kernel, facts.watch.name);
+}
+
+// The sentinel tier hears of a judged finding: a graph's (which may escalate its exec), or an
+// eager launch's fault (which opens the eager sample's window at the next launch).
+void FindingReporter::on_judged(const Finding& f, GraphRegistry::ReplayKind replay, bool fault, uint64_t event_id) {
+  if (f.captured) return graphs_.on_judged(f, replay, fault, event_id);
+  if (fault) eager_tier_.on_fault(counters_.launches.load(std::memory_order_relaxed) + 1);
 }
 
 // What escalates the sentinel tier: a fault by the verdict's rule (NaN; an infinity only under

@@ -17,6 +17,7 @@
 #include "counters.hpp"
 #include "event_log.hpp"
 #include "finding_event.hpp"
+#include "eager_tier.hpp"
 #include "graph_instrumenter.hpp"
 #include "kernel_table.hpp"
 #include "lineage.hpp"
@@ -28,10 +29,10 @@ namespace nanscope {
 class FindingReporter {
  public:
   FindingReporter(const Config& cfg, EventLog& log, KernelTable& kernels, Watches& watches, Contexts& contexts,
-                  Allocations& allocs, GraphInstrumenter& graphs, Counters& counters, PythonFrames& python,
-                  uint64_t start_ns)
+                  Allocations& allocs, GraphInstrumenter& graphs, EagerTier& eager_tier, Counters& counters,
+                  PythonFrames& python, uint64_t start_ns)
       : cfg_(cfg), log_(log), kernels_(kernels), watches_(watches), contexts_(contexts), allocs_(allocs),
-        graphs_(graphs), counters_(counters), python_(python), start_ns_(start_ns),
+        graphs_(graphs), eager_tier_(eager_tier), counters_(counters), python_(python), start_ns_(start_ns),
         lineage_({}, lineage::Policy{cfg.inf_faults}) {}
 
   void start();      // the drain thread, every NANSCOPE_POLL_US
@@ -57,6 +58,7 @@ class FindingReporter {
   // Its origin, as event `event_id` (or a repeat of that event).
   std::optional<lineage::Verdict> classify(std::optional<lineage::DeviceFinding> d, uint64_t event_id, bool repeat);
   bool is_fault(const Finding& f, const std::optional<lineage::Verdict>& origin) const;
+  void on_judged(const Finding& f, GraphRegistry::ReplayKind replay, bool fault, uint64_t event_id);
   // Writes the buffer of `f` as .npy with a JSON sidecar; returns the path, or empty.
   std::string dump_buffer(const Finding& f, ContextState& cs, uint64_t event_id, const Json& event);
   void abort_on_real(const Finding& f, const std::string& kernel, const std::string& watch);
@@ -74,6 +76,7 @@ class FindingReporter {
   Contexts& contexts_;
   Allocations& allocs_;
   GraphInstrumenter& graphs_;
+  EagerTier& eager_tier_;
   Counters& counters_;
   PythonFrames& python_;
   const uint64_t start_ns_;

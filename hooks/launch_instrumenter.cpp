@@ -32,6 +32,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
     note_opaque(k, a, launch_id, cb.context);
     return;
   }
+  if (eager_tier_.on() && sampled_out(k, a, launch_id, cb.context)) return;
   ContextState* cs = contexts_.get(cb.context);
   if (!cs) return;
   nanscope_scan_task task{};
@@ -70,7 +71,8 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
 // A launch nanscope cannot see into may write any buffer its parameter words point into: those
 // buffers' states are unknown from here on, and the launch is remembered as their last possible
 // writer, so their next reader's initial scan names it rather than the reader.
-void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
+void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
+                                     bool every_pointer) {
   if (!cfg_.origin || !k.params_known || k.excluded) return;
   const AddressRange span = allocs_.span();
   if (!span.size) return;
@@ -79,7 +81,7 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   for (uint32_t i = 0; i < k.params.size(); ++i) {
     // A typed kernel's typed pointers are judged by its own scan (outputs) or only read (const
     // inputs): only the parameters that may hide pointers can hide a write.
-    if (i < k.roles.size() && k.roles[i] != ParamRole::other) continue;
+    if (!every_pointer && i < k.roles.size() && k.roles[i] != ParamRole::other) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
   if (words.empty()) return;
@@ -92,6 +94,21 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
     if (!allocs_.note_writer(w, writer)) continue;
     if (cs) cs->slots().invalidate(w);
   }
+}
+
+// The sentinel tier in eager mode (eager_tier.hpp): a launch outside the sample is not scanned
+// but noted as an opaque writer of every buffer its parameter words point into. Never a launch
+// under stream capture (a graph node: the graph tier's), one that touches a watch or matches a
+// rule, or one whose parameters are not known (what it writes could not be marked unknown).
+bool LaunchInstrumenter::sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
+  if (!k.params_known) return false;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(a.stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE) return false;
+  const bool always = !k.rules.empty() || tasks_.touches_watch(k, a);
+  if (eager_tier_.should_scan(launch_id, k.id, always)) return false;
+  counters_.coverage.on_launch(k.id, Inspection::sampled_out, 0, 0);
+  note_opaque(k, a, launch_id, ctx, /*every_pointer=*/true);
+  return true;
 }
 
 // What an opaque launch's words hit as last judged, before the launch makes them unknown: a

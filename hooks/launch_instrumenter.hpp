@@ -10,6 +10,7 @@
 #include "config.hpp"
 #include "contexts.hpp"
 #include "counters.hpp"
+#include "eager_tier.hpp"
 #include "event_log.hpp"
 #include "kernel_table.hpp"
 #include "launch_params.hpp"
@@ -24,9 +25,9 @@ namespace nanscope {
 class LaunchInstrumenter {
  public:
   LaunchInstrumenter(const Config& cfg, TaskBuilder& tasks, ScanSubmitter& scans, Contexts& contexts,
-                     Allocations& allocs, KernelTable& kernels, Counters& counters, EventLog& log)
+                     Allocations& allocs, KernelTable& kernels, Counters& counters, EagerTier& eager_tier, EventLog& log)
       : cfg_(cfg), tasks_(tasks), scans_(scans), contexts_(contexts), allocs_(allocs), kernels_(kernels),
-        counters_(counters), log_(log) {}
+        counters_(counters), eager_tier_(eager_tier), log_(log) {}
 
   // API-exit site of a kernel launch, with the record its enter site began (LaunchRecord::at_exit).
   void on_launch(const CUpti_CallbackData& cb, LaunchRecord& launch);
@@ -34,7 +35,11 @@ class LaunchInstrumenter {
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
 
  private:
-  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
+  // `every_pointer`: every parameter word that points into device memory, typed ones too (a
+  // launch the sentinel tier's sample left out), not only the words that may hide a pointer.
+  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
+                   bool every_pointer = false);
+  bool sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   static void note_judged_inputs(ContextState& cs, const std::vector<uint64_t>& words, OpaqueWrite& writer);
   void watch_torch();  // attaches to torch's allocator once it is there; says once if it cannot
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);
@@ -47,6 +52,7 @@ class LaunchInstrumenter {
   Allocations& allocs_;
   KernelTable& kernels_;
   Counters& counters_;
+  EagerTier& eager_tier_;
   EventLog& log_;
 };
 

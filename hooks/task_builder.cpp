@@ -217,6 +217,20 @@ uint64_t TaskBuilder::watched_scan(uint64_t dst, ContextState& cs, nanscope_scan
   return draft.count() ? std::max<uint64_t>(draft.max_bytes(), 1) : 0;
 }
 
+bool TaskBuilder::touches_watch(const KernelInfo& k, const LaunchArgs& a) const {
+  if (!watches_.any() || !k.params_known) return watches_.any();  // parameters unknown: when unsure, scan
+  const AddressRange span = allocs_.span();
+  thread_local std::vector<uint64_t> words;
+  words.clear();
+  for (uint32_t i = 0; i < k.params.size(); ++i)
+    OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
+  const auto snapshot = watches_.snapshot();
+  bool hit = false;
+  for (uint64_t w : words)
+    if (!hit) WatchRegistry::for_each_containing(*snapshot, w, [&](const WatchEntry&) { hit = true; });
+  return hit;
+}
+
 void TaskBuilder::add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref) {
   for (uint32_t i = 0; i < count; ++i)
     if (task.in_state[i] == ref) return;

@@ -187,6 +187,9 @@ class TaskBuilder {
   // scan named after kernel `kernel_id`. Returns the bytes to size the scan's grid, 0 when no
   // watch holds it.
   uint64_t watched_scan(uint64_t dst, ContextState& cs, nanscope_scan_task& task, uint32_t kernel_id);
+  // Whether any parameter word of the launch (pointers in structs too) points into a watched
+  // buffer: the sentinel tier's eager sample always scans such a launch.
+  bool touches_watch(const KernelInfo& k, const LaunchArgs& a) const;
   // Adds one tracked input's state word to the task once (`count` inputs so far); one more than
   // the task can name makes the origin untracked.
   static void add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref);

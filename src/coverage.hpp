@@ -27,6 +27,7 @@ namespace nanscope {
   X(library, "library")     /* a cuBLAS/cuBLASLt/cuDNN kernel: opaque, its output is the library call's */ \
   X(mismatch, "layout_mismatch") /* a decoder claimed the name but the layout did not fit */             \
   X(extent_unknown, "extent_unknown") /* only an allocator pool's end bounded its outputs: none scanned */ \
+  X(sampled_out, "sampled_out") /* NANSCOPE_TIER=sentinel, eager: outside the sample, not scanned */      \
   X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE, or a tool's own kernel */
 
 enum class Inspection : uint8_t {

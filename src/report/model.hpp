@@ -75,7 +75,7 @@ struct Proc {
   // the kernels not inspected most often (src/coverage.cpp).
   struct Coverage {
     bool present = false;
-    std::int64_t launches = 0, decoded = 0, typed = 0, watched = 0, opaque = 0, mismatch = 0, extent_unknown = 0,
+    std::int64_t launches = 0, decoded = 0, typed = 0, watched = 0, opaque = 0, mismatch = 0, extent_unknown = 0, sampled_out = 0,
                  library = 0, excluded = 0, bytes_written = 0, bytes_written_scanned = 0;
     struct Kernel {
       std::string name, reason;

@@ -341,7 +341,8 @@ void dump_list(const Analysis& a, std::ostream& out, const Style& st) {
 void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
   const Proc::Coverage& c = p.coverage;
   const std::int64_t looked = sat_add(sat_add(c.decoded, c.typed), c.watched),
-                     own = sat_add(sat_add(sat_add(looked, c.opaque), c.mismatch), c.extent_unknown);
+                     own = sat_add(sat_add(sat_add(sat_add(looked, c.opaque), c.mismatch), c.extent_unknown),
+                                   c.sampled_out);
   const auto pct = [](std::int64_t part, std::int64_t whole) {
     return whole ? fmt::format("{:.1f}%", 100.0 * double(part) / double(whole)) : std::string("n/a");
   };
@@ -349,6 +350,7 @@ void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
       << st(looked == own ? "32" : "33", pct(looked, own)) << "): decoded " << num(c.decoded) << ", typed "
       << num(c.typed) << ", watched " << num(c.watched) << ", opaque " << num(c.opaque) << ", layout mismatch "
       << num(c.mismatch) << (c.extent_unknown ? ", extent unknown (allocator pool) " + num(c.extent_unknown) : "")
+      << (c.sampled_out ? ", left out of the sentinel tier's sample " + num(c.sampled_out) : "")
       << "; library " << num(c.library) << ", excluded " << num(c.excluded) << '\n';
   if (c.bytes_written)
     out << "             " << pct(c.bytes_written_scanned, c.bytes_written) << " of the bytes decoded launches wrote were scanned\n";

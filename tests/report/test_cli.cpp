@@ -160,7 +160,7 @@ TEST(Cli, LaunchesWithPoolExtentsCountAsNotInspected) {
   p.raw(R"x({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1764513600000100000,"pid":6,"launches":40,)x"
         R"x("scans":30,"findings":0,"kernels_inspected":3,"kernels_not_inspected":1,"scans_dropped":0,"overflow":0,)x"
         R"x("duration_ns":1000,"coverage":{"launches":40,"by_inspection":{"decoded":0,"typed":30,"watched":0,)x"
-        R"x("opaque":0,"library":0,"layout_mismatch":0,"extent_unknown":10,"excluded":0},"inspected_share":0.75,)x"
+        R"x("opaque":0,"library":0,"layout_mismatch":0,"extent_unknown":10,"sampled_out":0,"excluded":0},"inspected_share":0.75,)x"
         R"x("bytes_scanned":2000,"kernels_not_inspected":1,"not_inspected_top":[]}})x");
   p.write(dir / "pool.jsonl");
   const Result r = run({dir / "pool.jsonl"});

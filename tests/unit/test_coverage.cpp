@@ -106,6 +106,19 @@ TEST(Coverage, LaunchesADecoderRefusedAreListedWithItsReasonOnce) {
   EXPECT_EQ(top[0]["reason"], "refused at launch: softmax stride differs from element count");
 }
 
+// The sentinel tier's eager sample: a launch left out is counted apart (sampled_out), not as
+// inspected, and its kernel is no decoder gap (not listed among the kernels not inspected).
+TEST(Coverage, LaunchesTheSampleLeftOutAreNotLookedAtNorListed) {
+  Coverage c;
+  c.on_kernel(3, "void at::native::vectorized_elementwise_kernel<4, ...>", "");
+  for (int i = 0; i < 3; ++i) c.on_launch(3, Inspection::sampled_out, 0, 0);
+  c.on_launch(3, Inspection::decoded, 64, 64);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["by_inspection"]["sampled_out"], 3u);
+  EXPECT_DOUBLE_EQ(j["inspected_share"].get<double>(), 0.25);
+  EXPECT_TRUE(j["not_inspected_top"].empty());
+}
+
 // A launch whose outputs only an allocator pool's end bounded scanned nothing: it is counted as
 // not inspected (extent_unknown), never as typed, and its kernel is listed with the reason.
 TEST(Coverage, LaunchesWhoseOutputsLieInAPoolAreNotInspected) {
