@@ -81,7 +81,9 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   for (uint32_t i = 0; i < k.params.size(); ++i) {
     // A typed kernel's typed pointers are judged by its own scan (outputs) or only read (const
     // inputs): only the parameters that may hide pointers can hide a write.
-    if (!every_pointer && i < k.roles.size() && k.roles[i] != ParamRole::other) continue;
+    // Left out of the sample: its typed outputs too (a typed input is only read).
+    const ParamRole role = i < k.roles.size() ? k.roles[i] : ParamRole::other;
+    if (role == ParamRole::input || (!every_pointer && role == ParamRole::output)) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
   if (words.empty()) return;

@@ -35,8 +35,8 @@ class LaunchInstrumenter {
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
 
  private:
-  // `every_pointer`: every parameter word that points into device memory, typed ones too (a
-  // launch the sentinel tier's sample left out), not only the words that may hide a pointer.
+  // `every_pointer`: its typed outputs' words too (a launch the sentinel tier's sample left out),
+  // not only the words that may hide a pointer; a typed input is only read either way.
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
                    bool every_pointer = false);
   bool sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
