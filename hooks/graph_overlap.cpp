@@ -187,9 +187,13 @@ void GraphPlanner::plan(CUgraph g, ContextState& cs) {
   // The sentinels are chosen on the graph as the scans left it (each scan in line after its
   // kernel), before they move; a merged node holding one is one (merge_members).
   std::unordered_set<CUgraphNode> sentinels;
-  if (sentinel_tier) sentinels = sentinel_nodes(view, model, cs);
+  std::vector<CUgraphNode> movable;
+  if (sentinel_tier) sentinels = sentinel_nodes(view, model, cs, movable);
   if (cfg_.graph_overlap && any_scan) overlap_scans(g, cs, view, model, sentinels);
-  if (sentinel_tier) registry_.set_quiet(g, quiet_scans(g, cs, sentinels));
+  if (sentinel_tier) {
+    registry_.set_quiet(g, quiet_scans(g, cs, sentinels));
+    registry_.set_movable(g, std::move(movable));
+  }
 }
 
 void GraphPlanner::overlap_scans(CUgraph g, ContextState& cs, const GraphView& view,

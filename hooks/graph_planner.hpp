@@ -54,10 +54,11 @@ class GraphPlanner {
   void merge_scans(CUgraph graph, ContextState& cs, std::unordered_set<CUgraphNode>& sentinels);
   void merge_members(CUgraph graph, ContextState& cs, MergePass& pass, const std::vector<uint32_t>& members,
                      uint32_t merge_id);
-  // hooks/graph_sentinel.cpp: the sentinel scan nodes on the model (sentinel::sentinel_scans),
-  // and after the passes the plain and merged scan nodes that are not sentinels.
+  // hooks/graph_sentinel.cpp: the sentinel scan nodes on the model (sentinel::sentinel_scans) and
+  // those of them the twin may run at the graph's end (`movable`: sentinel::movable_to_end), and
+  // after the passes the plain and merged scan nodes that are not sentinels.
   std::unordered_set<CUgraphNode> sentinel_nodes(const GraphView& view, const std::vector<overlap::Node>& model,
-                                                 ContextState& cs);
+                                                 ContextState& cs, std::vector<CUgraphNode>& movable);
   std::vector<CUgraphNode> quiet_scans(CUgraph graph, ContextState& cs, const std::unordered_set<CUgraphNode>& sentinels);
   // hooks/graph_pdl.cpp
   overlap::EdgeRole edge_role(CUgraphNode node, ContextState& cs);

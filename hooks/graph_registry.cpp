@@ -170,6 +170,7 @@ void GraphRegistry::forget_graph(CUgraph graph) {
   graph_ids_.erase(graph);
   pdl_edges_.erase(graph);
   quiet_.erase(graph);
+  movable_.erase(graph);
 }
 
 void GraphRegistry::forget_merged_tasks(CUgraphExec exec) {

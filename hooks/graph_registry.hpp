@@ -91,6 +91,9 @@ class GraphRegistry {
   // At instantiation: the graph's scan nodes that run only when its exec escalates.
   void set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet);
   std::vector<CUgraphNode> quiet_of(CUgraph graph);
+  // ...and its sentinel scans the twin may run after its end (sentinel::movable_to_end).
+  void set_movable(CUgraph graph, std::vector<CUgraphNode> movable);
+  std::vector<CUgraphNode> movable_of(CUgraph graph);
   // The exec was made and `disabled` (quiet nodes) disabled on it: its Escalation starts. The
   // exec's graph id, or none when the exec's graph is unknown (no tier then).
   std::optional<uint64_t> start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window);
@@ -189,7 +192,7 @@ class GraphRegistry {
     explicit Tier(uint32_t window) : escalation(window) {}
   };
   Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_
-  std::unordered_map<CUgraph, std::vector<CUgraphNode>> quiet_;
+  std::unordered_map<CUgraph, std::vector<CUgraphNode>> quiet_, movable_;
   std::unordered_map<CUgraphExec, Tier> tiers_;
   // Tiers of destroyed or updated execs, newest first: their replays' findings may still be in
   // the channel (PyTorch destroys a graph at exit, right after its last replay; the drain runs

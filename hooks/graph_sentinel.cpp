@@ -14,14 +14,20 @@ namespace nanscope {
 // ours) is kept as if it were a watch: it is never disabled (when unsure, scan).
 std::unordered_set<CUgraphNode> GraphPlanner::sentinel_nodes(const GraphView& view,
                                                              const std::vector<overlap::Node>& model,
-                                                             ContextState& cs) {
+                                                             ContextState& cs, std::vector<CUgraphNode>& movable) {
   std::vector<bool> keep(model.size(), false);
   for (size_t i = 0; i < model.size(); ++i)
     keep[i] = overlap::is_scan(model[i].kind) && !cs.plain_scan(kernel_function_of(view.nodes[i]));
   const std::vector<bool> sentinel = sentinel::sentinel_scans(model, view.edges, keep);
+  // The twin may run these at the graph's end (graph_twin.cpp): plain scans nothing after them
+  // may overwrite. Chosen here, on the graph as the scans left it, before any is merged.
+  const std::vector<bool> to_end = sentinel::movable_to_end(model, view.edges, sentinel);
   std::unordered_set<CUgraphNode> out;
-  for (size_t i = 0; i < sentinel.size(); ++i)
+  movable.clear();
+  for (size_t i = 0; i < sentinel.size(); ++i) {
     if (sentinel[i]) out.insert(view.nodes[i]);
+    if (to_end[i] && cs.plain_scan(kernel_function_of(view.nodes[i]))) movable.push_back(view.nodes[i]);
+  }
   return out;
 }
 

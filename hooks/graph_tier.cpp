@@ -62,6 +62,17 @@ bool GraphRegistry::untwinned_launch(CUgraphExec exec) {
   return true;
 }
 
+void GraphRegistry::set_movable(CUgraph graph, std::vector<CUgraphNode> movable) {
+  std::lock_guard lock(mu_);
+  movable_[graph] = std::move(movable);
+}
+
+std::vector<CUgraphNode> GraphRegistry::movable_of(CUgraph graph) {
+  std::lock_guard lock(mu_);
+  const auto it = movable_.find(graph);
+  return it == movable_.end() ? std::vector<CUgraphNode>{} : it->second;
+}
+
 GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec, bool twin_only) {
   TierLaunch out;
   std::lock_guard lock(mu_);

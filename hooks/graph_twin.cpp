@@ -3,14 +3,15 @@
 // graph-b8 1.22x plain under sentinel with 128 of 140 scan nodes disabled, 1.60x with 369 in
 // line); and a disabled node cannot be enabled again once the application destroyed the graph
 // its exec came from, as PyTorch does (S20-5). So the tier makes a second exec: the graph as
-// instrumented, less its quiet scan nodes (each bypassed: its parents feed its children), its
-// read-only sentinels moved after the graph's end (one hop, not one each), which runs only the
-// sentinels. The application's exec keeps every scan and runs the escalated
+// instrumented, less its quiet scan nodes (each bypassed: its parents feed its children), the
+// sentinels that nothing after them may overwrite moved after the graph's end (one hop, not one
+// each), which runs only the sentinels. The application's exec keeps every scan and runs the escalated
 // replays; the graph launch interposer (graph_launch_intercept.hpp) launches the twin in its
 // place otherwise. Both execs' sentinel nodes have the same parameters, so they share their
 // device state (replay counts, origin words): a finding's replay is the same in either.
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -61,12 +62,12 @@ bool reshape(CUgraph clone, const GraphView& v, const std::vector<bool>& removed
   return true;
 }
 
-// Which of the clone's nodes go (the quiet scans, found in the clone) and which move (the plain
-// or merged scans left: read-only sentinels). False when a quiet node is not in the clone, or the
-// graph allocates (memory nodes: a second exec would own other addresses than the ones its
-// kernels were given, so no twin is made).
-bool twin_roles(CUgraph clone, const GraphView& v, const std::vector<CUgraphNode>& quiet, ContextState& cs,
-                std::vector<bool>& removed, std::vector<bool>& moved) {
+// Which of the clone's nodes go (the quiet scans) and which move to its end (the sentinels that
+// may: GraphPlanner::sentinel_nodes; one merged since, or not found, stays in place). False when
+// a quiet node is not in the clone, or the graph allocates (memory nodes: a second exec would own
+// other addresses than the ones its kernels were given, so no twin is made).
+bool twin_roles(CUgraph clone, const GraphView& v, const std::vector<CUgraphNode>& quiet,
+                const std::vector<CUgraphNode>& movable, std::vector<bool>& removed, std::vector<bool>& moved) {
   std::unordered_map<CUgraphNode, uint32_t> index;
   for (uint32_t i = 0; i < v.nodes.size(); ++i) {
     CUgraphNodeType type;
@@ -75,19 +76,21 @@ bool twin_roles(CUgraph clone, const GraphView& v, const std::vector<CUgraphNode
       return false;
     index.emplace(v.nodes[i], i);
   }
+  auto in_clone = [&](CUgraphNode n) -> std::optional<uint32_t> {
+    CUgraphNode mine = nullptr;
+    if (cuGraphNodeFindInClone(&mine, n, clone) != CUDA_SUCCESS) return std::nullopt;
+    const auto it = index.find(mine);
+    return it == index.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+  };
   removed.assign(v.nodes.size(), false);
   moved.assign(v.nodes.size(), false);
   for (CUgraphNode q : quiet) {
-    CUgraphNode mine = nullptr;
-    if (cuGraphNodeFindInClone(&mine, q, clone) != CUDA_SUCCESS) return false;
-    const auto it = index.find(mine);
-    if (it == index.end()) return false;
-    removed[it->second] = true;
+    const std::optional<uint32_t> i = in_clone(q);
+    if (!i) return false;
+    removed[*i] = true;
   }
-  for (uint32_t i = 0; i < v.nodes.size(); ++i) {
-    const CUfunction f = removed[i] ? nullptr : kernel_function_of(v.nodes[i]);
-    moved[i] = f && (cs.plain_scan(f) || cs.merged_scan(f));
-  }
+  for (CUgraphNode m : movable)
+    if (const std::optional<uint32_t> i = in_clone(m); i && !removed[*i]) moved[*i] = true;
   return true;
 }
 
@@ -110,20 +113,18 @@ void GraphInstrumenter::on_module_loaded() {
                           r.objects));
 }
 
-// The graph as instrumented, its quiet scan nodes gone and its read-only sentinel scans after
-// its end (sentinel::twin_edges), instantiated; null when any step fails (the tier then disables
-// the quiet nodes on the application's exec instead). Watches with rows and fixes are no plain
-// or merged scans: they stay in place. A graph with memory nodes cannot have two execs: its
-// instantiation fails here, as it should.
+// The graph as instrumented, its quiet scan nodes gone and the sentinel scans that may moved
+// after its end (sentinel::twin_edges), instantiated; null when any step fails (the tier then
+// disables the quiet nodes on the application's exec instead). Merged sentinels, watches with
+// rows and fixes stay in place.
 CUgraphExec GraphInstrumenter::make_twin(CUgraph graph, const std::vector<CUgraphNode>& quiet) {
   ToolScope scope;
-  ContextState* cs = contexts_.current();
   CUgraph clone = nullptr;
-  if (!cs || cuGraphClone(&clone, graph) != CUDA_SUCCESS) return nullptr;
+  if (cuGraphClone(&clone, graph) != CUDA_SUCCESS) return nullptr;
   GraphView v;
   std::vector<bool> removed, moved;
   CUgraphExec twin = nullptr;
-  if (!read_graph(clone, v) || !twin_roles(clone, v, quiet, *cs, removed, moved) ||
+  if (!read_graph(clone, v) || !twin_roles(clone, v, quiet, registry_.movable_of(graph), removed, moved) ||
       !reshape(clone, v, removed, moved) || cuGraphInstantiate(&twin, clone, 0) != CUDA_SUCCESS)
     twin = nullptr;
   cuGraphDestroy(clone);

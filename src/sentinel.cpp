@@ -141,6 +141,47 @@ std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const s
   return out;
 }
 
+namespace {
+
+// Whether a node that may run after the scan may change what it reads.
+bool may_write(const Node& n, const std::vector<Range>& reads) {
+  if (n.kind == NodeKind::opaque) return true;
+  if (n.kind != NodeKind::app && n.kind != NodeKind::pinned_scan) return false;  // a scan writes state words only
+  for (const Range& w : n.writes)
+    for (const Range& r : reads)
+      if (w.overlaps(r)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<bool> movable_to_end(const std::vector<Node>& nodes, const std::vector<Edge>& edges,
+                                 const std::vector<bool>& sentinel, const Limits& limits) {
+  std::vector<bool> out(nodes.size(), false);
+  if (nodes.size() > limits.max_visits) return out;
+  Adjacency a;
+  overlap::adjacency(static_cast<uint32_t>(nodes.size()), edges, a.children, a.parents);
+  std::vector<bool> ancestor(nodes.size());
+  std::vector<uint32_t> stack;
+  for (uint32_t s = 0; s < nodes.size(); ++s) {
+    if (s >= sentinel.size() || !sentinel[s] || nodes[s].kind != NodeKind::scan) continue;
+    std::fill(ancestor.begin(), ancestor.end(), false);
+    stack.assign(a.parents[s].begin(), a.parents[s].end());
+    while (!stack.empty()) {
+      const uint32_t v = stack.back();
+      stack.pop_back();
+      if (ancestor[v]) continue;
+      ancestor[v] = true;
+      stack.insert(stack.end(), a.parents[v].begin(), a.parents[v].end());
+    }
+    bool clear = true;
+    for (uint32_t v = 0; v < nodes.size() && clear; ++v)
+      if (v != s && !ancestor[v]) clear = !may_write(nodes[v], nodes[s].reads);
+    out[s] = clear;
+  }
+  return out;
+}
+
 Mode Escalation::on_launch(uint64_t replay) {
   if (!escalated_ || to_launch_ == 0) return Mode::sentinels;
   --to_launch_;

@@ -33,13 +33,24 @@ struct Limits {
 std::vector<bool> sentinel_scans(const std::vector<overlap::Node>& nodes, const std::vector<overlap::Edge>& edges,
                                  const std::vector<bool>& watch, const Limits& limits = {});
 
+// Which sentinel scans the twin may run after the graph's end instead of in place
+// (hooks/graph_twin.cpp): a plain read-only scan (NodeKind::scan) whose reads no node that may run
+// after it may write. Such a node is any node that is not its ancestor (later in its chain, or on
+// a parallel branch): an app node or a fixing scan whose writes (exact or pointer words) overlap
+// the reads, or an opaque node (it may write anything). Then the graph's end still holds the
+// values the scan's kernel wrote, and the finding names the right kernel. A graph of more than
+// `max_visits` nodes moves none (when unsure, in place).
+std::vector<bool> movable_to_end(const std::vector<overlap::Node>& nodes, const std::vector<overlap::Edge>& edges,
+                                 const std::vector<bool>& sentinel, const Limits& limits = {});
+
 // The twin exec's edges (hooks/graph_twin.cpp, docs/sentinel.md), over a graph of `n` nodes: the
 // `removed` nodes (quiet scans) are gone, the `moved` ones (sentinel scans, read-only) leave their
 // place, and every other node keeps its order: each kept node is joined to the kept nodes it
 // reached through removed or moved ones (a scan in line, K -> S -> C, becomes K -> C). Each
-// moved node then runs after every sink of the kept nodes (a kept node with no kept child): what
-// a sentinel reads is a range no later node overwrites, so it holds the same values there, and
-// the sentinels cost one hop at the graph's end instead of one each in its chain. Edges as
+// moved node then runs after every sink of the kept nodes (a kept node with no kept child): the
+// caller moves only scans that movable_to_end allows (nothing after them may overwrite what they
+// read, so the end holds the same values), and they cost one hop there instead of one each in
+// the chain. Edges as
 // (from, to) index pairs, each once: kept-to-kept in (from, to) order, then
 // each moved node's, by moved node.
 std::vector<overlap::Edge> twin_edges(uint32_t n, const std::vector<overlap::Edge>& edges,

@@ -268,5 +268,35 @@ TEST(TwinEdges, NothingRemovedOrMovedIsTheGraphItself) {
   EXPECT_TRUE(twin_edges(2, {{0, 1}}, {false, false}, {true, true}).empty());
 }
 
+// Which sentinels may run at the graph's end: none that a later or parallel node may overwrite.
+TEST(MovableToEnd, OnlyAScanWhoseBufferNothingAfterItMayWriteMoves) {
+  // K0 writes A; S1 scans A; K2 writes B (pointer words reach into A: it may write A); S3 scans
+  // B; K4 writes C; S5 scans C; an opaque node O6 on a branch of its own, beside everything.
+  std::vector<Node> nodes(7);
+  nodes[0] = {NodeKind::app, {{0, 100}}, {}, WriteModel::decoded, 1};
+  nodes[1] = {NodeKind::scan, {}, {{0, 100}}};
+  nodes[2] = {NodeKind::app, {{200, 300}, {0, 1000}}, {}, WriteModel::decoded, 1};
+  nodes[3] = {NodeKind::scan, {}, {{200, 300}}};
+  nodes[4] = {NodeKind::app, {{400, 500}}, {}, WriteModel::decoded, 1};
+  nodes[5] = {NodeKind::scan, {}, {{400, 500}}};
+  nodes[6] = {NodeKind::app, {{5000, 6000}}, {}, WriteModel::decoded, 1};
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}};
+  const std::vector<bool> all = {false, true, false, true, false, true, false};
+  std::vector<bool> got = movable_to_end(nodes, edges, all);
+  EXPECT_EQ(got, (std::vector<bool>{false, false, false, true, false, true, false}))
+      << "S1's buffer may be written by K2's pointer word";
+  // A parallel node that may write C (no path between them) keeps S5 in place too.
+  nodes[6].writes = {{450, 460}};
+  got = movable_to_end(nodes, edges, all);
+  EXPECT_FALSE(got[5]);
+  // An opaque node anywhere after it (or beside it) may write anything.
+  nodes[6] = {NodeKind::opaque};
+  got = movable_to_end(nodes, edges, all);
+  EXPECT_FALSE(got[3]);
+  EXPECT_FALSE(got[5]);
+  // Too large a graph: nothing moves.
+  EXPECT_EQ(movable_to_end(nodes, edges, all, Limits{4}), std::vector<bool>(7, false));
+}
+
 }  // namespace
 }  // namespace nanscope::sentinel
