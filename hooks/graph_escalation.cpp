@@ -62,7 +62,7 @@ void GraphInstrumenter::set_enabled(CUgraphExec exec, const std::vector<CUgraphN
 }
 
 void GraphInstrumenter::start_tier(CUgraphExec exec, CUgraph graph) {
-  const std::vector<CUgraphNode> quiet = registry_.quiet_of(graph);
+  const std::vector<CUgraphNode> quiet = registry_.tier_nodes_of(graph).quiet;
   if (quiet.empty()) return;
   ToolScope scope;
   std::vector<CUgraphNode> disabled;

@@ -92,7 +92,7 @@ class GraphInstrumenter {
  private:
   void start_tier(CUgraphExec exec, CUgraph graph);
   bool start_twin_tier(CUgraphExec exec, CUgraph graph);
-  CUgraphExec make_twin(CUgraph graph, const std::vector<CUgraphNode>& quiet);
+  CUgraphExec make_twin(CUgraph graph, const GraphRegistry::TierNodes& nodes);
   bool twin_launch_enter(CUgraphExec launched);
   void end_twin(CUgraphExec twin);
   void mark_escalated_launch(CUgraphExec exec, uint64_t replay);

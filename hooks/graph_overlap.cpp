@@ -190,10 +190,7 @@ void GraphPlanner::plan(CUgraph g, ContextState& cs) {
   std::vector<CUgraphNode> movable;
   if (sentinel_tier) sentinels = sentinel_nodes(view, model, cs, movable);
   if (cfg_.graph_overlap && any_scan) overlap_scans(g, cs, view, model, sentinels);
-  if (sentinel_tier) {
-    registry_.set_quiet(g, quiet_scans(g, cs, sentinels));
-    registry_.set_movable(g, std::move(movable));
-  }
+  if (sentinel_tier) registry_.set_tier_nodes(g, {quiet_scans(g, cs, sentinels), std::move(movable)});
 }
 
 void GraphPlanner::overlap_scans(CUgraph g, ContextState& cs, const GraphView& view,

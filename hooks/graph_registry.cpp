@@ -169,8 +169,7 @@ void GraphRegistry::forget_graph(CUgraph graph) {
   std::lock_guard lock(mu_);
   graph_ids_.erase(graph);
   pdl_edges_.erase(graph);
-  quiet_.erase(graph);
-  movable_.erase(graph);
+  tier_nodes_.erase(graph);
 }
 
 void GraphRegistry::forget_merged_tasks(CUgraphExec exec) {

@@ -88,12 +88,13 @@ class GraphRegistry {
   void forget_exec(CUgraphExec exec);
 
   // ---- the sentinel tier (hooks/graph_tier.cpp, docs/sentinel.md) ----
-  // At instantiation: the graph's scan nodes that run only when its exec escalates.
-  void set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet);
-  std::vector<CUgraphNode> quiet_of(CUgraph graph);
-  // ...and its sentinel scans the twin may run after its end (sentinel::movable_to_end).
-  void set_movable(CUgraph graph, std::vector<CUgraphNode> movable);
-  std::vector<CUgraphNode> movable_of(CUgraph graph);
+  // At instantiation: the graph's scan nodes that run only when its exec escalates (quiet), and
+  // its sentinel scans the twin may run after its end (movable: sentinel::movable_to_end).
+  struct TierNodes {
+    std::vector<CUgraphNode> quiet, movable;
+  };
+  void set_tier_nodes(CUgraph graph, TierNodes nodes);
+  TierNodes tier_nodes_of(CUgraph graph);
   // The exec was made and `disabled` (quiet nodes) disabled on it: its Escalation starts. The
   // exec's graph id, or none when the exec's graph is unknown (no tier then).
   std::optional<uint64_t> start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled, uint32_t window);
@@ -192,7 +193,7 @@ class GraphRegistry {
     explicit Tier(uint32_t window) : escalation(window) {}
   };
   Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_
-  std::unordered_map<CUgraph, std::vector<CUgraphNode>> quiet_, movable_;
+  std::unordered_map<CUgraph, TierNodes> tier_nodes_;
   std::unordered_map<CUgraphExec, Tier> tiers_;
   // Tiers of destroyed or updated execs, newest first: their replays' findings may still be in
   // the channel (PyTorch destroys a graph at exit, right after its last replay; the drain runs

@@ -13,15 +13,15 @@
 
 namespace nanscope {
 
-void GraphRegistry::set_quiet(CUgraph graph, std::vector<CUgraphNode> quiet) {
+void GraphRegistry::set_tier_nodes(CUgraph graph, TierNodes nodes) {
   std::lock_guard lock(mu_);
-  quiet_[graph] = std::move(quiet);
+  tier_nodes_[graph] = std::move(nodes);
 }
 
-std::vector<CUgraphNode> GraphRegistry::quiet_of(CUgraph graph) {
+GraphRegistry::TierNodes GraphRegistry::tier_nodes_of(CUgraph graph) {
   std::lock_guard lock(mu_);
-  const auto it = quiet_.find(graph);
-  return it == quiet_.end() ? std::vector<CUgraphNode>{} : it->second;
+  const auto it = tier_nodes_.find(graph);
+  return it == tier_nodes_.end() ? TierNodes{} : it->second;
 }
 
 std::optional<uint64_t> GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled,
@@ -60,17 +60,6 @@ bool GraphRegistry::untwinned_launch(CUgraphExec exec) {
   Tier& t = it->second;
   t.escalation.on_full_launch(t.launches++);
   return true;
-}
-
-void GraphRegistry::set_movable(CUgraph graph, std::vector<CUgraphNode> movable) {
-  std::lock_guard lock(mu_);
-  movable_[graph] = std::move(movable);
-}
-
-std::vector<CUgraphNode> GraphRegistry::movable_of(CUgraph graph) {
-  std::lock_guard lock(mu_);
-  const auto it = movable_.find(graph);
-  return it == movable_.end() ? std::vector<CUgraphNode>{} : it->second;
 }
 
 GraphRegistry::TierLaunch GraphRegistry::tier_launch(CUgraphExec exec, bool twin_only) {

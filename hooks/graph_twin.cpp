@@ -117,14 +117,14 @@ void GraphInstrumenter::on_module_loaded() {
 // after its end (sentinel::twin_edges), instantiated; null when any step fails (the tier then
 // disables the quiet nodes on the application's exec instead). Merged sentinels, watches with
 // rows and fixes stay in place.
-CUgraphExec GraphInstrumenter::make_twin(CUgraph graph, const std::vector<CUgraphNode>& quiet) {
+CUgraphExec GraphInstrumenter::make_twin(CUgraph graph, const GraphRegistry::TierNodes& nodes) {
   ToolScope scope;
   CUgraph clone = nullptr;
   if (cuGraphClone(&clone, graph) != CUDA_SUCCESS) return nullptr;
   GraphView v;
   std::vector<bool> removed, moved;
   CUgraphExec twin = nullptr;
-  if (!read_graph(clone, v) || !twin_roles(clone, v, quiet, registry_.movable_of(graph), removed, moved) ||
+  if (!read_graph(clone, v) || !twin_roles(clone, v, nodes.quiet, nodes.movable, removed, moved) ||
       !reshape(clone, v, removed, moved) || cuGraphInstantiate(&twin, clone, 0) != CUDA_SUCCESS)
     twin = nullptr;
   cuGraphDestroy(clone);
@@ -132,11 +132,12 @@ CUgraphExec GraphInstrumenter::make_twin(CUgraph graph, const std::vector<CUgrap
 }
 
 bool GraphInstrumenter::start_twin_tier(CUgraphExec exec, CUgraph graph) {
-  const std::vector<CUgraphNode> quiet = registry_.quiet_of(graph);
+  const GraphRegistry::TierNodes nodes = registry_.tier_nodes_of(graph);
+  const std::vector<CUgraphNode>& quiet = nodes.quiet;
   // No import slot of a graph launch was patched (x86-64 ELF only; or the application calls the
   // driver through cuGetProcAddress): a twin would never run.
   if (quiet.empty() || !launches_interposed_.load(std::memory_order_relaxed)) return false;
-  const CUgraphExec twin = make_twin(graph, quiet);
+  const CUgraphExec twin = make_twin(graph, nodes);
   if (!twin) return false;
   const std::optional<uint64_t> graph_id = registry_.start_twin_tier(exec, quiet, twin, cfg_.escalate);
   if (!graph_id) {
