@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "graph_instrumenter.hpp"
+#include "stream_capture.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -22,11 +23,6 @@ thread_local struct {
   CUgraphExec exec = nullptr;
   uint64_t replay = 0;
 } t_escalated;
-
-bool capturing(CUstream stream) {
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  return cuStreamIsCapturing(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
 
 const char* phase_of(sentinel::Outcome o) {
   switch (o) {
@@ -108,7 +104,7 @@ void GraphInstrumenter::note_escalated_launch(CUgraphExec exec, CUstream stream)
   ToolScope scope;
   // Under stream capture the launch becomes a node of another graph: no event, and the window
   // stays open (`incomplete` at exit).
-  if (capturing(stream)) return;
+  if (!surely_not_capturing(stream)) return;
   CUevent done = nullptr;
   if (cuEventCreate(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return;
   if (cuEventRecord(done, stream) != CUDA_SUCCESS) {

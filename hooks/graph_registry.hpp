@@ -193,6 +193,9 @@ class GraphRegistry {
     explicit Tier(uint32_t window) : escalation(window) {}
   };
   Tier* tier_of_graph(uint64_t graph_id);  // callers hold mu_
+  // A fresh tier for `exec` with the graph_node numbers of its `quiet` scans; null when the exec's
+  // graph is unknown. Callers hold mu_.
+  Tier* new_tier(CUgraphExec exec, const std::vector<CUgraphNode>& quiet, uint32_t window);
   std::unordered_map<CUgraph, TierNodes> tier_nodes_;
   std::unordered_map<CUgraphExec, Tier> tiers_;
   // Tiers of destroyed or updated execs, newest first: their replays' findings may still be in

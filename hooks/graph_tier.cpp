@@ -24,33 +24,35 @@ GraphRegistry::TierNodes GraphRegistry::tier_nodes_of(CUgraph graph) {
   return it == tier_nodes_.end() ? TierNodes{} : it->second;
 }
 
-std::optional<uint64_t> GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled,
-                                                  uint32_t window) {
-  std::lock_guard lock(mu_);
+GraphRegistry::Tier* GraphRegistry::new_tier(CUgraphExec exec, const std::vector<CUgraphNode>& quiet, uint32_t window) {
   const auto id = exec_graph_ids_.find(exec);
-  if (id == exec_graph_ids_.end()) return std::nullopt;
+  if (id == exec_graph_ids_.end()) return nullptr;
   tiers_.erase(exec);  // a reused handle
   Tier& t = tiers_.try_emplace(exec, window).first->second;
   t.graph_id = id->second;
-  t.quiet = disabled;
-  const std::unordered_set<CUgraphNode> quiet(disabled.begin(), disabled.end());
+  const std::unordered_set<CUgraphNode> q(quiet.begin(), quiet.end());
   for (const auto& [kernel, sn] : scan_after_)
-    if (quiet.count(sn.node)) t.quiet_numbers.insert(sn.graph_node);
-  return t.graph_id;
+    if (q.count(sn.node)) t.quiet_numbers.insert(sn.graph_node);
+  return &t;
+}
+
+std::optional<uint64_t> GraphRegistry::start_tier(CUgraphExec exec, const std::vector<CUgraphNode>& disabled,
+                                                  uint32_t window) {
+  std::lock_guard lock(mu_);
+  Tier* t = new_tier(exec, disabled, window);
+  if (!t) return std::nullopt;
+  t->quiet = disabled;
+  return t->graph_id;
 }
 
 std::optional<uint64_t> GraphRegistry::start_twin_tier(CUgraphExec exec, const std::vector<CUgraphNode>& quiet,
                                                        CUgraphExec twin, uint32_t window) {
-  const std::optional<uint64_t> id = start_tier(exec, {}, window);
-  if (!id) return id;
   std::lock_guard lock(mu_);
-  Tier& t = tiers_.at(exec);
-  t.twin = twin;
-  const std::unordered_set<CUgraphNode> q(quiet.begin(), quiet.end());
-  for (const auto& [kernel, sn] : scan_after_)
-    if (q.count(sn.node)) t.quiet_numbers.insert(sn.graph_node);
-  exec_graph_ids_[twin] = *id;  // its launches' stream is the graph's
-  return id;
+  Tier* t = new_tier(exec, quiet, window);  // nothing disabled: the twin runs without them
+  if (!t) return std::nullopt;
+  t->twin = twin;
+  exec_graph_ids_[twin] = t->graph_id;  // its launches' stream is the graph's
+  return t->graph_id;
 }
 
 bool GraphRegistry::untwinned_launch(CUgraphExec exec) {

@@ -5,6 +5,7 @@
 #include "collectors.hpp"
 #include "finding_event.hpp"
 #include "library_scans.hpp"
+#include "stream_capture.hpp"
 #include "tool_scope.hpp"
 
 namespace nanscope {
@@ -104,8 +105,7 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
 // rule, or one whose parameters are not known (what it writes could not be marked unknown).
 bool LaunchInstrumenter::sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
   if (!k.params_known) return false;
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (cuStreamIsCapturing(a.stream, &capture) != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE) return false;
+  if (!surely_not_capturing(a.stream)) return false;
   const bool always = !k.rules.empty() || tasks_.touches_watch(k, a);
   if (eager_tier_.should_scan(launch_id, k.id, always)) return false;
   counters_.coverage.on_launch(k.id, Inspection::sampled_out, 0, 0);

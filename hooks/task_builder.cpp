@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "finding_event.hpp"
+#include "stream_capture.hpp"
 
 namespace nanscope {
 
@@ -218,7 +219,8 @@ uint64_t TaskBuilder::watched_scan(uint64_t dst, ContextState& cs, nanscope_scan
 }
 
 bool TaskBuilder::touches_watch(const KernelInfo& k, const LaunchArgs& a) const {
-  if (!watches_.any() || !k.params_known) return watches_.any();  // parameters unknown: when unsure, scan
+  if (!watches_.any()) return false;
+  if (!k.params_known) return true;  // its words are unknown: when unsure, scan
   const AddressRange span = allocs_.span();
   thread_local std::vector<uint64_t> words;
   words.clear();
@@ -255,10 +257,7 @@ void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const na
                                      DType dtype, uint64_t elements, LaunchPlan* plan) {
   if (!plan || dtype == DType::none || plan->initial_count >= LaunchPlan::kMaxInitial) return;
   if (plan->capture == LaunchPlan::Capture::unknown) {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    const bool plain = cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
-                       status == CU_STREAM_CAPTURE_STATUS_NONE;
-    plan->capture = plain ? LaunchPlan::Capture::no : LaunchPlan::Capture::yes;
+    plan->capture = surely_not_capturing(stream) ? LaunchPlan::Capture::no : LaunchPlan::Capture::yes;
   }
   if (plan->capture == LaunchPlan::Capture::yes) return;
   for (uint32_t b = 0; b < task.buffer_count; ++b) {  // written in place: its state before is gone
