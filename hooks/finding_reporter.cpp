@@ -67,7 +67,19 @@ FindingFacts FindingReporter::facts_of(const Finding& f, int device, const Kerne
   return facts;
 }
 
-void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
+void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
+  // The sentinel tier: a replay that ran only the sentinels claims no origin, and a quiet scan
+  // node's run count is renumbered to the replay it ran in (docs/sentinel.md).
+  const GraphRegistry::ReplayKind replay = graphs_.replay_kind(found);
+  Finding renumbered;
+  const Finding* fp = &found;
+  if (replay == GraphRegistry::ReplayKind::quiet)
+    if (const std::optional<uint64_t> r = graphs_.quiet_replay(found)) {
+      renumbered = found;
+      renumbered.replay = *r;
+      fp = &renumbered;
+    }
+  const Finding& f = *fp;
   const KernelInfo* k = kernels_.by_id(f.kernel_id);
   FindingFacts facts = facts_of(f, cs.device(), k);
   if (stale_rescan(f, k && writes_arg(k->roles, f.arg))) {
@@ -81,8 +93,6 @@ void FindingReporter::handle_finding(const Finding& f, ContextState& cs) {
   const bool abort_now = aborts(f, watches_.effective(facts.watch.action));
 
   std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
-  // The sentinel tier: a replay that ran only the sentinels claims no origin (docs/sentinel.md).
-  const GraphRegistry::ReplayKind replay = graphs_.replay_kind(f);
   if (lineage_input && replay == GraphRegistry::ReplayKind::sentinel_only) lineage_input->sentinel_only = true;
   // Its launch's facts, from the slot its record names (nullopt: none filed, or evicted).
   const std::optional<LaunchFacts> launch = allocs_.launch_facts().find(f.facts_slot, f.launch_id);

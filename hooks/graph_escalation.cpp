@@ -91,6 +91,7 @@ void GraphInstrumenter::on_graph_launch_enter(CUgraphExec exec) {
   if (twin_launch_enter(exec)) return;  // the twin tier: chosen by the interposer, or run full
   const GraphRegistry::TierLaunch launch = registry_.tier_launch(exec);
   if (!launch.tiered) return;
+  counters_.coverage.on_tier_replay(launch.escalated);
   if (!launch.change.empty()) {
     ToolScope scope;
     set_enabled(exec, launch.change, launch.enable);

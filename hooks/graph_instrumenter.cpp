@@ -21,8 +21,11 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
   ToolScope scope;
   ContextState* cs = contexts_.current();
   if (!cs) return;
+  PassClock clock(log_.debug_enabled());
   instrument_graph(graph, registry_.graph_id_for(graph), *cs, 0);
-  planner_.plan(graph, *cs);
+  clock.lap("scan nodes");
+  planner_.plan(graph, *cs, clock);
+  if (clock.on()) log_.debug("graph: instantiate passes: " + clock.summary());
 }
 
 void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
@@ -99,7 +102,18 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
 
 void GraphInstrumenter::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
   registry_.on_instantiated(exec, graph);
-  if (cfg_.tier == Tier::sentinel && !start_twin_tier(exec, graph)) start_tier(exec, graph);
+  if (cfg_.tier != Tier::sentinel) return;
+  PassClock clock(log_.debug_enabled());
+  if (!start_twin_tier(exec, graph)) start_tier(exec, graph);
+  clock.lap("sentinel tier start");
+  if (clock.on()) log_.debug("graph: after instantiate: " + clock.summary());
+}
+
+void GraphInstrumenter::on_graph_copied(CUgraph graph) {
+  PassClock clock(log_.debug_enabled());
+  planner_.restore_full_edges(graph);
+  clock.lap("full edges restored");
+  if (clock.on()) log_.debug("graph: after instantiate: " + clock.summary());
 }
 
 void GraphInstrumenter::on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p,

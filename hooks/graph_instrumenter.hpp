@@ -49,7 +49,7 @@ class GraphInstrumenter {
   void on_graph_instantiated(CUgraphExec exec, CUgraph graph);
   // After instantiate or exec update (exit site): the graph's programmatic edges around scan
   // nodes go back to full edges, so the app's own graph reads back as it did (hooks/graph_pdl.cpp).
-  void on_graph_copied(CUgraph graph) { planner_.restore_full_edges(graph); }
+  void on_graph_copied(CUgraph graph);
   void on_end_capture(CUstream stream);
   // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
   void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
@@ -73,6 +73,9 @@ class GraphInstrumenter {
   GraphRegistry::ReplayKind replay_kind(const Finding& f) {
     return cfg_.tier == Tier::sentinel && f.captured ? registry_.replay_kind(f) : GraphRegistry::ReplayKind::untiered;
   }
+  // A quiet scan node's finding: the replay it ran in (its own run count is not: it runs only in
+  // the launches with every scan); nullopt when that launch is no longer known.
+  std::optional<uint64_t> quiet_replay(const Finding& f) { return registry_.quiet_replay(f); }
   void on_judged(const Finding& f, GraphRegistry::ReplayKind kind, bool fault, uint64_t finding_id);
   void at_exit();  // windows still open: `incomplete`
   // At exit the last drains make no CUDA call (FindingReporter::shutdown): no event is queried.

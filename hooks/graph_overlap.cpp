@@ -172,7 +172,7 @@ void GraphPlanner::log_scans_in_line(const std::vector<CUgraphNode>& nodes, cons
     log_.debug(fmt::format("graph: {} scan(s) left in line after {}", top[i].first, top[i].second));
 }
 
-void GraphPlanner::plan(CUgraph g, ContextState& cs) {
+void GraphPlanner::plan(CUgraph g, ContextState& cs, PassClock& clock) {
   const bool sentinel_tier = cfg_.tier == Tier::sentinel;
   if (!cfg_.graph_overlap && !sentinel_tier) return;
   GraphView view;
@@ -184,17 +184,25 @@ void GraphPlanner::plan(CUgraph g, ContextState& cs) {
     model.push_back(node_model(n, cs));
     any_scan |= model.back().kind == overlap::NodeKind::scan;
   }
+  clock.lap("model");
   // The sentinels are chosen on the graph as the scans left it (each scan in line after its
   // kernel), before they move; a merged node holding one is one (merge_members).
   std::unordered_set<CUgraphNode> sentinels;
   std::vector<CUgraphNode> movable;
-  if (sentinel_tier) sentinels = sentinel_nodes(view, model, cs, movable);
-  if (cfg_.graph_overlap && any_scan) overlap_scans(g, cs, view, model, sentinels);
-  if (sentinel_tier) registry_.set_tier_nodes(g, {quiet_scans(g, cs, sentinels), std::move(movable)});
+  if (sentinel_tier) {
+    sentinels = sentinel_nodes(view, model, cs, movable);
+    clock.lap("sentinels");
+  }
+  if (cfg_.graph_overlap && any_scan) overlap_scans(g, cs, view, model, sentinels, clock);
+  if (sentinel_tier) {
+    registry_.set_tier_nodes(g, {quiet_scans(g, cs, sentinels), std::move(movable)});
+    clock.lap("quiet scans");
+  }
 }
 
 void GraphPlanner::overlap_scans(CUgraph g, ContextState& cs, const GraphView& view,
-                                 const std::vector<overlap::Node>& model, std::unordered_set<CUgraphNode>& sentinels) {
+                                 const std::vector<overlap::Node>& model, std::unordered_set<CUgraphNode>& sentinels,
+                                 PassClock& clock) {
   const std::vector<CUgraphNode>& nodes = view.nodes;
   std::map<std::pair<uint32_t, uint32_t>, CUgraphEdgeData> edge_data;
   for (size_t e = 0; e < view.edges.size(); ++e) edge_data[{view.edges[e].from, view.edges[e].to}] = view.edge_data[e];
@@ -207,15 +215,26 @@ void GraphPlanner::overlap_scans(CUgraph g, ContextState& cs, const GraphView& v
     before = overlap::longest_chain(kinds, view.edges);
   }
   const std::vector<overlap::ScanPlan> plans = overlap::plan(model, view.edges);
-  if (log_.debug_enabled()) log_scans_in_line(view.nodes, view.edges, model, plans);
+  clock.lap("overlap plan");
+  if (log_.debug_enabled()) {
+    log_scans_in_line(view.nodes, view.edges, model, plans);
+    clock.lap("debug lines");
+  }
   for (const overlap::ScanPlan& p : plans) {
     if (!move_to_overlap(g, p, nodes, edge_data, failed)) continue;
     ++moved_scans;
     use_overlap_grid(nodes[p.scan], cs);
   }
+  clock.lap("overlap edges");
   counters_.scans_overlapped.fetch_add(moved_scans, std::memory_order_relaxed);
-  if (moved_scans && cfg_.graph_merge) merge_scans(g, cs, sentinels);
-  if (moved_scans) use_programmatic_edges(g, cs);
+  if (moved_scans && cfg_.graph_merge) {
+    merge_scans(g, cs, sentinels);
+    clock.lap("merge");
+  }
+  if (moved_scans) {
+    use_programmatic_edges(g, cs);
+    clock.lap("programmatic edges");
+  }
   if (log_.debug_enabled()) {
     const overlap::Chain after = graph_chain(g, cs);
     log_.debug(fmt::format("graph: {} nodes, {} of its scan nodes run beside the app's kernels ({} edge changes "

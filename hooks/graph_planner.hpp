@@ -17,6 +17,7 @@
 #include "event_log.hpp"
 #include "graph_registry.hpp"
 #include "graph_view.hpp"
+#include "pass_clock.hpp"
 #include "scan_overlap.hpp"
 #include "task_builder.hpp"
 
@@ -30,7 +31,8 @@ class GraphPlanner {
 
   // Scans beside the critical path, then merged, then programmatic edges around them; under the
   // sentinel tier, the graph's quiet scan nodes (all but the sentinels) go to the registry.
-  void plan(CUgraph graph, ContextState& cs);
+  // `clock` takes a lap after each pass (the debug log's instantiate line).
+  void plan(CUgraph graph, ContextState& cs, PassClock& clock);
   // After instantiate or exec update (exit site): the graph's programmatic edges around scan
   // nodes go back to full edges, so the app's own graph reads back as it did.
   void restore_full_edges(CUgraph graph);
@@ -41,7 +43,7 @@ class GraphPlanner {
  private:
   // hooks/graph_overlap.cpp
   void overlap_scans(CUgraph graph, ContextState& cs, const GraphView& view, const std::vector<overlap::Node>& model,
-                     std::unordered_set<CUgraphNode>& sentinels);
+                     std::unordered_set<CUgraphNode>& sentinels, PassClock& clock);
   overlap::Node node_model(CUgraphNode node, ContextState& cs);
   overlap::Node scan_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p, ContextState& cs);
   overlap::Node kernel_node_model(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS& p);

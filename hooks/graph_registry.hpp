@@ -126,6 +126,9 @@ class GraphRegistry {
     quiet,          // a quiet scan's finding: from the open window
   };
   ReplayKind replay_kind(const Finding& f);
+  // A quiet scan's finding (ReplayKind::quiet): the replay of its exec's f.replay-th launch with
+  // every scan (sentinel::Escalation::replay_of_full_launch).
+  std::optional<uint64_t> quiet_replay(const Finding& f);
   // The same finding judged: only a fault counts (a NaN; an infinity under NANSCOPE_INF=fault),
   // never a mask's intended -inf, which is on every replay. A sentinel-only fault escalates its
   // exec: the window to log.

@@ -105,6 +105,12 @@ GraphRegistry::ReplayKind GraphRegistry::replay_kind(const Finding& f) {
   return ReplayKind::sentinel_only;
 }
 
+std::optional<uint64_t> GraphRegistry::quiet_replay(const Finding& f) {
+  std::lock_guard lock(mu_);
+  const Tier* t = tier_of_graph(f.graph_id);
+  return t ? t->escalation.replay_of_full_launch(f.replay) : std::nullopt;
+}
+
 GraphRegistry::SentinelHit GraphRegistry::on_judged(const Finding& f, ReplayKind kind, bool fault) {
   SentinelHit out;
   if (!fault || kind == ReplayKind::untiered) return out;

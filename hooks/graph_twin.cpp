@@ -157,6 +157,7 @@ CUgraphExec GraphInstrumenter::choose_launch(CUgraphExec exec) {
   t_chosen.launched = nullptr;
   const GraphRegistry::TierLaunch launch = registry_.tier_launch(exec, /*twin_only=*/true);
   if (!launch.tiered) return exec;  // not twin-tiered: counted at its CUPTI enter site
+  counters_.coverage.on_tier_replay(launch.escalated);
   t_chosen = {launch.escalated ? exec : launch.twin, exec, launch.replay, launch.escalated};
   return t_chosen.launched;
 }
@@ -169,7 +170,9 @@ bool GraphInstrumenter::twin_launch_enter(CUgraphExec launched) {
     t_chosen.launched = nullptr;
     return true;
   }
-  return registry_.untwinned_launch(launched);
+  const bool untwinned = registry_.untwinned_launch(launched);
+  if (untwinned) counters_.coverage.on_tier_replay(true);
+  return untwinned;
 }
 
 void GraphInstrumenter::end_twin(CUgraphExec twin) {

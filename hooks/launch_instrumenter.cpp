@@ -73,7 +73,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
 // buffers' states are unknown from here on, and the launch is remembered as their last possible
 // writer, so their next reader's initial scan names it rather than the reader.
 void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
-                                     bool every_pointer) {
+                                     bool left_out_of_sample) {
   if (!cfg_.origin || !k.params_known || k.excluded) return;
   const AddressRange span = allocs_.span();
   if (!span.size) return;
@@ -84,14 +84,14 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
     // inputs): only the parameters that may hide pointers can hide a write.
     // Left out of the sample: its typed outputs too (a typed input is only read).
     const ParamRole role = i < k.roles.size() ? k.roles[i] : ParamRole::other;
-    if (role == ParamRole::input || (!every_pointer && role == ParamRole::output)) continue;
+    if (role == ParamRole::input || (!left_out_of_sample && role == ParamRole::output)) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
   // initial scan named after it files it with its facts.
-  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key()};
+  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key(), left_out_of_sample};
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
@@ -109,7 +109,7 @@ bool LaunchInstrumenter::sampled_out(const KernelInfo& k, const LaunchArgs& a, u
   const bool always = !k.rules.empty() || tasks_.touches_watch(k, a);
   if (eager_tier_.should_scan(launch_id, k.id, always)) return false;
   counters_.coverage.on_launch(k.id, Inspection::sampled_out, 0, 0);
-  note_opaque(k, a, launch_id, ctx, /*every_pointer=*/true);
+  note_opaque(k, a, launch_id, ctx, /*left_out_of_sample=*/true);
   return true;
 }
 

@@ -138,7 +138,9 @@ nlohmann::ordered_json Coverage::to_json(size_t top) const {
           {ck::not_inspected_top, top_rows},
           {ck::library_top, library_rows},
           {ck::library_calls, library_json()},
-          {ck::not_inspected_uncounted_launches, overflow_.load(std::memory_order_relaxed)}};
+          {ck::not_inspected_uncounted_launches, overflow_.load(std::memory_order_relaxed)},
+          {ck::graph_replays_sentinel_only, tier_sentinel_only_.load(std::memory_order_relaxed)},
+          {ck::graph_replays_every_scan, tier_every_scan_.load(std::memory_order_relaxed)}};
 }
 
 }  // namespace nanscope

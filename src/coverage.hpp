@@ -59,6 +59,12 @@ class Coverage {
   // Per intercepted library call (cuBLAS / cuBLASLt): `refused` is null when its output was
   // scanned, else why not (a static string: the calls not scanned are listed by reason).
   void on_library_call(const char* api, const char* refused);
+  // Per launch of a graph exec under the sentinel tier (docs/sentinel.md): `every_scan` when it
+  // ran every scan node (an escalated window, or a launch the twin interposer did not see), else
+  // it ran only the sentinel scans, and the kernels upstream of them were not looked at.
+  void on_tier_replay(bool every_scan) {
+    (every_scan ? tier_every_scan_ : tier_sentinel_only_).fetch_add(1, std::memory_order_relaxed);
+  }
 
   uint64_t launches(Inspection how) const { return by_kind_[static_cast<size_t>(how)].load(std::memory_order_relaxed); }
   // The summary's `coverage` object; `top` not-inspected kernels by launch count.
@@ -71,6 +77,7 @@ class Coverage {
   std::atomic<uint64_t>* counter(uint32_t kernel_id);
   std::array<std::atomic<uint64_t>, static_cast<size_t>(Inspection::count_)> by_kind_{};
   std::atomic<uint64_t> written_{0}, scanned_{0}, written_scanned_{0}, overflow_{0};
+  std::atomic<uint64_t> tier_sentinel_only_{0}, tier_every_scan_{0};
   std::array<std::atomic<Chunk*>, kChunks> chunks_{};
   std::vector<std::unique_ptr<Chunk>> owned_;  // under mu_
   mutable Ranked<std::mutex, LockLevel::container> mu_{"Coverage::mu_"};

@@ -186,6 +186,8 @@ struct DeviceFinding {
   bool unwritten = false;             // read before any write nanscope saw (an initial scan)
   bool sentinel_only = false;         // a graph replay that ran only the sentinel tier's scans: the
                                       // inputs' states are older replays', nothing upstream was scanned
+  bool sampled_candidate = false;     // a candidate is a launch the sentinel tier's eager sample left
+                                      // out: what it wrote was not looked at (origin unknown, sentinel)
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
   Values values;                      // its non-finite values and its buffer's elements
   uint8_t intent = 0;                 // kIntend* bits: infinities its launch writes on purpose

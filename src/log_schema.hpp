@@ -176,6 +176,8 @@ inline constexpr char not_inspected_top[] = "not_inspected_top";
 inline constexpr char library_top[] = "library_top";
 inline constexpr char library_calls[] = "library_calls";
 inline constexpr char not_inspected_uncounted_launches[] = "not_inspected_uncounted_launches";
+inline constexpr char graph_replays_sentinel_only[] = "graph_replays_sentinel_only";  // NANSCOPE_TIER=sentinel
+inline constexpr char graph_replays_every_scan[] = "graph_replays_every_scan";
 inline constexpr char kernel[] = "kernel";  // a row of not_inspected_top and library_top
 inline constexpr char reason[] = "reason";
 }  // namespace coverage_key

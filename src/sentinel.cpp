@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <set>
 
 namespace nanscope::sentinel {
 
@@ -123,6 +124,46 @@ std::vector<Edge> kept_edges(uint32_t n, const overlap::Children& children, cons
   return out;
 }
 
+// Past this many nodes the bypass edges stay unreduced (the reachability bitsets would take
+// n^2/8 bytes: 8 MiB here).
+constexpr uint32_t kMaxReducedNodes = 8192;
+
+// Drops each bypass edge (u, v) that another path from u already orders before v: a chain of
+// quiet scans (each ordered before the next, S1 -> S2 -> ...) joined u to every kernel after it,
+// a quadratic number of edges that the H200 replayed slower than the scans themselves (session
+// 21: Llama graph-b8, twin 1.50x plain against full's 1.37x). The graph's own edges
+// (`original`) stay as they were, implied or not. A transitive reduction of a DAG may drop all
+// its implied edges at once: each keeps a longer path.
+void drop_implied(uint32_t n, const std::vector<Edge>& original, std::vector<Edge>& out) {
+  if (n > kMaxReducedNodes || out.empty()) return;
+  overlap::Children children, parents;
+  overlap::adjacency(n, out, children, parents);
+  std::vector<uint32_t> order, pending(n);
+  for (uint32_t v = 0; v < n; ++v)
+    if ((pending[v] = static_cast<uint32_t>(parents[v].size())) == 0) order.push_back(v);
+  for (size_t i = 0; i < order.size(); ++i)
+    for (uint32_t c : children[order[i]])
+      if (--pending[c] == 0) order.push_back(c);
+  if (order.size() != n) return;  // not a DAG: leave it to the driver to refuse
+  const size_t words = (n + 63) / 64;
+  std::vector<uint64_t> reach(size_t{n} * words, 0);  // reach[u]: the nodes after u
+  auto bit = [&](uint32_t u, uint32_t v) { return (reach[u * words + v / 64] >> (v % 64)) & 1u; };
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (uint32_t c : children[*it]) {
+      for (size_t w = 0; w < words; ++w) reach[*it * words + w] |= reach[c * words + w];
+      reach[*it * words + c / 64] |= uint64_t{1} << (c % 64);
+    }
+  std::set<std::pair<uint32_t, uint32_t>> own;
+  for (const Edge& e : original) own.insert({e.from, e.to});
+  auto implied = [&](const Edge& e) {
+    if (own.count({e.from, e.to})) return false;
+    for (uint32_t w : children[e.from])
+      if (w != e.to && bit(w, e.to)) return true;
+    return false;
+  };
+  out.erase(std::remove_if(out.begin(), out.end(), implied), out.end());
+}
+
 }  // namespace
 
 std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const std::vector<bool>& removed,
@@ -133,6 +174,7 @@ std::vector<Edge> twin_edges(uint32_t n, const std::vector<Edge>& edges, const s
   overlap::adjacency(n, edges, children, parents);
   std::vector<bool> has_child(n, false);
   std::vector<Edge> out = kept_edges(n, children, kept, has_child);
+  drop_implied(n, edges, out);  // a sink stays a sink: only an edge from a node with another child goes
   for (uint32_t m = 0; m < n; ++m) {
     if (!is(moved, m) || is(removed, m)) continue;
     for (uint32_t u = 0; u < n; ++u)
@@ -186,7 +228,21 @@ Mode Escalation::on_launch(uint64_t replay) {
   if (!escalated_ || to_launch_ == 0) return Mode::sentinels;
   --to_launch_;
   escalated_replays_.insert(replay);
+  note_full_launch(replay);
   return Mode::all;
+}
+
+void Escalation::note_full_launch(uint64_t replay) {
+  full_launches_.push_back(replay);
+  if (full_launches_.size() > kFullLaunches) {
+    full_launches_.pop_front();
+    ++full_launches_dropped_;
+  }
+}
+
+std::optional<uint64_t> Escalation::replay_of_full_launch(uint64_t k) const {
+  if (k < full_launches_dropped_ || k - full_launches_dropped_ >= full_launches_.size()) return std::nullopt;
+  return full_launches_[k - full_launches_dropped_];
 }
 
 Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
@@ -218,6 +274,7 @@ Outcome Escalation::on_drained(uint64_t replay, bool nonfinite) {
 void Escalation::on_full_launch(uint64_t replay) {
   if (full_replays_.size() >= kFullReplays) full_replays_.pop_front();
   full_replays_.push_back(replay);
+  note_full_launch(replay);
 }
 
 bool Escalation::full_replay(uint64_t replay) const {

@@ -91,6 +91,11 @@ class Escalation {
   bool launched_all(uint64_t replay) const { return in_window(replay) || full_replay(replay); }
   bool in_window(uint64_t replay) const { return escalated_replays_.count(replay) != 0; }
   uint32_t window() const { return window_; }
+  // The replay that the `k`-th launch with every scan was (0-based: in a window, or full). A quiet
+  // scan node runs only in those, so its own execution count is k, not the replay (session 21:
+  // under the twin, tier_replay7's quiet findings said replays 0-2 for replays 8-10). nullopt
+  // when k is older than the last kFullLaunches remembered, or not made yet.
+  std::optional<uint64_t> replay_of_full_launch(uint64_t k) const;
 
  private:
   const uint32_t window_;
@@ -105,6 +110,10 @@ class Escalation {
   // in the hits) does.
   bool localized_ = false;
   std::optional<uint64_t> last_hit_;  // the latest replay drained with a non-finite value
+  static constexpr size_t kFullLaunches = 4096;
+  std::deque<uint64_t> full_launches_;  // the replay of each launch with every scan, newest last
+  uint64_t full_launches_dropped_ = 0;  // older ones forgotten (bounded)
+  void note_full_launch(uint64_t replay);
   static constexpr size_t kFullReplays = 64;
   std::deque<uint64_t> full_replays_;  // launched full outside a window, newest last
   bool full_replay(uint64_t replay) const;

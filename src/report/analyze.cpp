@@ -434,6 +434,8 @@ static void read_coverage(const std::string& text, Proc::Coverage& c) {
   c.launches = num(j, "launches");
   c.bytes_written = num(j, "bytes_written_decoded");
   c.bytes_written_scanned = num(j, "bytes_written_decoded_scanned");
+  c.replays_sentinel_only = num(j, "graph_replays_sentinel_only");
+  c.replays_every_scan = num(j, "graph_replays_every_scan");
   if (const auto by = j.find("by_inspection"); by != j.end() && by->is_object()) {
     c.decoded = num(*by, "decoded"), c.typed = num(*by, "typed"), c.watched = num(*by, "watched");
     c.opaque = num(*by, "opaque"), c.mismatch = num(*by, "layout_mismatch"), c.library = num(*by, "library");

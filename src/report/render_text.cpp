@@ -354,6 +354,10 @@ void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
       << "; library " << num(c.library) << ", excluded " << num(c.excluded) << '\n';
   if (c.bytes_written)
     out << "             " << pct(c.bytes_written_scanned, c.bytes_written) << " of the bytes decoded launches wrote were scanned\n";
+  if (c.replays_sentinel_only || c.replays_every_scan)
+    out << "             graph replays under the sentinel tier: " << num(c.replays_sentinel_only)
+        << " ran only the sentinel scans (nothing upstream of them looked at), " << num(c.replays_every_scan)
+        << " every scan\n";
   for (std::size_t i = 0; i < c.top.size() && i < 5; ++i)
     out << "             not inspected: " << num(c.top[i].launches) << " launches of "
         << shorten_kernel(c.top[i].name, 80) << " (" << c.top[i].reason << ")\n";

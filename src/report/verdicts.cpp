@@ -236,6 +236,11 @@ FirstCause Analysis::sentinel_first_cause() const {
   }
   const std::int64_t replay = fired ? fired->replay : s.replay;
   fc.shown = &first_sentinel;
+  if (!s.has_field(h_graph_id)) {  // eager: a launch the sample left out wrote what it read
+    fc.label = "seen after launches the sentinel tier's eager sample left out (not scanned); it did not recur "
+               "in a window that scanned every launch; first cause unknown; rerun with --tier full";
+    return fc;
+  }
   fc.label = "seen by a sentinel in graph " + std::to_string(s.graph_id) + " replay " + std::to_string(replay) +
              window_text(ended) + "; first cause unknown; rerun with --tier full";
   return fc;

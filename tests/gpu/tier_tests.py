@@ -65,8 +65,10 @@ def told(events, report=None):
     """What nanscope said, for failure messages: findings, escalation events, the report's verdict."""
     rows = []
     for e in sorted((e for e in events if e["event"] == "nonfinite"), key=lambda e: e["id"])[:12]:
-        rows.append(json.dumps({k: e.get(k) for k in ("id", "kernel", "watch", "region", "counts", "origin",
-                                                     "origin_why", "leak", "graph_id", "replay")})[:400])
+        row = {k: e.get(k) for k in ("id", "kernel", "watch", "region", "counts", "inf", "origin", "origin_why",
+                                     "leak", "graph_id", "replay")}
+        row["kernel"] = (row["kernel"] or "")[:90]  # the rest of the row is what tells findings apart
+        rows.append(json.dumps(row)[:500])
     rows += [json.dumps(e)[:300] for e in escalations(events)[:8]]
     if report is not None:
         rows.append("report first_cause: " + json.dumps(cause_key(report.get("first_cause"))))
@@ -162,6 +164,27 @@ def faults(events):
         judged = by_id.get(e.get("of"), {}) if e["event"] == "repeat" else e
         return not judged.get("inf")
     return [e for e in events if e["event"] in ("nonfinite", "repeat") and fault(e)]
+
+
+def tier_replays(events):
+    """(graph replays that ran only the sentinels, replays that ran every scan): the summary's coverage."""
+    summary = [e for e in events if e["event"] == "summary"]
+    cov = summary[-1].get("coverage", {}) if summary else {}
+    return cov.get("graph_replays_sentinel_only", 0), cov.get("graph_replays_every_scan", 0)
+
+
+def check_tier_replays(events, tier, label, escalated):
+    """Under sentinel a graph's replays ran only its sentinels unless escalated (`escalated`: the
+    least number of replays that ran every scan; 0: none may have); under full neither is counted."""
+    quiet, every = tier_replays(events)
+    if tier == "full":
+        ok = quiet == 0 and every == 0
+    else:
+        ok = quiet > 0 and (every >= escalated if escalated else every == 0)
+    if not ok:
+        fail(f"{label} ({tier}): the summary counts {quiet} graph replay(s) that ran only the sentinel scans and "
+             f"{every} that ran every scan; want {'none' if tier == 'full' else 'some sentinel-only, '}"
+             f"{'' if tier == 'full' else (f'at least {escalated} every scan' if escalated else 'none every scan')}")
 
 
 def check_clean(events, report, code, label):
@@ -288,6 +311,8 @@ def test_tier_replay7():
             check_sentinel_once(sentinel, report, text, code, label + " (sentinel)")
         else:
             check_sentinel_every(sentinel, report, full, full_report, want["truth"], label + " (sentinel)")
+        check_tier_replays(full, "full", label, 0)
+        check_tier_replays(sentinel, "sentinel", label, WINDOW)
         done.append(f"{case}: {len(graph_findings(sentinel))} graph finding(s) under sentinel, "
                     f"{len(graph_findings(full))} under full, escalations "
                     f"{[e.get('phase') for e in escalations(sentinel)][:6]}")
@@ -295,6 +320,7 @@ def test_tier_replay7():
     for tier, events in runs.items():
         report, code, _ = report_of(events, f"tier_replay7 clean ({tier})")
         check_clean(events, report, code, f"tier_replay7 clean ({tier})")
+        check_tier_replays(events, tier, "tier_replay7 clean", 0)
     print("ok: replay 7 only: seen by a sentinel, did not recur, first cause unknown; from replay 7: localized "
           f"within {WINDOW} replays with full's FIRST CAUSE and leak point; healthy twin clean in both tiers; "
           "outputs bit-identical (" + "; ".join(done) + ")")
@@ -304,6 +330,7 @@ def test_tier_replay7():
 
 # app -> the kernel its FIRST CAUSE names (run_gpu_test's families)
 MODEL_APPS = (("hf_gpt2_overflow", "GEMM_KERNELS"), ("hf_llama_padding", "rsqrt"))
+EAGER_STEPS = 3
 
 
 def model_cause_kernel(name):
@@ -355,7 +382,11 @@ def test_tier_models():
     for app, kernel in MODEL_APPS:
         for mode in ("eager", "graph"):
             label = f"{app} {mode}"
-            _, runs = tiers_side_by_side(app, [mode], label)
+            # Eager, the sick forward runs 3 times, each read back (a serving loop): under sentinel
+            # the eager sample sees the NaN without its upstream, which escalates, and a later step
+            # is scanned whole (graph mode replays 3 times already).
+            _, runs = tiers_side_by_side(app, [mode] + (["--steps", str(EAGER_STEPS)] if mode == "eager" else []),
+                                         label)
             done.append(check_model(app, mode, runs, model_cause_kernel(kernel), label))
             _, clean = tiers_side_by_side(app, [mode, "--clean"], label + " --clean", tiers=("sentinel",))
             report, code, _ = report_of(clean["sentinel"], label + " --clean (sentinel)")

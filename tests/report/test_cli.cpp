@@ -169,4 +169,24 @@ TEST(Cli, LaunchesWithPoolExtentsCountAsNotInspected) {
   EXPECT_NE(r.out.find("extent unknown (allocator pool) 10"), std::string::npos) << r.out;
 }
 
+// Under the sentinel tier the report says how many graph replays ran only the sentinel scans: a
+// clean verdict there means "the sentinels saw nothing", not "every kernel was looked at".
+TEST(Cli, SentinelOnlyReplaysAreSaid) {
+  TempDir dir;
+  Log p(7);
+  p.start(0);
+  p.raw(R"x({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1764513600000100000,"pid":7,"launches":40,)x"
+        R"x("scans":40,"findings":0,"kernels_inspected":3,"kernels_not_inspected":0,"scans_dropped":0,"overflow":0,)x"
+        R"x("duration_ns":1000,"coverage":{"launches":40,"by_inspection":{"decoded":0,"typed":40,"watched":0,)x"
+        R"x("opaque":0,"library":0,"layout_mismatch":0,"extent_unknown":0,"sampled_out":0,"excluded":0},"inspected_share":1.0,)x"
+        R"x("bytes_scanned":2000,"kernels_not_inspected":0,"not_inspected_top":[],)x"
+        R"x("graph_replays_sentinel_only":97,"graph_replays_every_scan":3}})x");
+  p.write(dir / "tier.jsonl");
+  const Result r = run({dir / "tier.jsonl"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("graph replays under the sentinel tier: 97 ran only the sentinel scans"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(", 3 every scan"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -96,4 +96,42 @@ TEST(SentinelReport, ALocalizedNaNShowsTheWindowsLineage) {
   EXPECT_FALSE(has(r.out, "rerun with --tier full")) << r.out;
 }
 
+// Eager under the sentinel tier: a NaN whose inputs came from launches the sample left out has no
+// origin (the engine writes origin unknown, origin_why sentinel, and no graph); without a fault
+// with a lineage after it, the report says so and names no cause.
+TEST(SentinelReport, AnEagerNaNAfterSampledOutLaunchesIsSeenNeverExplained) {
+  TempDir dir;
+  Log log(303);
+  const std::int64_t id = log.next_id();
+  log.nonfinite(10, "gelu_kernel", 16, {{"region", "unknown"}, {"origin", "unknown"}, {"origin_why", "sentinel"},
+                                        {"cause", {id}}});
+  log.write(dir / "e.jsonl");
+  const Result r = run({dir / "e.jsonl", "--color", "never"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "FIRST CAUSE  seen after launches the sentinel tier's eager sample left out (not scanned); "
+                         "it did not recur in a window that scanned every launch; first cause unknown; rerun with "
+                         "--tier full\n"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "graph 0")) << r.out;
+}
+
+// The same NaN recurring in the window after it: the window's lineage is the first cause.
+TEST(SentinelReport, AnEagerNaNThatRecurredShowsTheWindowsLineage) {
+  TempDir dir;
+  Log log(304);
+  const std::int64_t first = log.next_id();
+  log.nonfinite(10, "gelu_kernel", 16, {{"region", "unknown"}, {"origin", "unknown"}, {"origin_why", "sentinel"},
+                                        {"cause", {first}}});
+  const std::int64_t root = log.next_id();
+  log.nonfinite(20, "gemm_kernel", 8, {{"region", "unknown"}, {"origin", "introduced"}, {"cause", {root}}});
+  log.nonfinite(21, "gelu_kernel", 16, {{"region", "unknown"}, {"origin", "propagated"}, {"parents", {root}},
+                                        {"cause", {root}}});
+  log.write(dir / "w.jsonl");
+  const Result r = run({dir / "w.jsonl", "--color", "never"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "FIRST CAUSE  introduced\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "gemm_kernel")) << r.out;
+  EXPECT_FALSE(has(r.out, "rerun with --tier full")) << r.out;
+}
+
 }  // namespace

@@ -59,6 +59,18 @@ TEST(Coverage, KernelIdsBeyondTheCountedRangeAreTotalledNotLost) {
   EXPECT_TRUE(j["not_inspected_top"].empty());
 }
 
+// Under the sentinel tier a replay that ran only the sentinels did not look upstream of them.
+TEST(Coverage, SentinelTierReplaysAreCountedByWhatTheyScanned) {
+  Coverage c;
+  EXPECT_EQ(c.to_json()["graph_replays_sentinel_only"], 0u);
+  for (int i = 0; i < 5; ++i) c.on_tier_replay(false);
+  c.on_tier_replay(true);
+  const auto j = c.to_json();
+  EXPECT_EQ(j["graph_replays_sentinel_only"], 5u);
+  EXPECT_EQ(j["graph_replays_every_scan"], 1u);
+  EXPECT_EQ(j["launches"], 0u);  // replays are not launches of the app's kernels
+}
+
 TEST(Coverage, ConcurrentLaunchesAreAllCounted) {
   Coverage c;
   c.on_kernel(2000, "k", "opaque parameters");

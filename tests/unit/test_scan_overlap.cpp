@@ -1,6 +1,7 @@
 // scan_overlap: which edges take a scan node off a graph's critical path, and why the result
 // still orders the scan before every later writer of what it reads and before later scans.
 #include "scan_overlap.hpp"
+#include "pass_clock.hpp"
 
 #include <gtest/gtest.h>
 
@@ -525,4 +526,25 @@ TEST(EdgePort, OnlyAReadOnlyScanBesideTheChainAndTheAppsKernelsAroundItGetProgra
       EXPECT_EQ(edge_port(GraphPdl::both, from, to),
                 release ? EdgePort::programmatic : start ? EdgePort::launch_order : EdgePort::full);
     }
+}
+
+// The instantiate passes' debug line (src/pass_clock.hpp).
+TEST(PassClock, FormatsEachLapAndTheTotal) {
+  EXPECT_EQ(nanscope::format_laps({{"scan nodes", 1.2}, {"overlap", 3.4}}),
+            "scan nodes 1.20 ms, overlap 3.40 ms; 4.60 ms in all");
+  EXPECT_EQ(nanscope::format_laps({}), "no pass ran");
+}
+
+TEST(PassClock, OffRecordsNothing) {
+  nanscope::PassClock off(false);
+  off.lap("scan nodes");
+  EXPECT_FALSE(off.on());
+  EXPECT_EQ(off.summary(), "no pass ran");
+  nanscope::PassClock on(true);
+  on.lap("scan nodes");
+  on.lap("overlap");
+  const std::string s = on.summary();
+  EXPECT_EQ(s.rfind("scan nodes ", 0), 0u) << s;
+  EXPECT_NE(s.find(", overlap "), std::string::npos) << s;
+  EXPECT_NE(s.find(" ms in all"), std::string::npos) << s;
 }

@@ -109,6 +109,25 @@ TEST(Escalation, ARecurringNaNIsLocalizedInTheWindow) {
   EXPECT_EQ(e.on_drained(12, false), Outcome::none);
 }
 
+// A quiet scan node runs only in launches with every scan: its k-th run is the k-th such launch.
+TEST(Escalation, AQuietNodesRunIsNumberedByTheLaunchesThatRanEveryScan) {
+  Escalation e(2);
+  for (uint64_t r = 0; r < 5; ++r) e.on_launch(r);
+  EXPECT_FALSE(e.replay_of_full_launch(0));
+  e.on_full_launch(5);  // past the interposer
+  EXPECT_EQ(e.on_drained(4, true), Outcome::escalate);
+  EXPECT_EQ(e.on_launch(6), Mode::all);
+  EXPECT_EQ(e.on_launch(7), Mode::all);
+  EXPECT_EQ(e.replay_of_full_launch(0), 5u);
+  EXPECT_EQ(e.replay_of_full_launch(1), 6u);
+  EXPECT_EQ(e.replay_of_full_launch(2), 7u);
+  EXPECT_FALSE(e.replay_of_full_launch(3));
+  // Bounded: the oldest are forgotten, never misnumbered.
+  for (uint64_t r = 8; r < 8 + 5000; ++r) e.on_full_launch(r);
+  EXPECT_FALSE(e.replay_of_full_launch(0));
+  EXPECT_EQ(e.replay_of_full_launch(3 + 4999), 8u + 4999);
+}
+
 // The NaN of replay 7 only: the window drains clean, so the cause is unknown.
 TEST(Escalation, ANaNThatDoesNotRecurIsSaidSo) {
   Escalation e(3);
@@ -259,6 +278,40 @@ TEST(TwinEdges, ChainsOfScansAndBranchesKeepEveryOrderOfTheApp) {
   const std::vector<Edge> got = twin_edges(6, edges, removed, moved);
   const std::vector<Edge> want = {{0, 3}, {0, 4}, {3, 2}, {4, 2}, {3, 5}, {4, 5}};
   EXPECT_EQ(got, want);
+}
+
+// A layer chain as the overlap planner leaves it: each kernel K_i has its scan S_i beside it,
+// S_i runs before the next writer K_{i+1} ... and before the next scan S_{i+1} (its state
+// words). Bypassing the quiet scans must give the chain back, not join each kernel to every
+// kernel after it (a quadratic number of edges, slower on the H200 than the scans were).
+TEST(TwinEdges, AChainOfQuietScansGivesTheChainBackWithoutImpliedEdges) {
+  constexpr uint32_t kLayers = 40;  // node 2i is K_i, 2i+1 is S_i
+  std::vector<Edge> edges;
+  std::vector<bool> removed(2 * kLayers, false);
+  for (uint32_t i = 0; i < kLayers; ++i) {
+    edges.push_back({2 * i, 2 * i + 1});
+    removed[2 * i + 1] = true;
+    if (i + 1 < kLayers) {
+      edges.push_back({2 * i, 2 * i + 2});      // K_i -> K_{i+1}: the app's own order
+      edges.push_back({2 * i + 1, 2 * i + 2});  // S_i before the next writer
+      edges.push_back({2 * i + 1, 2 * i + 3});  // S_i before the next scan
+    }
+  }
+  const std::vector<Edge> got = twin_edges(2 * kLayers, edges, removed, {});
+  std::vector<Edge> want;
+  for (uint32_t i = 0; i + 1 < kLayers; ++i) want.push_back({2 * i, 2 * i + 2});
+  EXPECT_EQ(got, want);
+}
+
+// The graph's own edges stay even when implied; only the edges the bypass adds are reduced.
+TEST(TwinEdges, TheAppsOwnImpliedEdgesStay) {
+  // 0 -> 1 -> 2 and 0 -> 2 (the app's, implied); 0 -> S3 -> 2 (S3 quiet).
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {0, 2}, {0, 3}, {3, 2}};
+  const std::vector<bool> removed = {false, false, false, true};
+  EXPECT_EQ(twin_edges(4, edges, removed, {}), (std::vector<Edge>{{0, 1}, {0, 2}, {1, 2}}));
+  // Without the app's 0 -> 2, the bypass's 0 -> 2 is implied by 0 -> 1 -> 2 and goes.
+  const std::vector<Edge> no_direct = {{0, 1}, {1, 2}, {0, 3}, {3, 2}};
+  EXPECT_EQ(twin_edges(4, no_direct, removed, {}), (std::vector<Edge>{{0, 1}, {1, 2}}));
 }
 
 TEST(TwinEdges, NothingRemovedOrMovedIsTheGraphItself) {

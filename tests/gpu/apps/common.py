@@ -25,6 +25,18 @@ def arguments(doc):
     return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def steps(step, n):
+    """`step()` n times, each result read back to the host (a serving loop reads its next token
+    before the next step), as the sentinel tier sees a NaN that recurs; the last result."""
+    if n <= 1:
+        return step()
+    out = None
+    for _ in range(n):
+        out = step()
+        out.isfinite().all().item()
+    return out
+
+
 def require_cuda(app):
     if not torch.cuda.is_available():
         print(f"{app}: skip: no CUDA device")

@@ -4,12 +4,14 @@ GEMM) is scaled by a power of two large enough that its largest outputs pass fp1
 become Inf, the way an fp16 checkpoint with one badly scaled weight (a bad merge, a wrong
 quantisation scale) does. GELU then turns -Inf into NaN and c_proj spreads it over every row.
 
-Usage: hf_gpt2_overflow.py MODE [--clean] [--no-reference]
+Usage: hf_gpt2_overflow.py MODE [--clean] [--no-reference] [--steps N]
   MODE            eager, graph (one forward captured with torch.cuda.graph on static inputs,
                   replayed 3 times) or compile (torch.compile, default mode), all with
                   attn_implementation="eager"
   --clean         the same program without the scaling: the logits must be finite
   --no-reference  skip the reference pass (the truth fields are null)
+  --steps N       eager: run the forward N times on the same batch, each read back as a serving
+                  loop reads its tokens (common.steps); the logits are the last step's
 
 The scale is found without ever running an overflowing forward: a clean forward measures the
 c_fc output; since scaling the weight by 2^k scales that GEMM's output by exactly 2^k (its bias
@@ -85,6 +87,7 @@ def main():
     parser.add_argument("mode", choices=("eager", "graph", "compile"))
     parser.add_argument("--clean", action="store_true", help="no scaling: finite logits")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference pass")
+    parser.add_argument("--steps", type=int, default=1, help="eager: the forward N times, as a serving loop")
     args = parser.parse_args()
     common.require_cuda(APP)
 
@@ -97,7 +100,7 @@ def main():
             model.get_submodule(GEMM).weight.mul_(2.0 ** exponent)  # exact: a power of two
     with torch.no_grad():
         if args.mode == "eager":
-            logits = forward(model, ids)
+            logits = common.steps(lambda: forward(model, ids), args.steps)
         elif args.mode == "graph":
             # The causal mask prepared (no padding): transformers would build it from a host
             # scalar inside the capture, which capture forbids; a 4-D mask is used as given.

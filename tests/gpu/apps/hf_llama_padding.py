@@ -4,13 +4,15 @@ does that) and RMSNorm runs without epsilon (rms_norm_eps=0.0). In each padding 
 RMSNorm computes rsqrt(mean(0^2) + 0) = +Inf and then 0 * Inf = NaN; attention carries the NaN
 into real rows of the logits.
 
-Usage: hf_llama_padding.py MODE [--clean] [--no-reference]
+Usage: hf_llama_padding.py MODE [--clean] [--no-reference] [--steps N]
   MODE            eager, graph (one forward captured with torch.cuda.graph on static inputs,
                   replayed 3 times), compile (torch.compile, default mode), compile-ro
                   (mode="reduce-overhead"), all with attn_implementation="eager", or sdpa
                   (attn_implementation="sdpa", eager execution)
   --clean         the same program with rms_norm_eps=1e-6: the logits must be finite
   --no-reference  skip the reference pass (the truth fields are null)
+  --steps N       eager, sdpa: run the forward N times on the same batch, each read back as a
+                  serving loop reads its tokens (common.steps); the logits are the last step's
 
 The last stdout line is one JSON object: the logits' shape, non-finite counts and sha256 of
 their bytes, and the truth from a separate reference pass run after the measured one (eager,
@@ -68,10 +70,10 @@ def forward(model, ids, mask):
     return model(input_ids=ids, attention_mask=mask, use_cache=False).logits
 
 
-def measured(mode, model, ids, mask):
+def measured(mode, model, ids, mask, steps=1):
     with torch.no_grad():
         if mode in ("eager", "sdpa"):
-            logits = forward(model, ids, mask)
+            logits = common.steps(lambda: forward(model, ids, mask), steps)
         elif mode == "graph":
             prepared = common.additive_mask(mask, torch.bfloat16)
             logits = common.capture_and_replay(lambda: forward(model, ids, prepared), REPLAYS)
@@ -87,13 +89,14 @@ def main():
     parser.add_argument("mode", choices=("eager", "sdpa", "graph", "compile", "compile-ro"))
     parser.add_argument("--clean", action="store_true", help="rms_norm_eps=1e-6: finite logits")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference pass")
+    parser.add_argument("--steps", type=int, default=1, help="eager, sdpa: the forward N times, as a serving loop")
     args = parser.parse_args()
     common.require_cuda(APP)
 
     attn = "sdpa" if args.mode == "sdpa" else "eager"
     model = build_model(attn, args.clean)
     ids, mask = batch()
-    logits = measured(args.mode, model, ids, mask)
+    logits = measured(args.mode, model, ids, mask, args.steps)
     line = {"app": APP, "mode": args.mode, "clean": args.clean, "attn": attn,
             "logits_shape": list(logits.shape), "logits_nonfinite": common.nonfinite(logits),
             "logits_counts": common.counts(logits), "checksum": common.checksum(logits),
