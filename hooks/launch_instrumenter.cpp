@@ -90,8 +90,10 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
-  // initial scan named after it files it with its facts.
-  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key(), left_out_of_sample};
+  // initial scan named after it files it with its facts. A launch the sample left out is never
+  // named (its reader's finding claims no origin): no Python walk, the costliest part here.
+  const uint64_t python = left_out_of_sample ? 0 : scans_.python_key();
+  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), python, left_out_of_sample};
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
