@@ -8,6 +8,8 @@
 # Debug costs time itself: these figures explain, bench/tier_bench.sh measures.
 # Usage, on the device from the repository root:
 #   bench/tier_diag.sh LIB [OUT_DIR]     (LIB: .stage/lib/libnanscope.so; logs go to OUT_DIR)
+# TIER_DIAG_TIERS / TIER_DIAG_CASES (default "full sentinel" / "eager graph-b8") narrow the runs;
+# TIER_DIAG_CASES=none runs only the graph bench.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 lib=$(readlink -f "${1:?usage: bench/tier_diag.sh LIB [OUT_DIR]}")
@@ -26,8 +28,9 @@ print("  summary: launches", s.get("launches"), "scans", s.get("scans"), "python
       "graph replays sentinel-only", c.get("graph_replays_sentinel_only"), "every scan", c.get("graph_replays_every_scan"))
 EOF
 }
-for tier in full sentinel; do
-  for case in eager graph-b8; do
+for tier in ${TIER_DIAG_TIERS:-full sentinel}; do
+  for case in ${TIER_DIAG_CASES:-eager graph-b8}; do
+    [ "$case" = none ] && continue
     log=$out/$tier-$case.jsonl
     echo "== $case under $tier (debug)"
     CUDA_INJECTION64_PATH=$lib NANSCOPE_TIER=$tier NANSCOPE_LEVEL=debug NANSCOPE_LOG=$log \
@@ -38,6 +41,7 @@ for tier in full sentinel; do
   done
 done
 echo "== nanscope_graph_bench: plain, then full (debug: the instantiate passes)"
+export LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # it links libnanscope.so.0
 timeout 120 "$bin/nanscope_graph_bench" 2>&1 | tail -1
 CUDA_INJECTION64_PATH=$lib NANSCOPE_LEVEL=debug timeout 120 "$bin/nanscope_graph_bench" 2>&1 |
   grep -E 'graph_bench|instantiate passes|after instantiate' | cut -c1-400 | sort | uniq -c | sort -rn | head -12

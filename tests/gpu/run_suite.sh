@@ -76,6 +76,7 @@ export -f run_one
 suite_end=0
 [ "$deadline" -gt 0 ] && suite_end=$(($(date +%s) + deadline))
 export runner logs suite_end
+export NANSCOPE_SUITE_LOGS=$logs  # tests that keep their runs' events put them beside their logs
 # The long tests first, so a deadline leaves out short ones.
 mapfile -t tests < <(printf '%s\n' "${tests[@]}" | grep -E '^(hf_|tier_|verdicts_|torch_compile)'
                      printf '%s\n' "${tests[@]}" | grep -vE '^(hf_|tier_|verdicts_|torch_compile)')

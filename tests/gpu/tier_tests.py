@@ -129,8 +129,19 @@ def run_tier(script, args, tier, label):
     env = {"NANSCOPE_TIER": tier, "NANSCOPE_ESCALATE": str(WINDOW),
            "PYTHONPATH": os.pathsep.join(filter(None, [os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")]))}
     got, events = helpers().run_scoped([sys.executable, script, *args, "--no-reference"], env, f"{label} ({tier})")
+    keep_log(events, f"{label} {tier}")
     expect_tier(events, tier, f"{label} ({tier})")
     return got, events
+
+
+def keep_log(events, name):
+    """The run's events into $NANSCOPE_SUITE_LOGS (run_suite.sh sets it; its logs come back from the
+    device), for the checks of a failed run to be read after it."""
+    where = os.environ.get("NANSCOPE_SUITE_LOGS")
+    if not where:
+        return
+    with open(os.path.join(where, re.sub(r"[^A-Za-z0-9_.-]+", "-", name) + ".jsonl"), "w") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in events))
 
 
 def tiers_side_by_side(app, args, label, tiers=("full", "sentinel")):
