@@ -82,7 +82,12 @@ void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
   const Finding& f = *fp;
   const KernelInfo* k = kernels_.by_id(f.kernel_id);
   FindingFacts facts = facts_of(f, cs.device(), k);
-  if (stale_rescan(f, k && writes_arg(k->roles, f.arg))) {
+  // An escalated replay's rescans count even when unchanged: the lineage of that replay is what
+  // its window runs for (session 21: tier_replay7's watch was dropped as unchanged at replay 9,
+  // and the amax reading it lost its parent and its leak).
+  const bool escalated =
+      replay == GraphRegistry::ReplayKind::escalated || replay == GraphRegistry::ReplayKind::quiet;
+  if (!escalated && stale_rescan(f, k && writes_arg(k->roles, f.arg))) {
     counters_.rescans_unchanged.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -163,6 +163,14 @@ void GraphInstrumenter::at_exit() {
   if (cfg_.tier != Tier::sentinel) return;
   for (const GraphRegistry::TierOutcome& o : registry_.open_windows()) {
     namespace key = schema::key;
+    if (o.outcome == sentinel::Outcome::localized) {
+      log_.emit(schema::event::escalation, Json{{key::graph_id, o.graph_id}, {key::phase, phase_of(o.outcome)},
+                                                {key::replay, o.replay}, {key::window, o.window}});
+      log_.info(fmt::format("graph {}: the non-finite values of replay {} recurred in the replays after it, which "
+                            "ran every scan: their lineage is logged",
+                            o.graph_id, o.replay));
+      continue;
+    }
     log_.emit(schema::event::escalation,
               Json{{key::graph_id, o.graph_id}, {key::phase, schema::escalation_phase_str::incomplete},
                    {key::replay, o.replay}, {key::window, o.window}});

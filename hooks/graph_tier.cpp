@@ -171,9 +171,14 @@ std::vector<GraphRegistry::TierOutcome> GraphRegistry::settle(std::vector<CUeven
 std::vector<GraphRegistry::TierOutcome> GraphRegistry::open_windows() {
   std::vector<TierOutcome> out;
   std::lock_guard lock(mu_);
+  // A window whose replays had not all been seen complete (exit queries no event): one that found
+  // the NaN again has its lineage logged all the same (session 21: tier_replay7 `every` said
+  // `incomplete` at exit with the softmax's lineage in replays 9-11).
   auto open = [&](const Tier& t) {
-    if (t.escalation.escalating())
-      out.push_back({t.graph_id, t.escalation.first_seen(), t.escalation.window(), sentinel::Outcome::escalate});
+    if (!t.escalation.escalating()) return;
+    const bool recurred = t.escalation.recurred() || !t.nonfinite.empty() || t.quiet_fired;
+    out.push_back({t.graph_id, t.escalation.first_seen(), t.escalation.window(),
+                   recurred ? sentinel::Outcome::localized : sentinel::Outcome::escalate});
   };
   for (const auto& [exec, t] : tiers_) open(t);
   for (const Tier& t : retired_) open(t);

@@ -82,6 +82,8 @@ class Escalation {
 
   // A sentinel fired and its window has not drained yet (at exit: seen, the window incomplete).
   bool escalating() const { return escalated_; }
+  // A window's replay drained so far found the NaN again.
+  bool recurred() const { return escalated_ && recurred_; }
   uint64_t first_seen() const { return first_seen_; }  // the replay whose sentinel fired last
   // Replay `replay` was launched with every scan outside any window: a launch the sentinel tier
   // could not turn into a sentinel one (its caller was not intercepted). Its findings have their

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "event.hpp"
@@ -62,6 +63,10 @@ struct Proc {
   std::int64_t launches = 0, scans = 0, findings_reported = 0, scans_dropped = 0, overflow = 0,
                kernels_inspected = 0, kernels_not_inspected = 0, duration_ns = 0;
   Counts summary_counts;
+  // The sentinel tier's findings that claim no origin (origin_why sentinel), by event id: a fault
+  // whose every cause is one of them has no lineage of its own (verdicts.cpp). Bounded.
+  static constexpr std::size_t kMaxSentinelIds = 1 << 16;
+  std::unordered_set<std::int64_t> sentinel_ids;
   // What this process's events add up to, before any filter: checked against its summary.
   std::int64_t logged_findings = 0;
   Counts logged_counts;

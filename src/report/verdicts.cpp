@@ -141,10 +141,16 @@ const Snapshot* Analysis::kept_event(std::uint32_t proc, std::int64_t id) const 
 void Analysis::note_first_causes(const Event& e, std::uint32_t file, std::uint32_t pi, std::uint32_t si,
                                  std::int64_t line) {
   if (!is_fault(e)) return;
+  Proc& p = procs[pi];
   if (e.origin_why == schema::origin_why_str::sentinel) {  // seen, its cause not looked for
+    if (p.sentinel_ids.size() < Proc::kMaxSentinelIds) p.sentinel_ids.insert(e.id);
     take_earlier(first_sentinel, e, file, pi, si, line);
     return;
   }
+  // Carried from sentinel findings only (eager: the rest of the step after a launch the sample
+  // left out): no lineage of its own either. A window that scanned everything gives the cause.
+  const auto sentinel_cause = [&p](std::int64_t c) { return p.sentinel_ids.count(c) != 0; };
+  if (!e.cause.empty() && std::all_of(e.cause.begin(), e.cause.end(), sentinel_cause)) return;
   take_earlier(first_fault, e, file, pi, si, line);
   take_earlier(procs[pi].first_fault, e, file, pi, si, line);
   if (e.origin == Origin::introduced) {

@@ -105,6 +105,8 @@ TEST(SentinelReport, AnEagerNaNAfterSampledOutLaunchesIsSeenNeverExplained) {
   const std::int64_t id = log.next_id();
   log.nonfinite(10, "gelu_kernel", 16, {{"region", "unknown"}, {"origin", "unknown"}, {"origin_why", "sentinel"},
                                         {"cause", {id}}});
+  log.nonfinite(11, "c_proj_kernel", 16, {{"region", "unknown"}, {"origin", "propagated"}, {"parents", {id}},
+                                          {"cause", {id}}});
   log.write(dir / "e.jsonl");
   const Result r = run({dir / "e.jsonl", "--color", "never"});
   EXPECT_EQ(r.rc, 1) << r.out;
@@ -113,6 +115,7 @@ TEST(SentinelReport, AnEagerNaNAfterSampledOutLaunchesIsSeenNeverExplained) {
                          "--tier full\n"))
       << r.out;
   EXPECT_FALSE(has(r.out, "graph 0")) << r.out;
+  EXPECT_TRUE(has(r.out, "gelu_kernel")) << r.out;  // the sentinel's finding, not its descendant
 }
 
 // The same NaN recurring in the window after it: the window's lineage is the first cause.
@@ -122,6 +125,9 @@ TEST(SentinelReport, AnEagerNaNThatRecurredShowsTheWindowsLineage) {
   const std::int64_t first = log.next_id();
   log.nonfinite(10, "gelu_kernel", 16, {{"region", "unknown"}, {"origin", "unknown"}, {"origin_why", "sentinel"},
                                         {"cause", {first}}});
+  // The rest of that step carries it: propagated, caused by the sentinel finding only.
+  log.nonfinite(11, "c_proj_kernel", 16, {{"region", "unknown"}, {"origin", "propagated"}, {"parents", {first}},
+                                          {"cause", {first}}});
   const std::int64_t root = log.next_id();
   log.nonfinite(20, "gemm_kernel", 8, {{"region", "unknown"}, {"origin", "introduced"}, {"cause", {root}}});
   log.nonfinite(21, "gelu_kernel", 16, {{"region", "unknown"}, {"origin", "propagated"}, {"parents", {root}},
@@ -132,6 +138,30 @@ TEST(SentinelReport, AnEagerNaNThatRecurredShowsTheWindowsLineage) {
   EXPECT_TRUE(has(r.out, "FIRST CAUSE  introduced\n")) << r.out;
   EXPECT_TRUE(has(r.out, "gemm_kernel")) << r.out;
   EXPECT_FALSE(has(r.out, "rerun with --tier full")) << r.out;
+}
+
+}  // namespace
+
+namespace {
+
+// Logs the H200 wrote (session 21, tests/report/data/h200: hf_gpt2_overflow.py eager --steps 3
+// under NANSCOPE_TIER=full and =sentinel). Under sentinel the first step's NaN was seen after
+// launches the sample left out (GELU's mul, origin unknown, why sentinel) and the rest of that
+// step carried it; the next steps ran in the window. The report must name the same FIRST CAUSE
+// as under full: the c_fc GEMM's overflow at pytorch_utils.py:119, never the GELU.
+TEST(SentinelReport, RecordedGpt2EagerGivesFullsFirstCause) {
+  const std::string data = std::string(NANSCOPE_REPORT_TEST_DATA) + "/h200/";
+  nlohmann::json cause[2];
+  const char* logs[2] = {"gpt2_eager_full.jsonl", "gpt2_eager_sentinel.jsonl"};
+  for (int i = 0; i < 2; ++i) {
+    const Result r = run({data + logs[i], "--format", "json"});
+    ASSERT_EQ(r.rc, 1) << logs[i] << "\n" << r.err;
+    cause[i] = nlohmann::json::parse(r.out)["first_cause"];
+  }
+  for (const char* k : {"kernel", "origin", "counts"}) EXPECT_EQ(cause[1][k], cause[0][k]) << k;
+  EXPECT_EQ(cause[1]["python"]["line"], 119);
+  EXPECT_EQ(cause[0]["python"]["line"], 119);
+  EXPECT_EQ(cause[1]["kernel"], "nvjet_sm90_hsh_64x24_64x16_4x2_h_bz_bias_NNT");
 }
 
 }  // namespace

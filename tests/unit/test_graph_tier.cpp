@@ -61,6 +61,24 @@ TEST_F(TwinTier, TheTwinRunsUntilASentinelFaultsThenTheAppsExecForTheWindow) {
   EXPECT_FALSE(reg.tier_launch(exec).escalated) << "the window is spent: the twin again";
 }
 
+// A quiet node runs only in the window: its k-th run is the window's k-th replay. At exit, with the
+// window's completion events never queried, a window whose replays found the NaN again says
+// localized (its lineage is in the log), not incomplete.
+TEST_F(TwinTier, QuietFindingsTakeTheirWindowsReplayAndARecurrenceIsLocalizedAtExit) {
+  for (int r = 0; r < 3; ++r) (void)reg.tier_launch(exec);  // replays 0-2 on the twin
+  ASSERT_TRUE(reg.on_judged(at(9, 1), GraphRegistry::ReplayKind::sentinel_only, true).escalate);
+  for (uint64_t r = 3; r <= 4; ++r) ASSERT_TRUE(reg.tier_launch(exec).escalated) << r;
+  EXPECT_EQ(reg.quiet_replay(at(3, 0)), 3u);
+  EXPECT_EQ(reg.quiet_replay(at(3, 1)), 4u);
+  EXPECT_FALSE(reg.quiet_replay(at(3, 2)).has_value()) << "no third launch with every scan";
+  ASSERT_EQ(reg.open_windows().size(), 1u);
+  EXPECT_EQ(reg.open_windows()[0].outcome, sentinel::Outcome::escalate) << "nothing drained yet: incomplete";
+  (void)reg.on_judged(at(9, 3), GraphRegistry::ReplayKind::escalated, true);  // the NaN again, in the window
+  ASSERT_EQ(reg.open_windows().size(), 1u);
+  EXPECT_EQ(reg.open_windows()[0].outcome, sentinel::Outcome::localized);
+  EXPECT_EQ(reg.open_windows()[0].replay, 1u);
+}
+
 TEST_F(TwinTier, AnInfinityThatIsNoFaultNeverEscalates) {
   (void)reg.tier_launch(exec);
   const Finding mask = at(9, 0, /*nan=*/0);
