@@ -67,27 +67,28 @@ FindingFacts FindingReporter::facts_of(const Finding& f, int device, const Kerne
   return facts;
 }
 
+// The sentinel tier: a quiet scan node's run count is renumbered to the replay it ran in
+// (docs/sentinel.md); `renumbered` holds the copy when it is.
+const Finding& FindingReporter::as_replayed(const Finding& found, GraphRegistry::ReplayKind replay,
+                                            Finding& renumbered) {
+  if (replay != GraphRegistry::ReplayKind::quiet) return found;
+  const std::optional<uint64_t> r = graphs_.quiet_replay(found);
+  if (!r) return found;
+  renumbered = found;
+  renumbered.replay = *r;
+  return renumbered;
+}
+
 void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
-  // The sentinel tier: a replay that ran only the sentinels claims no origin, and a quiet scan
-  // node's run count is renumbered to the replay it ran in (docs/sentinel.md).
-  const GraphRegistry::ReplayKind replay = graphs_.replay_kind(found);
+  const GraphRegistry::ReplayKind replay = graphs_.replay_kind(found);  // sentinel-only: no origin
   Finding renumbered;
-  const Finding* fp = &found;
-  if (replay == GraphRegistry::ReplayKind::quiet)
-    if (const std::optional<uint64_t> r = graphs_.quiet_replay(found)) {
-      renumbered = found;
-      renumbered.replay = *r;
-      fp = &renumbered;
-    }
-  const Finding& f = *fp;
+  const Finding& f = as_replayed(found, replay, renumbered);
   const KernelInfo* k = kernels_.by_id(f.kernel_id);
   FindingFacts facts = facts_of(f, cs.device(), k);
   // An escalated replay's rescans count even when unchanged: the lineage of that replay is what
   // its window runs for (session 21: tier_replay7's watch was dropped as unchanged at replay 9,
   // and the amax reading it lost its parent and its leak).
-  const bool escalated =
-      replay == GraphRegistry::ReplayKind::escalated || replay == GraphRegistry::ReplayKind::quiet;
-  if (!escalated && stale_rescan(f, k && writes_arg(k->roles, f.arg))) {
+  if (!GraphRegistry::ran_every_scan(replay) && stale_rescan(f, k && writes_arg(k->roles, f.arg))) {
     counters_.rescans_unchanged.fetch_add(1, std::memory_order_relaxed);
     return;
   }

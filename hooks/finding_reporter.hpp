@@ -47,6 +47,7 @@ class FindingReporter {
  private:
   void drain_context(ContextState& cs);  // callers hold drain_mu_
   void handle_finding(const Finding& f, ContextState& cs);
+  const Finding& as_replayed(const Finding& found, GraphRegistry::ReplayKind replay, Finding& renumbered);
   FindingFacts facts_of(const Finding& f, int device, const KernelInfo* k);
   // The launches that may have written a finding's values, when no tracked input or host write
   // explains them (origin candidate).

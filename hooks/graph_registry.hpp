@@ -126,6 +126,8 @@ class GraphRegistry {
     quiet,          // a quiet scan's finding: from the open window
   };
   ReplayKind replay_kind(const Finding& f);
+  // An escalated window's replay, or a quiet scan's (which runs only in those): every scan ran.
+  static bool ran_every_scan(ReplayKind k) { return k == ReplayKind::escalated || k == ReplayKind::quiet; }
   // A quiet scan's finding (ReplayKind::quiet): the replay of its exec's f.replay-th launch with
   // every scan (sentinel::Escalation::replay_of_full_launch).
   std::optional<uint64_t> quiet_replay(const Finding& f);

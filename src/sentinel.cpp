@@ -134,32 +134,40 @@ constexpr uint32_t kMaxReducedNodes = 8192;
 // 21: Llama graph-b8, twin 1.50x plain against full's 1.37x). The graph's own edges
 // (`original`) stay as they were, implied or not. A transitive reduction of a DAG may drop all
 // its implied edges at once: each keeps a longer path.
-void drop_implied(uint32_t n, const std::vector<Edge>& original, std::vector<Edge>& out) {
-  if (n > kMaxReducedNodes || out.empty()) return;
-  overlap::Children children, parents;
-  overlap::adjacency(n, out, children, parents);
+// Each node's descendants in `children` as bitsets of `words` words (reach[u * words ...]), or
+// nothing when the edges hold a cycle.
+std::optional<std::vector<uint64_t>> descendants(uint32_t n, const overlap::Children& children,
+                                                 const overlap::Children& parents, size_t words) {
   std::vector<uint32_t> order, pending(n);
   for (uint32_t v = 0; v < n; ++v)
     if ((pending[v] = static_cast<uint32_t>(parents[v].size())) == 0) order.push_back(v);
   for (size_t i = 0; i < order.size(); ++i)
     for (uint32_t c : children[order[i]])
       if (--pending[c] == 0) order.push_back(c);
-  if (order.size() != n) return;  // not a DAG: leave it to the driver to refuse
-  const size_t words = (n + 63) / 64;
-  std::vector<uint64_t> reach(size_t{n} * words, 0);  // reach[u]: the nodes after u
-  auto bit = [&](uint32_t u, uint32_t v) { return (reach[u * words + v / 64] >> (v % 64)) & 1u; };
+  if (order.size() != n) return std::nullopt;
+  std::vector<uint64_t> reach(size_t{n} * words, 0);
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     for (uint32_t c : children[*it]) {
       for (size_t w = 0; w < words; ++w) reach[*it * words + w] |= reach[c * words + w];
       reach[*it * words + c / 64] |= uint64_t{1} << (c % 64);
     }
+  return reach;
+}
+
+void drop_implied(uint32_t n, const std::vector<Edge>& original, std::vector<Edge>& out) {
+  if (n > kMaxReducedNodes || out.empty()) return;
+  overlap::Children children, parents;
+  overlap::adjacency(n, out, children, parents);
+  const size_t words = (n + 63) / 64;
+  const std::optional<std::vector<uint64_t>> reach = descendants(n, children, parents, words);
+  if (!reach) return;  // not a DAG: leave it to the driver to refuse
+  auto after = [&](uint32_t u, uint32_t v) { return ((*reach)[u * words + v / 64] >> (v % 64)) & 1u; };
   std::set<std::pair<uint32_t, uint32_t>> own;
   for (const Edge& e : original) own.insert({e.from, e.to});
   auto implied = [&](const Edge& e) {
     if (own.count({e.from, e.to})) return false;
-    for (uint32_t w : children[e.from])
-      if (w != e.to && bit(w, e.to)) return true;
-    return false;
+    return std::any_of(children[e.from].begin(), children[e.from].end(),
+                       [&](uint32_t w) { return w != e.to && after(w, e.to); });
   };
   out.erase(std::remove_if(out.begin(), out.end(), implied), out.end());
 }
