@@ -99,6 +99,9 @@ void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
   const bool abort_now = aborts(f, watches_.effective(facts.watch.action));
 
   std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
+  // An eager launch outside the sentinel tier's windows: what it read was not all judged.
+  if (lineage_input && !f.captured && eager_tier_.on() && !eager_tier_.in_window(f.launch_id))
+    lineage_input->sentinel_only = true;
   if (lineage_input && replay == GraphRegistry::ReplayKind::sentinel_only) lineage_input->sentinel_only = true;
   // Its launch's facts, from the slot its record names (nullopt: none filed, or evicted).
   const std::optional<LaunchFacts> launch = allocs_.launch_facts().find(f.facts_slot, f.launch_id);
@@ -144,7 +147,11 @@ void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
 // eager launch's fault (which opens the eager sample's window at the next launch).
 void FindingReporter::on_judged(const Finding& f, GraphRegistry::ReplayKind replay, bool fault, uint64_t event_id) {
   if (f.captured) return graphs_.on_judged(f, replay, fault, event_id);
-  if (fault) eager_tier_.on_fault(counters_.launches.load(std::memory_order_relaxed) + 1);
+  // A window opened: what launches left out of the sample wrote was never judged, so every
+  // buffer's state is forgotten and the window's readers scan their inputs first. The drain holds
+  // the contexts' lock (drain_all, retire).
+  if (fault && eager_tier_.on_fault(counters_.launches.load(std::memory_order_relaxed) + 1))
+    contexts_.for_each_held([](ContextState& cs) { cs.slots().invalidate_all(); });
 }
 
 // What escalates the sentinel tier: a fault by the verdict's rule (NaN; an infinity only under

@@ -72,8 +72,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
 // A launch nanscope cannot see into may write any buffer its parameter words point into: those
 // buffers' states are unknown from here on, and the launch is remembered as their last possible
 // writer, so their next reader's initial scan names it rather than the reader.
-void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
-                                     bool left_out_of_sample) {
+void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
   if (!cfg_.origin || !k.params_known || k.excluded) return;
   const AddressRange span = allocs_.span();
   if (!span.size) return;
@@ -82,18 +81,15 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   for (uint32_t i = 0; i < k.params.size(); ++i) {
     // A typed kernel's typed pointers are judged by its own scan (outputs) or only read (const
     // inputs): only the parameters that may hide pointers can hide a write.
-    // Left out of the sample: its typed outputs too (a typed input is only read).
     const ParamRole role = i < k.roles.size() ? k.roles[i] : ParamRole::other;
-    if (role == ParamRole::input || (!left_out_of_sample && role == ParamRole::output)) continue;
+    if (role == ParamRole::input || role == ParamRole::output) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
-  // initial scan named after it files it with its facts. A launch the sample left out is never
-  // named (its reader's finding claims no origin): no Python walk, the costliest part here.
-  const uint64_t python = left_out_of_sample ? 0 : scans_.python_key();
-  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), python, left_out_of_sample};
+  // initial scan named after it files it with its facts.
+  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key()};
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
@@ -101,17 +97,16 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   }
 }
 
-// The sentinel tier in eager mode (eager_tier.hpp): a launch outside the sample is not scanned
-// but noted as an opaque writer of every buffer its parameter words point into. Never a launch
-// under stream capture (a graph node: the graph tier's), one that touches a watch or matches a
-// rule, or one whose parameters are not known (what it writes could not be marked unknown).
+// The sentinel tier in eager mode (eager_tier.hpp): a launch outside the sample is not scanned,
+// and costs nothing more (findings outside a window claim no origin; a window forgets every
+// buffer's state when it opens). Never a launch under stream capture (a graph node: the graph
+// tier's), one that touches a watch or matches a rule, or one whose parameters are not known.
 bool LaunchInstrumenter::sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
   if (!k.params_known) return false;
   if (!surely_not_capturing(a.stream)) return false;
   const bool always = !k.rules.empty() || tasks_.touches_watch(k, a);
   if (eager_tier_.should_scan(launch_id, k.id, always)) return false;
   counters_.coverage.on_launch(k.id, Inspection::sampled_out, 0, 0);
-  note_opaque(k, a, launch_id, ctx, /*left_out_of_sample=*/true);
   return true;
 }
 

@@ -35,10 +35,9 @@ class LaunchInstrumenter {
   void on_copy(const CopyArgs& c, const CUpti_CallbackData& cb);
 
  private:
-  // `left_out_of_sample`: a launch the sentinel tier's sample left out: its typed outputs' words too,
-  // not only the words that may hide a pointer; a typed input is only read either way.
-  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
-                   bool left_out_of_sample = false);
+  // Only the words that may hide a pointer: a typed output is judged by its own scan, a typed
+  // input is only read.
+  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   bool sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   static void note_judged_inputs(ContextState& cs, const std::vector<uint64_t>& words, OpaqueWrite& writer);
   void watch_torch();  // attaches to torch's allocator once it is there; says once if it cannot

@@ -94,18 +94,38 @@ std::map<uint64_t, BufferSlots::Entry>::iterator BufferSlots::find_containing(ui
   return by_ptr_.end();
 }
 
-std::optional<TrackedBuffer> BufferSlots::invalidate(uint64_t ptr) {
-  std::lock_guard lock(mu_);
-  auto it = find_containing(ptr);
-  if (it == by_ptr_.end() || !it->second.buf.state_known) return std::nullopt;
-  TrackedBuffer& b = it->second.buf;
+namespace {
+
+// A new generation for `b`'s slot: its device word, last written under the old one, reads as
+// unknown, and the buffer is claimable for an initial scan again.
+void next_generation(TrackedBuffer& b, std::vector<uint16_t>& gens) {
   const uint32_t slot = b.ref & 0xffffu;
-  uint16_t& gen = gen_[slot];
+  uint16_t& gen = gens[slot];
   gen = static_cast<uint16_t>(gen + 1);
   if (gen == 0) gen = 1;
   b.ref = slot | uint32_t{gen} << 16;
   b.state_known = false;
-  return b;
+}
+
+}  // namespace
+
+std::optional<TrackedBuffer> BufferSlots::invalidate(uint64_t ptr) {
+  std::lock_guard lock(mu_);
+  auto it = find_containing(ptr);
+  if (it == by_ptr_.end() || !it->second.buf.state_known) return std::nullopt;
+  next_generation(it->second.buf, gen_);
+  return it->second.buf;
+}
+
+std::size_t BufferSlots::invalidate_all() {
+  std::lock_guard lock(mu_);
+  std::size_t known = 0;
+  for (auto& [ptr, e] : by_ptr_)
+    if (e.buf.state_known) {
+      next_generation(e.buf, gen_);
+      ++known;
+    }
+  return known;
 }
 
 void BufferSlots::forget_range(uint64_t base, uint64_t size) {

@@ -47,6 +47,9 @@ class BufferSlots {
   // slot moves to a new generation, so the device word (last written by a scan) reads as
   // unknown and the buffer is claimable for an initial scan again. Returns the buffer.
   std::optional<TrackedBuffer> invalidate(uint64_t ptr);
+  // Every tracked buffer's state at once (the sentinel tier's eager window opens: what launches
+  // left out of the sample wrote was never judged); returns how many were known.
+  std::size_t invalidate_all();
   // A freed allocation: forget every buffer inside [base, base + size).
   void forget_range(uint64_t base, uint64_t size);
 

@@ -43,7 +43,6 @@ std::optional<CandidateList> attach_candidates(const std::optional<CandidateList
   for (uint32_t i = 0; i < found->n; ++i) {
     const OpaqueWrite& w = found->w[i];
     d.candidates.push_back(w.kernel_id);
-    d.sampled_candidate = d.sampled_candidate || w.sampled_out;
     for (uint32_t k = 0; k < w.input_count; ++k)
       if (std::find(d.candidate_inputs.begin(), d.candidate_inputs.end(), w.inputs[k]) == d.candidate_inputs.end())
         d.candidate_inputs.push_back(w.inputs[k]);

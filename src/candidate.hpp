@@ -20,7 +20,6 @@ struct OpaqueWrite {
   bool host = false;    // a host copy or memset wrote it (origin host), not an opaque kernel
   uint64_t stream = 0;  // the launch's stream as the app passed it (0: the legacy default stream)
   uint64_t python = 0;  // where the launch came from in Python (hooks/python_frames.hpp), 0: unknown
-  bool sampled_out = false;  // a launch the sentinel tier's eager sample left out (not opaque by itself)
   // What its pointer words hit, as last judged before it ran (the first kMaxInputs judged ones):
   // a finding there makes its output's finding propagated through it (lineage_candidate.cpp).
   static constexpr uint32_t kMaxInputs = 4;

@@ -194,9 +194,6 @@ void Tracker::classify(const DeviceFinding& f, Verdict& v, SeqInfo& info) {
       v.candidates = f.candidates;
       return from_parents(f, through, static_cast<uint32_t>(through.size()), v, info);
     }
-    // A launch the sample left out may have made it: the evidence of an origin was not gathered,
-    // so no candidate is named as its cause (docs/sentinel.md#in-eager-mode).
-    if (f.sampled_candidate) v.origin = Origin::unknown;
   }
   if (v.origin == Origin::introduced && preexisting(f, v))
     return from_parents(f, {f.prior_seq}, 1, v, info);  // the earlier finding is its parent

@@ -184,10 +184,8 @@ struct DeviceFinding {
   bool reads_untracked = false;       // the launch may read memory nanscope does not track
   bool host = false;                  // written by a host copy or memset
   bool unwritten = false;             // read before any write nanscope saw (an initial scan)
-  bool sentinel_only = false;         // a graph replay that ran only the sentinel tier's scans: the
-                                      // inputs' states are older replays', nothing upstream was scanned
-  bool sampled_candidate = false;     // a candidate is a launch the sentinel tier's eager sample left
-                                      // out: what it wrote was not looked at (origin unknown, sentinel)
+  bool sentinel_only = false;         // a graph replay that ran only the sentinel tier's scans, or an
+                                      // eager launch outside its windows: nothing upstream was judged
   bool fixed = false;                 // the fix zeroed its padding rows after the scan
   Values values;                      // its non-finite values and its buffer's elements
   uint8_t intent = 0;                 // kIntend* bits: infinities its launch writes on purpose

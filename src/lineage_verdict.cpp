@@ -140,7 +140,7 @@ void Tracker::from_parents(const DeviceFinding& f, const std::vector<uint64_t>& 
 void Tracker::as_root(const DeviceFinding& f, Verdict& v, SeqInfo& info) {
   if (v.origin == Origin::candidate) v.candidates = f.candidates;
   v.why = v.origin != Origin::unknown ? Unknown::none
-          : f.sentinel_only || f.sampled_candidate ? Unknown::sentinel
+          : f.sentinel_only           ? Unknown::sentinel
           : f.input_unknown           ? Unknown::state_lost
           : f.reads_untracked         ? Unknown::untracked_read
           : f.unwritten               ? Unknown::unwritten

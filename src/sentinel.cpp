@@ -296,6 +296,20 @@ bool EagerSample::should_scan(uint64_t launch_id, uint32_t kernel_id, bool alway
   return true;
 }
 
-void EagerSample::on_hit(uint64_t next_launch_id) { window_end_ = std::max(window_end_, next_launch_id + window_); }
+bool EagerSample::on_hit(uint64_t next_launch_id) {
+  window_end_ = std::max(window_end_, next_launch_id + window_);
+  if (!windows_.empty() && next_launch_id <= windows_.back().second) {  // the open window goes on
+    windows_.back().second = window_end_;
+    return false;
+  }
+  windows_.emplace_back(next_launch_id, window_end_);
+  if (windows_.size() > kWindows) windows_.pop_front();
+  return true;
+}
+
+bool EagerSample::in_window(uint64_t launch_id) const {
+  return std::any_of(windows_.begin(), windows_.end(),
+                     [&](const auto& w) { return launch_id >= w.first && launch_id < w.second; });
+}
 
 }  // namespace nanscope::sentinel

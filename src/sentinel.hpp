@@ -124,7 +124,9 @@ class Escalation {
 // Eager launches under the sentinel tier: which are scanned. Watches and copies to the host are
 // always scanned (the caller says so); the first launch of each kernel (up to `max_kernels`
 // kernels) and every `period`-th launch are the sample; after a hit, every launch of the next
-// `window` is scanned.
+// `window` is scanned. Only a launch inside a window was preceded by scans of everything it read
+// (the engine forgets every buffer's state when a window opens): its finding has a lineage, any
+// other is a sentinel's, seen with no origin (docs/sentinel.md#in-eager-mode).
 class EagerSample {
  public:
   EagerSample(uint32_t period, uint64_t window, uint32_t max_kernels = 1u << 14)
@@ -133,14 +135,18 @@ class EagerSample {
   bool should_scan(uint64_t launch_id, uint32_t kernel_id, bool always);
   // A finding was drained; `next_launch_id` is the id the next launch will get: the window
   // starts there (the launches between the hit and its drain are not scanned again).
-  void on_hit(uint64_t next_launch_id);
-  bool in_window(uint64_t launch_id) const { return launch_id < window_end_; }
+  // True when it opened a window (not one that extends the window open).
+  bool on_hit(uint64_t next_launch_id);
+  // Launch `launch_id` was in a window (the last kWindows are remembered).
+  bool in_window(uint64_t launch_id) const;
 
  private:
   const uint32_t period_;
   const uint64_t window_;
   const uint32_t max_kernels_;
   uint64_t window_end_ = 0;  // launches below it are all scanned
+  static constexpr size_t kWindows = 64;
+  std::deque<std::pair<uint64_t, uint64_t>> windows_;  // [first, end) launch ids, oldest first
   std::unordered_set<uint32_t> seen_kernels_;
 };
 

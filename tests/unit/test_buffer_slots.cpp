@@ -225,6 +225,21 @@ TEST(BufferSlots, InvalidateMovesAJudgedBufferToANewGenerationOnce) {
   EXPECT_FALSE(s.invalidate(kB).has_value());  // not tracked
 }
 
+// The sentinel tier's eager window opens: every judged buffer moves to a new generation at once,
+// so each is scanned again before its first reader in the window claims an origin.
+TEST(BufferSlots, InvalidateAllForgetsEveryJudgedBuffer) {
+  BufferSlots s(4);
+  const uint32_t a = s.ref_for_output(kA, DType::f16, 256), b = s.ref_for_output(kB, DType::f32, 128);
+  s.ref_for(kB + 4096);  // seen as an input only: nothing judged to forget
+  EXPECT_EQ(s.invalidate_all(), 2u);
+  EXPECT_NE(gen_of(s.ref_for(kA)), gen_of(a));
+  EXPECT_NE(gen_of(s.ref_for(kB)), gen_of(b));
+  EXPECT_EQ(s.invalidate_all(), 0u) << "already unknown";
+  EXPECT_TRUE(s.claim_initial_scan(kA, DType::f16, 256).has_value());
+  EXPECT_TRUE(s.claim_initial_scan(kB, DType::f32, 128).has_value());
+  EXPECT_EQ(s.invalidate_all(), 2u) << "the initial scans judge them again";
+}
+
 // PyTorch's caching allocator gives one address to tensors of other sizes and types: the initial
 // scan takes the reader's extent and type, never what an earlier tensor there left.
 TEST(BufferSlots, AnInitialScanTakesTheReadersExtentNotAStaleOne) {

@@ -112,27 +112,6 @@ TEST(CandidateOrigin, AnInitialScanAfterAnOpaqueWriterNamesItAsTheCandidate) {
   EXPECT_EQ(vc.parents, std::vector<uint64_t>{1});
 }
 
-// The same reader after a launch the sentinel tier's eager sample left out: its finding claims no
-// origin (unknown, why sentinel), since nothing looked at what the left-out launch wrote.
-TEST(CandidateOrigin, AWriterTheSampleLeftOutLeavesTheOriginUnknown) {
-  OpaqueWriters writers;
-  LaunchFactsStore store;
-  OpaqueWrite left_out = kernel(5, 40, 0x10);
-  left_out.sampled_out = true;
-  writers.note(kOut, left_out);
-  const auto history = writers.history(kOut);
-  ASSERT_TRUE(history.has_value());
-  const uint32_t slot = file(store, 40, history->kernels());
-  lineage::DeviceFinding d = finding(1, 40, 5, kOut);
-  d.reads_untracked = true;
-  ASSERT_TRUE(attach_candidates(filed(store, slot, 40), d).has_value());
-  EXPECT_TRUE(d.sampled_candidate);
-  lineage::Tracker tracker;
-  const lineage::Verdict v = tracker.on_device_finding(d);
-  EXPECT_EQ(v.origin, Origin::unknown);
-  EXPECT_EQ(v.why, lineage::Unknown::sentinel);
-}
-
 // Inside a capture there are no initial scans: two opaque launches reference buffer B, then a
 // decoded reader (launch 52) reads B, whose state is unknown on every replay. Each replay's
 // finding names both opaque launches, not the reader.

@@ -317,33 +317,6 @@ TEST_F(Verdicts, ACandidateWithCleanInputsStaysACandidate) {
   EXPECT_EQ(t.summary().roots.size(), 2u);
 }
 
-// The sentinel tier's eager sample left the candidate out: nothing says what it made, so the
-// finding claims no origin (unknown, why sentinel) and names no candidate as its cause; it is a
-// root the report shows only when no fault with a lineage came after it.
-TEST_F(Verdicts, ACandidateTheSampleLeftOutClaimsNoOrigin) {
-  DeviceFinding gelu = make(kQuant, 0xb0, nan(256, 4096));
-  gelu.reads_untracked = true;
-  gelu.candidates = {kSoftmax};
-  gelu.sampled_candidate = true;
-  const Verdict v = t.on_device_finding(gelu);
-  EXPECT_EQ(v.origin, Origin::unknown);
-  EXPECT_EQ(v.why, Unknown::sentinel);
-  EXPECT_TRUE(v.candidates.empty());
-  EXPECT_TRUE(v.fault);
-  // One whose left-out writer read a buffer judged NaN is still propagated through it: that is
-  // evidence, whatever the sample did.
-  const DeviceFinding softmax = make(kSoftmax, 0xa0, nan(128, 1024));
-  t.on_device_finding(softmax);
-  DeviceFinding cast = make(kQuant, 0xc0, nan(128, 1024));
-  cast.reads_untracked = true;
-  cast.candidates = {kQuant};
-  cast.sampled_candidate = true;
-  cast.candidate_inputs = {{softmax.site.launch_id, 0xa0}};
-  const Verdict vc = t.on_device_finding(cast);
-  EXPECT_EQ(vc.origin, Origin::propagated);
-  EXPECT_EQ(vc.parents, Ids{softmax.event_id});
-}
-
 // Its own output judged NaN by an earlier scan (the buffer is among its pointer words): the NaN
 // may be the one it found there; it is that finding's, not a new root.
 TEST_F(Verdicts, ACandidateOverAnEarlierFindingOfItsOwnBuffer) {

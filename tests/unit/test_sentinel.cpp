@@ -231,12 +231,20 @@ TEST(EagerSample, WatchesFirstLaunchesPeriodAndTheWindowAfterAHit) {
   EXPECT_TRUE(s.should_scan(100, 7, false)); // the period
   EXPECT_TRUE(s.should_scan(101, 8, false));
   EXPECT_FALSE(s.should_scan(102, 9, false));  // past max_kernels: only the period
-  s.on_hit(150);
+  EXPECT_TRUE(s.on_hit(150));  // a window opens
   EXPECT_TRUE(s.in_window(150));
+  EXPECT_FALSE(s.in_window(149)) << "launched before the window: not preceded by scans of all it read";
   EXPECT_TRUE(s.should_scan(199, 7, false));
   EXPECT_FALSE(s.should_scan(201, 7, false));
-  s.on_hit(120);  // an older hit drained late never shortens the window
+  EXPECT_FALSE(s.on_hit(120));  // an older hit drained late never shortens the window, nor opens one
   EXPECT_TRUE(s.in_window(199));
+  EXPECT_FALSE(s.in_window(130));
+  EXPECT_FALSE(s.on_hit(190));  // a hit in the window extends it
+  EXPECT_TRUE(s.in_window(235));
+  EXPECT_FALSE(s.in_window(240));
+  EXPECT_TRUE(s.on_hit(400));   // after it closed: a new window
+  EXPECT_FALSE(s.in_window(300));
+  EXPECT_TRUE(s.in_window(449));
 }
 
 // A replay launched with every scan outside a window (a launch the tier could not turn into a
