@@ -100,4 +100,24 @@ LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> pa
 std::vector<size_t> launch_candidates(const DumpModule& module, std::string_view function,
                                       std::span<const uint64_t> parameter_words);
 
+// What a launch of `function` with these parameter words writes that may hold a NaN: each written
+// floating-point argument's pointer (the word itself: XLA passes slice addresses) with its HLO
+// shape, over every kernel thunk the launch fits. Identical fusions share a kernel, so several
+// thunks may fit (launch_candidates); they must agree on which arguments they write and with what
+// shape, or the launch is refused. Integer and predicate outputs hold no NaN and are left out.
+// `refused` says why nothing can be scanned (then `writes` is empty); `instructions` names the
+// fusions the launch may be (for the finding's name and its source lines).
+struct LaunchWrite {
+  uint32_t arg = 0;   // parameter index
+  uint64_t ptr = 0;   // the parameter word
+  Shape shape;        // dtype and elements
+};
+struct LaunchWrites {
+  std::vector<LaunchWrite> writes;
+  std::vector<std::string> instructions;
+  std::string refused;
+};
+LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
+                           std::span<const uint64_t> parameter_words);
+
 }  // namespace nanscope::xla

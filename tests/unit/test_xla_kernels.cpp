@@ -324,5 +324,66 @@ TEST(XlaLaunchCheck, TheAttentionsSharedKernelStaysTwoCandidates) {
   EXPECT_EQ(m.kernels[both[0]].arguments[1].shape_text, m.kernels[both[1]].arguments[1].shape_text);
 }
 
+// What a launch writes, as the engine will scan it: the output slice's pointer (the word) with the
+// fusion's HLO shape, never a neighbour.
+TEST(XlaLaunchWrites, TheGemmWritesItsOutputSliceWithItsShape) {
+  const DumpModule m = pool();
+  const uint64_t temp = 0x7f0000000000, w2 = 0x7f0010000000;
+  const std::vector<uint64_t> words{temp + 4194304, w2, temp};
+  const LaunchWrites w = launch_writes(m, "gemm_fusion_dot_1", words);
+  ASSERT_TRUE(w.refused.empty()) << w.refused;
+  EXPECT_EQ(w.instructions, (std::vector<std::string>{"gemm_fusion_dot.1"}));
+  const KernelThunk& dot1 = kernel(m, "gemm_fusion_dot.1");
+  std::vector<uint32_t> written;
+  for (uint32_t i = 0; i < dot1.arguments.size(); ++i)
+    if (dot1.arguments[i].written && dot1.arguments[i].shape && dot1.arguments[i].shape->dtype != DType::none)
+      written.push_back(i);
+  ASSERT_EQ(w.writes.size(), written.size());
+  ASSERT_FALSE(w.writes.empty());
+  for (size_t i = 0; i < written.size(); ++i) {
+    EXPECT_EQ(w.writes[i].arg, written[i]);
+    EXPECT_EQ(w.writes[i].ptr, words[written[i]]);
+    EXPECT_EQ(w.writes[i].shape.elements(), dot1.arguments[written[i]].shape->elements());
+    EXPECT_EQ(w.writes[i].shape.elements() * dtype_size(w.writes[i].shape.dtype), dot1.arguments[written[i]].size)
+        << "the shape covers the slice exactly";
+  }
+  // Words that fit no thunk: refused, with the reason.
+  const LaunchWrites moved = launch_writes(m, "gemm_fusion_dot_1", std::vector<uint64_t>{temp + 4194304 + 256, w2, temp});
+  EXPECT_TRUE(moved.writes.empty());
+  EXPECT_NE(moved.refused.find("no kernel thunk of module_5968.jit_step named gemm_fusion_dot_1"), std::string::npos)
+      << moved.refused;
+}
+
+// Identical fusions share a kernel: both thunks write f32[4,4,32,64] at argument 1, so the launch
+// is scanned without knowing which ran; a predicate output has nothing to scan.
+TEST(XlaLaunchWrites, SharedKernelsAgreeAndPredicatesHoldNoNaN) {
+  const DumpModule m = attend();
+  const std::vector<uint64_t> words{0x7f0000100000, 0x7f0000240000};
+  const LaunchWrites w = launch_writes(m, "wrapped_transpose_2", words);
+  ASSERT_TRUE(w.refused.empty()) << w.refused;
+  EXPECT_EQ(w.instructions.size(), 2u);
+  ASSERT_EQ(w.writes.size(), 1u);
+  EXPECT_EQ(w.writes[0].arg, 1u);
+  EXPECT_EQ(w.writes[0].ptr, 0x7f0000240000u);
+  EXPECT_EQ(w.writes[0].shape.dtype, DType::f32);
+  EXPECT_EQ(w.writes[0].shape.elements(), 4u * 4 * 32 * 64);
+  // Thunks that disagree on their outputs: refused, never one of them guessed.
+  DumpModule odd = m;
+  for (KernelThunk& k : odd.kernels)
+    if (k.instruction == "wrapped_transpose") k.arguments[1].shape->dims = {4, 4, 64, 32, 1};
+  const LaunchWrites refused = launch_writes(odd, "wrapped_transpose_2", words);
+  EXPECT_TRUE(refused.writes.empty());
+  EXPECT_NE(refused.refused.find("write different outputs"), std::string::npos) << refused.refused;
+
+  const DumpModule finite = dump_module("jax_pool-healthy", "module_31768.jit_isfinite");
+  const KernelThunk& k = finite.kernels.at(0);
+  std::vector<uint64_t> fw;
+  for (size_t i = 0; i < k.arguments.size(); ++i) fw.push_back(0x7f0000000000 + (i << 24) + k.arguments[i].offset);
+  const LaunchWrites pred = launch_writes(finite, "wrapped_is_finite", fw);
+  EXPECT_TRUE(pred.refused.empty()) << pred.refused;
+  EXPECT_TRUE(pred.writes.empty()) << "a pred output holds no NaN";
+}
+
 }  // namespace
 }  // namespace nanscope::xla
+

@@ -1,0 +1,63 @@
+// What one XLA kernel launch writes (issue 38, docs/jax.md): the kernel thunks it fits, and the
+// floating-point outputs they agree on. See xla_kernels.hpp: launch_writes.
+#include <fmt/format.h>
+
+#include "xla_kernels.hpp"
+
+namespace nanscope::xla {
+
+namespace {
+
+// The floating-point arguments a thunk writes, or why they are not known.
+std::optional<std::vector<LaunchWrite>> float_writes(const KernelThunk& k, std::span<const uint64_t> words,
+                                                     std::string& why) {
+  std::vector<LaunchWrite> out;
+  for (uint32_t i = 0; i < k.arguments.size() && i < words.size(); ++i) {
+    const KernelArgument& a = k.arguments[i];
+    if (!a.written) continue;
+    if (!a.shape) {
+      why = fmt::format("{} writes argument {} of unknown shape ({})", k.instruction, i, a.shape_text);
+      return std::nullopt;
+    }
+    if (a.shape->dtype == DType::none) continue;  // integers and predicates hold no NaN
+    out.push_back({i, words[i], *a.shape});
+  }
+  return out;
+}
+
+bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype || a[i].shape.dims != b[i].shape.dims) return false;
+  return true;
+}
+
+}  // namespace
+
+LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
+                           std::span<const uint64_t> parameter_words) {
+  LaunchWrites out;
+  const std::vector<size_t> fits = launch_candidates(module, function, parameter_words);
+  if (fits.empty()) {
+    out.refused = fmt::format("no kernel thunk of {} named {} takes these {} parameter words", module.name, function,
+                              parameter_words.size());
+    return out;
+  }
+  std::optional<std::vector<LaunchWrite>> agreed;
+  for (size_t c : fits) {
+    const KernelThunk& k = module.kernels[c];
+    out.instructions.push_back(k.instruction);
+    std::optional<std::vector<LaunchWrite>> w = float_writes(k, parameter_words, out.refused);
+    if (!w) return {{}, out.instructions, out.refused};
+    if (agreed && !same_writes(*agreed, *w)) {
+      out.refused = fmt::format("the launch fits {} kernel thunks that write different outputs ({} and {})", fits.size(),
+                                out.instructions.front(), k.instruction);
+      return {{}, out.instructions, out.refused};
+    }
+    if (!agreed) agreed = std::move(w);
+  }
+  out.writes = std::move(*agreed);
+  return out;
+}
+
+}  // namespace nanscope::xla
