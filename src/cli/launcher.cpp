@@ -90,7 +90,8 @@ void add_options(CLI::App& app, LaunchOptions& o) {
       ->check(CLI::IsMember({"off", "release", "both"}));
   app.add_option("--tier", o.tier, "full (the default: every inspected output on every launch and replay) or sentinel (for leaving "
                  "nanscope on: in CUDA graphs only the sentinel scans run until one sees a NaN, then every scan for "
-                 "NANSCOPE_ESCALATE replays; eager launches stay full) [NANSCOPE_TIER]")
+                 "NANSCOPE_ESCALATE replays; eager launches are sampled, every one for a window after a NaN; outside a "
+                 "window a finding names no origin) [NANSCOPE_TIER]")
       ->check(CLI::IsMember({"full", "sentinel"}));
   app.add_flag("--no-aggregate", o.no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", o.quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
