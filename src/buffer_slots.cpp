@@ -4,6 +4,21 @@
 
 namespace nanscope {
 
+namespace {
+
+// A new generation for `b`'s slot: its device word, last written under the old one, reads as
+// unknown, and the buffer is claimable for an initial scan again.
+void next_generation(TrackedBuffer& b, std::vector<uint16_t>& gens) {
+  const uint32_t slot = b.ref & 0xffffu;
+  uint16_t& gen = gens[slot];
+  gen = static_cast<uint16_t>(gen + 1);
+  if (gen == 0) gen = 1;
+  b.ref = slot | uint32_t{gen} << 16;
+  b.state_known = false;
+}
+
+}  // namespace
+
 BufferSlots::BufferSlots(uint32_t slots) : slots_(std::max<uint32_t>(slots, 1)), gen_(slots_, 0) {
   free_.reserve(slots_);
   for (uint32_t s = slots_; s-- > 0;) free_.push_back(s);  // slot 0 first
@@ -46,7 +61,20 @@ uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes, 
   Entry& e = entry_for(ptr, dtype, bytes);
   e.buf.state_known = true;
   e.buf.judged_by = launch_id;
+  forget_overlapping(ptr, std::max<uint64_t>(bytes, 1));
   return e.buf.ref;
+}
+
+// Every other judged buffer starting inside [ptr, ptr + bytes), which a write there just changed:
+// a view inside it (the key half of a fused QKV output, judged clean by an initial scan on an
+// earlier step) would otherwise keep its old state, and a copy of NaN read through it would be
+// judged `introduced` (H200, session 21: GPT-2's key and value copies at modeling_gpt2.py:58 and
+// :69, the step after a clean one). Each moves to a new generation: its next reader scans it.
+// A buffer enclosing the write (a KV cache a step writes a slice of) keeps its state: forgetting
+// it would rescan the whole cache at every step (a cost not yet measured; docs/origin.md).
+void BufferSlots::forget_overlapping(uint64_t ptr, uint64_t bytes) {
+  for (auto it = by_ptr_.upper_bound(ptr); it != by_ptr_.end() && it->first < ptr + bytes; ++it)
+    if (it->second.buf.state_known) next_generation(it->second.buf, gen_);
 }
 
 std::pair<uint32_t, bool> BufferSlots::ref_for_input(uint64_t ptr, DType dtype) {
@@ -94,20 +122,6 @@ std::map<uint64_t, BufferSlots::Entry>::iterator BufferSlots::find_containing(ui
   return by_ptr_.end();
 }
 
-namespace {
-
-// A new generation for `b`'s slot: its device word, last written under the old one, reads as
-// unknown, and the buffer is claimable for an initial scan again.
-void next_generation(TrackedBuffer& b, std::vector<uint16_t>& gens) {
-  const uint32_t slot = b.ref & 0xffffu;
-  uint16_t& gen = gens[slot];
-  gen = static_cast<uint16_t>(gen + 1);
-  if (gen == 0) gen = 1;
-  b.ref = slot | uint32_t{gen} << 16;
-  b.state_known = false;
-}
-
-}  // namespace
 
 std::optional<TrackedBuffer> BufferSlots::invalidate(uint64_t ptr) {
   std::lock_guard lock(mu_);

@@ -66,6 +66,7 @@ class BufferSlots {
   std::map<uint64_t, Entry> by_ptr_;
   std::list<uint64_t> lru_;           // front: most recently used
   std::vector<uint32_t> free_;  // slots never used or given back (the next one at the back)
+  void forget_overlapping(uint64_t ptr, uint64_t bytes);  // under mu_: the judged views inside a write
   std::vector<uint16_t> gen_;   // generation of each slot, 0 until first handed out
   uint64_t evictions_ = 0;
   std::map<uint64_t, Entry>::iterator find_containing(uint64_t ptr);  // under mu_; end() when none

@@ -240,6 +240,26 @@ TEST(BufferSlots, InvalidateAllForgetsEveryJudgedBuffer) {
   EXPECT_EQ(s.invalidate_all(), 2u) << "the initial scans judge them again";
 }
 
+// A view inside an output (the key half of a fused QKV GEMM output), judged clean by an initial
+// scan on a clean step, must not keep that state once the output is written again: its next
+// reader scans it (H200 S21: GPT-2's key copy was judged `introduced` on the sick step).
+TEST(BufferSlots, WritingABufferForgetsTheViewsJudgedInsideIt) {
+  BufferSlots s(8);
+  s.ref_for_output(kA, DType::f16, 1536);                      // qkv, step 1
+  ASSERT_TRUE(s.claim_initial_scan(kA + 512, DType::f16, 1024));  // the key view's initial scan
+  EXPECT_FALSE(s.ref_for_input(kA + 512, DType::f16).second) << "judged, for step 1";
+  s.ref_for_output(kB, DType::f16, 64);  // a write elsewhere changes nothing
+  EXPECT_FALSE(s.ref_for_input(kA + 512, DType::f16).second);
+  s.ref_for_output(kA, DType::f16, 1536);  // qkv, step 2
+  EXPECT_TRUE(s.ref_for_input(kA + 512, DType::f16).second) << "step 2's reader must scan the view again";
+  EXPECT_TRUE(s.claim_initial_scan(kA + 512, DType::f16, 1024).has_value());
+  EXPECT_FALSE(s.ref_for_input(kA, DType::f16).second) << "the output itself was just judged";
+  // A buffer enclosing a write keeps its state (a cache a step writes a slice of).
+  s.ref_for_output(kC, DType::f32, 4096);
+  s.ref_for_output(kC + 1024, DType::f32, 256);
+  EXPECT_FALSE(s.ref_for_input(kC, DType::f32).second);
+}
+
 // PyTorch's caching allocator gives one address to tensors of other sizes and types: the initial
 // scan takes the reader's extent and type, never what an earlier tensor there left.
 TEST(BufferSlots, AnInitialScanTakesTheReadersExtentNotAStaleOne) {
