@@ -137,11 +137,15 @@ def capture(forward):
     return graph, out
 
 
-def capture_and_replay(forward, replays):
-    """capture(forward), replayed `replays` times. Returns the graph's output tensor."""
+def capture_and_replay(forward, replays, read_back=False):
+    """capture(forward), replayed `replays` times, each replay's output read back to the host when
+    `read_back` (a serving loop reads its tokens: the sentinel tier escalates between replays).
+    Returns the graph's output tensor."""
     graph, out = capture(forward)
     for _ in range(replays):
         graph.replay()
+        if read_back:
+            out.isfinite().all().item()
     return out
 
 

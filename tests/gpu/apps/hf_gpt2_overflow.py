@@ -11,7 +11,8 @@ Usage: hf_gpt2_overflow.py MODE [--clean] [--no-reference] [--steps N]
   --clean         the same program without the scaling: the logits must be finite
   --no-reference  skip the reference pass (the truth fields are null)
   --steps N       eager: run the forward N times on the same batch, each read back as a serving
-                  loop reads its tokens (common.steps); the logits are the last step's
+                  loop reads its tokens (common.steps); graph: replay N times (not 3), each read
+                  back; the logits are the last step's
 
 The scale is found without ever running an overflowing forward: a clean forward measures the
 c_fc output; since scaling the weight by 2^k scales that GEMM's output by exactly 2^k (its bias
@@ -87,7 +88,7 @@ def main():
     parser.add_argument("mode", choices=("eager", "graph", "compile"))
     parser.add_argument("--clean", action="store_true", help="no scaling: finite logits")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference pass")
-    parser.add_argument("--steps", type=int, default=1, help="eager: the forward N times, as a serving loop")
+    parser.add_argument("--steps", type=int, default=1, help="eager: the forward N times; graph: N replays; each read back, as a serving loop")
     args = parser.parse_args()
     common.require_cuda(APP)
 
@@ -105,7 +106,8 @@ def main():
             # The causal mask prepared (no padding): transformers would build it from a host
             # scalar inside the capture, which capture forbids; a 4-D mask is used as given.
             prepared = common.additive_mask(torch.ones_like(ids), torch.float16)
-            logits = common.capture_and_replay(lambda: forward(model, ids, prepared), REPLAYS)
+            logits = common.capture_and_replay(lambda: forward(model, ids, prepared),
+                                               args.steps if args.steps > 1 else REPLAYS, read_back=args.steps > 1)
         else:
             logits = common.compiled_calls(model, lambda m: forward(m, ids), "default")
         torch.cuda.synchronize()

@@ -12,7 +12,8 @@ Usage: hf_llama_padding.py MODE [--clean] [--no-reference] [--steps N]
   --clean         the same program with rms_norm_eps=1e-6: the logits must be finite
   --no-reference  skip the reference pass (the truth fields are null)
   --steps N       eager, sdpa: run the forward N times on the same batch, each read back as a
-                  serving loop reads its tokens (common.steps); the logits are the last step's
+                  serving loop reads its tokens (common.steps); graph: replay N times (not 3),
+                  each read back; the logits are the last step's
 
 The last stdout line is one JSON object: the logits' shape, non-finite counts and sha256 of
 their bytes, and the truth from a separate reference pass run after the measured one (eager,
@@ -76,7 +77,8 @@ def measured(mode, model, ids, mask, steps=1):
             logits = common.steps(lambda: forward(model, ids, mask), steps)
         elif mode == "graph":
             prepared = common.additive_mask(mask, torch.bfloat16)
-            logits = common.capture_and_replay(lambda: forward(model, ids, prepared), REPLAYS)
+            logits = common.capture_and_replay(lambda: forward(model, ids, prepared),
+                                               steps if steps > 1 else REPLAYS, read_back=steps > 1)
         else:
             logits = common.compiled_calls(model, lambda m: forward(m, ids, mask),
                                            "reduce-overhead" if mode == "compile-ro" else "default")
@@ -89,7 +91,7 @@ def main():
     parser.add_argument("mode", choices=("eager", "sdpa", "graph", "compile", "compile-ro"))
     parser.add_argument("--clean", action="store_true", help="rms_norm_eps=1e-6: finite logits")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference pass")
-    parser.add_argument("--steps", type=int, default=1, help="eager, sdpa: the forward N times, as a serving loop")
+    parser.add_argument("--steps", type=int, default=1, help="eager, sdpa: the forward N times; graph: N replays; each read back, as a serving loop")
     args = parser.parse_args()
     common.require_cuda(APP)
 
