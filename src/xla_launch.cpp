@@ -60,4 +60,45 @@ LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
   return out;
 }
 
+namespace {
+
+// HLO opcodes that can make NaN from finite operands.
+constexpr std::string_view kNaNOpcodes[] = {"log", "log-plus-one", "sqrt", "rsqrt", "divide", "power", "remainder",
+                                            "atan2"};
+
+bool makes_nan(std::string_view opcode) {
+  for (std::string_view o : kNaNOpcodes)
+    if (o == opcode) return true;
+  return false;
+}
+
+void collect_nan_ops(const HloSources& sources, const HloInstructions& hlo, std::string_view fusion, int depth,
+                     std::vector<NanOp>& out) {
+  const auto calls = sources.calls.find(std::string(fusion));
+  if (depth > 8 || calls == sources.calls.end()) return;
+  const auto ops = sources.computations.find(calls->second);
+  if (ops == sources.computations.end()) return;
+  for (const std::string& op : ops->second) {
+    const auto ins = hlo.by_name.find(op);
+    if (ins == hlo.by_name.end()) continue;
+    if (ins->second.opcode == "fusion") {
+      collect_nan_ops(sources, hlo, op, depth + 1, out);
+      continue;
+    }
+    if (!makes_nan(ins->second.opcode)) continue;
+    NanOp n{op, ins->second.opcode, {}, {}};
+    if (const auto name = sources.op_name.find(op); name != sources.op_name.end()) n.op_name = name->second;
+    if (const auto line = sources.line.find(op); line != sources.line.end()) n.line = line->second;
+    out.push_back(std::move(n));
+  }
+}
+
+}  // namespace
+
+std::vector<NanOp> nan_ops(const HloSources& sources, const HloInstructions& hlo, std::string_view fusion) {
+  std::vector<NanOp> out;
+  collect_nan_ops(sources, hlo, fusion, 0, out);
+  return out;
+}
+
 }  // namespace nanscope::xla

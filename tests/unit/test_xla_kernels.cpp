@@ -384,6 +384,31 @@ TEST(XlaLaunchWrites, SharedKernelsAgreeAndPredicatesHoldNoNaN) {
   EXPECT_TRUE(pred.writes.empty()) << "a pred output holds no NaN";
 }
 
+// The fusion holding the planted log names the log's own line (jax_pool's step on the H200): the
+// user's `jnp.log`, not the GEMM the fusion is named after.
+TEST(XlaNanOps, TheFusionHoldingThePlantedLogNamesTheLogsLine) {
+  const std::string text = fixture("jax_pool-sick/module_5968.jit_step.sm_9.0a_gpu_after_optimizations.txt");
+  const HloSources sources = parse_hlo_sources(text);
+  const HloInstructions hlo = parse_hlo_instructions(text);
+  std::string holder;
+  for (const auto& [fusion, computation] : sources.calls)
+    for (const std::string& op : sources.computations.at(computation))
+      if (op == "log.0") holder = fusion;
+  ASSERT_FALSE(holder.empty());
+  const std::vector<NanOp> ops = nan_ops(sources, hlo, holder);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].instruction, "log.0");
+  EXPECT_EQ(ops[0].opcode, "log");
+  EXPECT_EQ(ops[0].op_name, "jit(step)/log");
+  EXPECT_GT(ops[0].line.line, 0u);
+  EXPECT_TRUE(ops[0].line.file.ends_with(".py")) << ops[0].line.file;
+  EXPECT_EQ(holder, "gemm_fusion_dot.1") << "XLA fused the log into the second GEMM's prologue";
+  // The first GEMM and the reductions hold no op that makes NaN from finite values.
+  EXPECT_TRUE(nan_ops(sources, hlo, "gemm_fusion_dot").empty());
+  EXPECT_TRUE(nan_ops(sources, hlo, "loop_reduce_fusion.1").empty());
+  EXPECT_TRUE(nan_ops(sources, hlo, "no_such_fusion").empty());
+}
+
 }  // namespace
 }  // namespace nanscope::xla
 
