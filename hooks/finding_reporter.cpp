@@ -146,6 +146,9 @@ void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
 // The sentinel tier hears of a judged finding: a graph's (which may escalate its exec), or an
 // eager launch's fault (which opens the eager sample's window at the next launch).
 void FindingReporter::on_judged(const Finding& f, GraphRegistry::ReplayKind replay, bool fault, uint64_t event_id) {
+  // From a fatal signal nothing runs after the drain, and the interrupted thread may hold the
+  // registry's, the sample's or the slots' lock: no escalation then.
+  if (in_signal_.load()) return;
   if (f.captured) return graphs_.on_judged(f, replay, fault, event_id);
   // A window opened: what launches left out of the sample wrote was never judged, so every
   // buffer's state is forgotten and the window's readers scan their inputs first. The drain holds
