@@ -99,10 +99,11 @@ void FindingReporter::handle_finding(const Finding& found, ContextState& cs) {
   const bool abort_now = aborts(f, watches_.effective(facts.watch.action));
 
   std::optional<lineage::DeviceFinding> lineage_input = device_finding(f, cs.device());
-  // An eager launch outside the sentinel tier's windows: what it read was not all judged.
-  if (lineage_input && !f.captured && eager_tier_.on() && !eager_tier_.in_window(f.launch_id))
+  // The sentinel tier: a replay that ran only the sentinels, or an eager launch outside the
+  // sample's windows, read what was not all judged: its finding claims no origin.
+  if (lineage_input && (replay == GraphRegistry::ReplayKind::sentinel_only ||
+                        (!f.captured && eager_tier_.on() && !eager_tier_.in_window(f.launch_id))))
     lineage_input->sentinel_only = true;
-  if (lineage_input && replay == GraphRegistry::ReplayKind::sentinel_only) lineage_input->sentinel_only = true;
   // Its launch's facts, from the slot its record names (nullopt: none filed, or evicted).
   const std::optional<LaunchFacts> launch = allocs_.launch_facts().find(f.facts_slot, f.launch_id);
   const std::optional<CandidateList> candidates = candidates_of(f, launch, lineage_input);

@@ -34,6 +34,12 @@ const char* phase_of(sentinel::Outcome o) {
   return schema::escalation_phase_str::incomplete;
 }
 
+// The `escalation` event of a window's outcome, with the phase it is logged as.
+Json outcome_event(const GraphRegistry::TierOutcome& o, const char* phase) {
+  namespace key = schema::key;
+  return Json{{key::graph_id, o.graph_id}, {key::phase, phase}, {key::replay, o.replay}, {key::window, o.window}};
+}
+
 }  // namespace
 
 void GraphInstrumenter::set_enabled(CUgraphExec exec, const std::vector<CUgraphNode>& nodes, bool enable,
@@ -133,9 +139,7 @@ void GraphInstrumenter::after_drain() {
     for (CUevent e : spent) cuEventDestroy(e);
   }
   for (const GraphRegistry::TierOutcome& o : outcomes) {
-    namespace key = schema::key;
-    log_.emit(schema::event::escalation, Json{{key::graph_id, o.graph_id}, {key::phase, phase_of(o.outcome)},
-                                              {key::replay, o.replay}, {key::window, o.window}});
+    log_.emit(schema::event::escalation, outcome_event(o, phase_of(o.outcome)));
     if (o.outcome == sentinel::Outcome::did_not_recur)
       log_.warn(fmt::format("graph {}: the non-finite values a sentinel saw at replay {} did not recur in the next {} "
                             "replays; first cause unknown; rerun with --tier full",
@@ -162,21 +166,17 @@ void GraphInstrumenter::on_judged(const Finding& f, GraphRegistry::ReplayKind ki
 void GraphInstrumenter::at_exit() {
   if (cfg_.tier != Tier::sentinel) return;
   for (const GraphRegistry::TierOutcome& o : registry_.open_windows()) {
-    namespace key = schema::key;
-    if (o.outcome == sentinel::Outcome::localized) {
-      log_.emit(schema::event::escalation, Json{{key::graph_id, o.graph_id}, {key::phase, phase_of(o.outcome)},
-                                                {key::replay, o.replay}, {key::window, o.window}});
+    const bool recurred = o.outcome == sentinel::Outcome::localized;
+    log_.emit(schema::event::escalation,
+              outcome_event(o, recurred ? phase_of(o.outcome) : schema::escalation_phase_str::incomplete));
+    if (recurred)
       log_.info(fmt::format("graph {}: the non-finite values of replay {} recurred in the replays after it, which "
                             "ran every scan: their lineage is logged",
                             o.graph_id, o.replay));
-      continue;
-    }
-    log_.emit(schema::event::escalation,
-              Json{{key::graph_id, o.graph_id}, {key::phase, schema::escalation_phase_str::incomplete},
-                   {key::replay, o.replay}, {key::window, o.window}});
-    log_.warn(fmt::format("graph {}: the non-finite values a sentinel saw at replay {} were seen, but the {} replays "
-                          "after it had not all drained at exit; first cause unknown; rerun with --tier full",
-                          o.graph_id, o.replay, o.window));
+    else
+      log_.warn(fmt::format("graph {}: the non-finite values a sentinel saw at replay {} were seen, but the {} replays "
+                            "after it had not all drained at exit; first cause unknown; rerun with --tier full",
+                            o.graph_id, o.replay, o.window));
   }
 }
 

@@ -33,7 +33,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
     note_opaque(k, a, launch_id, cb.context);
     return;
   }
-  if (eager_tier_.on() && sampled_out(k, a, launch_id, cb.context)) return;
+  if (eager_tier_.on() && sampled_out(k, a, launch_id)) return;
   ContextState* cs = contexts_.get(cb.context);
   if (!cs) return;
   nanscope_scan_task task{};
@@ -101,7 +101,7 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
 // and costs nothing more (findings outside a window claim no origin; a window forgets every
 // buffer's state when it opens). Never a launch under stream capture (a graph node: the graph
 // tier's), one that touches a watch or matches a rule, or one whose parameters are not known.
-bool LaunchInstrumenter::sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
+bool LaunchInstrumenter::sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id) {
   if (!k.params_known) return false;
   if (!surely_not_capturing(a.stream)) return false;
   const bool always = !k.rules.empty() || tasks_.touches_watch(k, a);

@@ -122,7 +122,6 @@ std::map<uint64_t, BufferSlots::Entry>::iterator BufferSlots::find_containing(ui
   return by_ptr_.end();
 }
 
-
 std::optional<TrackedBuffer> BufferSlots::invalidate(uint64_t ptr) {
   std::lock_guard lock(mu_);
   auto it = find_containing(ptr);

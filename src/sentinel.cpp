@@ -128,12 +128,6 @@ std::vector<Edge> kept_edges(uint32_t n, const overlap::Children& children, cons
 // n^2/8 bytes: 8 MiB here).
 constexpr uint32_t kMaxReducedNodes = 8192;
 
-// Drops each bypass edge (u, v) that another path from u already orders before v: a chain of
-// quiet scans (each ordered before the next, S1 -> S2 -> ...) joined u to every kernel after it,
-// a quadratic number of edges that the H200 replayed slower than the scans themselves (session
-// 21: Llama graph-b8, twin 1.50x plain against full's 1.37x). The graph's own edges
-// (`original`) stay as they were, implied or not. A transitive reduction of a DAG may drop all
-// its implied edges at once: each keeps a longer path.
 // Each node's descendants in `children` as bitsets of `words` words (reach[u * words ...]), or
 // nothing when the edges hold a cycle.
 std::optional<std::vector<uint64_t>> descendants(uint32_t n, const overlap::Children& children,
@@ -154,6 +148,12 @@ std::optional<std::vector<uint64_t>> descendants(uint32_t n, const overlap::Chil
   return reach;
 }
 
+// Drops each bypass edge (u, v) that another path from u already orders before v: a chain of
+// quiet scans (each ordered before the next, S1 -> S2 -> ...) joined u to every kernel after it,
+// a quadratic number of edges that the H200 replayed slower than the scans themselves (session
+// 21: Llama graph-b8, twin 1.50x plain against full's 1.37x). The graph's own edges
+// (`original`) stay as they were, implied or not. A transitive reduction of a DAG may drop all
+// its implied edges at once: each keeps a longer path.
 void drop_implied(uint32_t n, const std::vector<Edge>& original, std::vector<Edge>& out) {
   if (n > kMaxReducedNodes || out.empty()) return;
   overlap::Children children, parents;

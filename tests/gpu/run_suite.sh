@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     --bench) bench=1 ;;
     -j) jobs=${1:?-j needs a number}; shift ;;
     --deadline) deadline=${1:?--deadline needs seconds}; shift ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "run_suite.sh: unknown option $a" >&2; exit 2 ;;
     *) only+=("$a") ;;
   esac

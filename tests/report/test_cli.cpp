@@ -151,17 +151,27 @@ TEST(Cli, ReportsWhatTheRunInspected) {
             std::string::npos) << r.out;
 }
 
+// A process's summary whose `coverage` object is given (the rest as src/finding_event.cpp writes it).
+void coverage_summary(Log& p, std::int64_t launches, std::int64_t scans, const nlohmann::json& coverage) {
+  nlohmann::json j = p.base("summary", 100);
+  j["launches"] = launches, j["scans"] = scans, j["findings"] = 0, j["scans_dropped"] = 0, j["overflow"] = 0;
+  j["duration_ns"] = 1000;
+  j["coverage"] = coverage;
+  p.add(j);
+}
+
 // Launches whose outputs lay in an allocator pool (extent unknown) were not looked at: they count
 // against the inspected share, and the line says how many there were.
 TEST(Cli, LaunchesWithPoolExtentsCountAsNotInspected) {
   TempDir dir;
   Log p(6);
   p.start(0);
-  p.raw(R"x({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1764513600000100000,"pid":6,"launches":40,)x"
-        R"x("scans":30,"findings":0,"kernels_inspected":3,"kernels_not_inspected":1,"scans_dropped":0,"overflow":0,)x"
-        R"x("duration_ns":1000,"coverage":{"launches":40,"by_inspection":{"decoded":0,"typed":30,"watched":0,)x"
-        R"x("opaque":0,"library":0,"layout_mismatch":0,"extent_unknown":10,"sampled_out":0,"excluded":0},"inspected_share":0.75,)x"
-        R"x("bytes_scanned":2000,"kernels_not_inspected":1,"not_inspected_top":[]}})x");
+  coverage_summary(p, 40, 30, {{"launches", 40},
+                               {"by_inspection", {{"decoded", 0}, {"typed", 30}, {"watched", 0}, {"opaque", 0},
+                                                  {"library", 0}, {"layout_mismatch", 0}, {"extent_unknown", 10},
+                                                  {"sampled_out", 0}, {"excluded", 0}}},
+                               {"inspected_share", 0.75}, {"bytes_scanned", 2000}, {"kernels_not_inspected", 1},
+                               {"not_inspected_top", nlohmann::json::array()}});
   p.write(dir / "pool.jsonl");
   const Result r = run({dir / "pool.jsonl"});
   EXPECT_EQ(r.rc, 0) << r.err;
@@ -175,12 +185,13 @@ TEST(Cli, SentinelOnlyReplaysAreSaid) {
   TempDir dir;
   Log p(7);
   p.start(0);
-  p.raw(R"x({"schema":"nanscope/1","event":"summary","id":9,"ts_ns":1764513600000100000,"pid":7,"launches":40,)x"
-        R"x("scans":40,"findings":0,"kernels_inspected":3,"kernels_not_inspected":0,"scans_dropped":0,"overflow":0,)x"
-        R"x("duration_ns":1000,"coverage":{"launches":40,"by_inspection":{"decoded":0,"typed":40,"watched":0,)x"
-        R"x("opaque":0,"library":0,"layout_mismatch":0,"extent_unknown":0,"sampled_out":0,"excluded":0},"inspected_share":1.0,)x"
-        R"x("bytes_scanned":2000,"kernels_not_inspected":0,"not_inspected_top":[],)x"
-        R"x("graph_replays_sentinel_only":97,"graph_replays_every_scan":3}})x");
+  coverage_summary(p, 40, 40, {{"launches", 40},
+                               {"by_inspection", {{"decoded", 0}, {"typed", 40}, {"watched", 0}, {"opaque", 0},
+                                                  {"library", 0}, {"layout_mismatch", 0}, {"extent_unknown", 0},
+                                                  {"sampled_out", 0}, {"excluded", 0}}},
+                               {"inspected_share", 1.0}, {"bytes_scanned", 2000}, {"kernels_not_inspected", 0},
+                               {"not_inspected_top", nlohmann::json::array()}, {"graph_replays_sentinel_only", 97},
+                               {"graph_replays_every_scan", 3}});
   p.write(dir / "tier.jsonl");
   const Result r = run({dir / "tier.jsonl"});
   EXPECT_EQ(r.rc, 0) << r.err;

@@ -25,6 +25,12 @@ def arguments(doc):
     return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def read_back(out):
+    """What a serving loop does between steps: read something of the output to the host (here
+    whether it is finite), which waits for the step."""
+    out.isfinite().all().item()
+
+
 def steps(step, n):
     """`step()` n times, each result read back to the host (a serving loop reads its next token
     before the next step), as the sentinel tier sees a NaN that recurs; the last result."""
@@ -33,7 +39,7 @@ def steps(step, n):
     out = None
     for _ in range(n):
         out = step()
-        out.isfinite().all().item()
+        read_back(out)
     return out
 
 
@@ -137,15 +143,15 @@ def capture(forward):
     return graph, out
 
 
-def capture_and_replay(forward, replays, read_back=False):
+def capture_and_replay(forward, replays, read_each=False):
     """capture(forward), replayed `replays` times, each replay's output read back to the host when
-    `read_back` (a serving loop reads its tokens: the sentinel tier escalates between replays).
+    `read_each` (a serving loop reads its tokens: the sentinel tier escalates between replays).
     Returns the graph's output tensor."""
     graph, out = capture(forward)
     for _ in range(replays):
         graph.replay()
-        if read_back:
-            out.isfinite().all().item()
+        if read_each:
+            read_back(out)
     return out
 
 

@@ -107,7 +107,7 @@ def main():
             # scalar inside the capture, which capture forbids; a 4-D mask is used as given.
             prepared = common.additive_mask(torch.ones_like(ids), torch.float16)
             logits = common.capture_and_replay(lambda: forward(model, ids, prepared),
-                                               args.steps if args.steps > 1 else REPLAYS, read_back=args.steps > 1)
+                                               args.steps if args.steps > 1 else REPLAYS, read_each=args.steps > 1)
         else:
             logits = common.compiled_calls(model, lambda m: forward(m, ids), "default")
         torch.cuda.synchronize()

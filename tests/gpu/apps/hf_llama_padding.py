@@ -78,7 +78,7 @@ def measured(mode, model, ids, mask, steps=1):
         elif mode == "graph":
             prepared = common.additive_mask(mask, torch.bfloat16)
             logits = common.capture_and_replay(lambda: forward(model, ids, prepared),
-                                               steps if steps > 1 else REPLAYS, read_back=steps > 1)
+                                               steps if steps > 1 else REPLAYS, read_each=steps > 1)
         else:
             logits = common.compiled_calls(model, lambda m: forward(m, ids, mask),
                                            "reduce-overhead" if mode == "compile-ro" else "default")
