@@ -237,7 +237,7 @@ void Tracker::remember(const DeviceFinding& f, const Verdict& v, SeqInfo info) {
   info.launch_id = f.site.launch_id;
   info.python = f.python;
   info.last_writer = v.last_writer;
-  info.nonfinite = f.values.nan + f.values.pos_inf + f.values.neg_inf;
+  info.values = f.values;
   if (f.fixed) {  // only the real rows are left
     std::erase_if(info.rows.ranges, [](const RowRange& r) { return r.padding; });
     info.rows.counts_padding = 0;

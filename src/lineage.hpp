@@ -244,7 +244,7 @@ class Tracker {
     InfKind inf = InfKind::none;
     std::vector<uint64_t> causes, intended_from;
     double share = -1;
-    uint64_t nonfinite = 0;  // its non-finite values (0: not counted)
+    Values values;  // its non-finite values by kind (none counted: older callers)
     bool confined = false;  // non-finite in padding rows only: proven by rows, or carried without spreading
     Origin origin = Origin::introduced;
     uint32_t kernel_id = 0;

@@ -157,13 +157,21 @@ void Tracker::as_root(const DeviceFinding& f, Verdict& v, SeqInfo& info) {
   info.confined = rows_known(f.rows) && padding_only(f.rows);
 }
 
+// Whether values `now` can be what the buffer held (`before`) left in place: a value a launch did
+// not write keeps its kind, so each kind may only have shrunk. More of a kind than the buffer
+// held, or a kind it held none of (+inf where it held only NaN: GPT-2's c_fc GEMM overflowing
+// into a buffer an initial scan had found NaN in), means the launch wrote them. Without counts
+// (older callers), NaN where the buffer held none.
+static bool left_in_place(const Values& before, bool before_has_nan, const Values& now) {
+  if (now.has_nan() && !before_has_nan) return false;
+  if (before.nan + before.pos_inf + before.neg_inf == 0) return true;
+  return now.nan <= before.nan && now.pos_inf <= before.pos_inf && now.neg_inf <= before.neg_inf;
+}
+
 bool Tracker::preexisting(const DeviceFinding& f, Verdict& v) {
   const SeqInfo* prior = f.prior_seq ? find_seq(f.prior_seq) : nullptr;
   if (!prior) return false;
-  // More than the buffer held, or NaN where it held none: the launch wrote some of them.
-  const uint64_t now = f.values.nan + f.values.pos_inf + f.values.neg_inf;
-  if (prior->nonfinite && now > prior->nonfinite) return false;
-  if (f.values.has_nan() && !prior->has_nan) return false;
+  if (!left_in_place(prior->values, prior->has_nan, f.values)) return false;
   const bool same_kernel = prior->kernel_id == f.site.kernel_id;
   // The same kernel left them the last time: whatever it did then, it does now (a softmax that
   // makes 0/0 on every replay stays introduced; a kernel that skips rows stays preexisting).

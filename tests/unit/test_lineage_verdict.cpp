@@ -218,6 +218,25 @@ TEST_F(Verdicts, TheSameKernelMakingNanAgainStaysIntroduced) {
   EXPECT_EQ(t.on_device_finding(nan_now).origin, Origin::introduced);
 }
 
+// GPT-2's c_fc GEMM under the sentinel tier (session 22, H200): an initial scan found the
+// buffer NaN everywhere (a left-out launch's), then the GEMM overflowed into it. Fewer values than
+// the buffer held, but of kinds it held none of: the GEMM wrote them.
+TEST_F(Verdicts, InfinitiesWhereTheBufferHeldOnlyNanWereWritten) {
+  const DeviceFinding seen = make(kSoftmax, 0x300, nan(4096, 4096));
+  t.on_device_finding(seen);
+  DeviceFinding gemm = make(kGemm, 0x300, {0, 120, 130, 4096});
+  gemm.prior_seq = seen.seq;
+  const Verdict v = t.on_device_finding(gemm);
+  EXPECT_EQ(v.origin, Origin::introduced);
+  EXPECT_FALSE(v.last_writer);
+  // Fewer of each kind it held: left in place.
+  const DeviceFinding mixed = make(kLog, 0x400, {64, 8, 8, 4096});
+  t.on_device_finding(mixed);
+  DeviceFinding skip = make(kSkipRows, 0x400, {32, 8, 0, 4096});
+  skip.prior_seq = mixed.seq;
+  EXPECT_EQ(t.on_device_finding(skip).origin, Origin::preexisting);
+}
+
 // The FP8 decode step: the attention writes NaN in padding rows 14-15 of 16 (a watch with
 // seq_lens proves it), abs keeps it there (no spec on its buffer: same share), the per-tensor amax
 // spreads it to its one element, and the quantised logits are NaN in every row.
