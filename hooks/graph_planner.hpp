@@ -61,6 +61,7 @@ class GraphPlanner {
   // after the passes the plain and merged scan nodes that are not sentinels.
   std::unordered_set<CUgraphNode> sentinel_nodes(const GraphView& view, const std::vector<overlap::Node>& model,
                                                  ContextState& cs, std::vector<CUgraphNode>& movable);
+  void log_sentinel_bytes(const std::vector<overlap::Node>& model, const std::vector<bool>& sentinel);
   std::vector<CUgraphNode> quiet_scans(CUgraph graph, ContextState& cs, const std::unordered_set<CUgraphNode>& sentinels);
   // hooks/graph_pdl.cpp
   overlap::EdgeRole edge_role(CUgraphNode node, ContextState& cs);

@@ -4,6 +4,8 @@
 // for an escalated window.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "graph_planner.hpp"
 #include "sentinel.hpp"
 
@@ -28,7 +30,27 @@ std::unordered_set<CUgraphNode> GraphPlanner::sentinel_nodes(const GraphView& vi
     if (sentinel[i]) out.insert(view.nodes[i]);
     if (to_end[i] && cs.plain_scan(kernel_function_of(view.nodes[i]))) movable.push_back(view.nodes[i]);
   }
+  if (log_.debug_enabled()) log_sentinel_bytes(model, sentinel);
   return out;
+}
+
+// What the sentinels read against every scan, before any is merged (a merged node holding one
+// scans all its members): where a replay of the twin spends its scan time.
+void GraphPlanner::log_sentinel_bytes(const std::vector<overlap::Node>& model, const std::vector<bool>& sentinel) {
+  uint64_t all = 0, kept = 0, largest = 0, scans = 0, sentinels = 0;
+  for (size_t i = 0; i < model.size(); ++i) {
+    if (!overlap::is_scan(model[i].kind)) continue;
+    uint64_t bytes = 0;
+    for (const overlap::Range& r : model[i].reads) bytes += r.hi - r.lo;
+    ++scans;
+    all += bytes;
+    if (!sentinel[i]) continue;
+    ++sentinels;
+    kept += bytes;
+    largest = std::max(largest, bytes);
+  }
+  log_.debug(fmt::format("graph: sentinel tier: {} of {} scans are sentinels, reading {} of {} bytes (largest {})",
+                         sentinels, scans, kept, all, largest));
 }
 
 // The graph's own nodes only: a scan inside a child graph is never disabled (the exec's node
