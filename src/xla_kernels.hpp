@@ -111,11 +111,21 @@ struct LaunchWrite {
   uint32_t arg = 0;   // parameter index
   uint64_t ptr = 0;   // the parameter word
   Shape shape;        // dtype and elements
+  uint64_t bytes = 0; // the slice's size
 };
+// Why a launch is refused, as a kind (the decoder's static reason) beside the text.
+enum class Refusal : uint8_t { none, no_thunk, unknown_shape, thunks_disagree };
 struct LaunchWrites {
   std::vector<LaunchWrite> writes;
+  // The arguments the launch only reads (its operands: the floating-point ones for the NaN
+  // origin, all of them so a graph's model knows they are not written), with their shapes; read
+  // and written (updated in place) ones are writes only.
+  std::vector<LaunchWrite> reads;
+  // Integer and predicate outputs: no NaN to scan, but their exact slices (a graph's model).
+  std::vector<LaunchWrite> no_nan_writes;
   std::vector<std::string> instructions;
   std::string refused;
+  Refusal refusal = Refusal::none;
 };
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
                            std::span<const uint64_t> parameter_words);

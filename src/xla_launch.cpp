@@ -8,21 +8,29 @@ namespace nanscope::xla {
 
 namespace {
 
-// The floating-point arguments a thunk writes, or why they are not known.
-std::optional<std::vector<LaunchWrite>> float_writes(const KernelThunk& k, std::span<const uint64_t> words,
-                                                     std::string& why) {
+// The arguments a thunk writes (`written`) or only reads, or why they are not known: an argument
+// of unknown shape is a refusal (a write would go unscanned, a read missing from the origin).
+std::optional<std::vector<LaunchWrite>> float_args(const KernelThunk& k, std::span<const uint64_t> words,
+                                                   bool written, std::string& why) {
   std::vector<LaunchWrite> out;
   for (uint32_t i = 0; i < k.arguments.size() && i < words.size(); ++i) {
     const KernelArgument& a = k.arguments[i];
-    if (!a.written) continue;
+    if (written ? !a.written : (a.written || !a.read)) continue;
     if (!a.shape) {
-      why = fmt::format("{} writes argument {} of unknown shape ({})", k.instruction, i, a.shape_text);
+      why = fmt::format("{} {} argument {} of unknown shape ({})", k.instruction, written ? "writes" : "reads", i,
+                        a.shape_text);
       return std::nullopt;
     }
-    if (a.shape->dtype == DType::none) continue;  // integers and predicates hold no NaN
-    out.push_back({i, words[i], *a.shape});
+    out.push_back({i, words[i], *a.shape, a.size});
   }
   return out;
+}
+
+// Integers and predicates hold no NaN: moved out of `args` into `no_nan`.
+void split_no_nan(std::vector<LaunchWrite>& args, std::vector<LaunchWrite>& no_nan) {
+  for (const LaunchWrite& a : args)
+    if (a.shape.dtype == DType::none) no_nan.push_back(a);
+  std::erase_if(args, [](const LaunchWrite& a) { return a.shape.dtype == DType::none; });
 }
 
 bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
@@ -41,22 +49,33 @@ LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
   if (fits.empty()) {
     out.refused = fmt::format("no kernel thunk of {} named {} takes these {} parameter words", module.name, function,
                               parameter_words.size());
+    out.refusal = Refusal::no_thunk;
     return out;
   }
-  std::optional<std::vector<LaunchWrite>> agreed;
+  std::optional<std::vector<LaunchWrite>> writes, reads;
+  auto refuse = [&](Refusal kind) {
+    out.writes.clear();
+    out.reads.clear();
+    out.no_nan_writes.clear();
+    out.refusal = kind;
+    return out;
+  };
   for (size_t c : fits) {
     const KernelThunk& k = module.kernels[c];
     out.instructions.push_back(k.instruction);
-    std::optional<std::vector<LaunchWrite>> w = float_writes(k, parameter_words, out.refused);
-    if (!w) return {{}, out.instructions, out.refused};
-    if (agreed && !same_writes(*agreed, *w)) {
-      out.refused = fmt::format("the launch fits {} kernel thunks that write different outputs ({} and {})", fits.size(),
-                                out.instructions.front(), k.instruction);
-      return {{}, out.instructions, out.refused};
+    std::optional<std::vector<LaunchWrite>> w = float_args(k, parameter_words, true, out.refused);
+    std::optional<std::vector<LaunchWrite>> r = w ? float_args(k, parameter_words, false, out.refused) : std::nullopt;
+    if (!w || !r) return refuse(Refusal::unknown_shape);
+    if ((writes && !same_writes(*writes, *w)) || (reads && !same_writes(*reads, *r))) {
+      out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
+                                fits.size(), out.instructions.front(), k.instruction);
+      return refuse(Refusal::thunks_disagree);
     }
-    if (!agreed) agreed = std::move(w);
+    if (!writes) writes = std::move(w), reads = std::move(r);
   }
-  out.writes = std::move(*agreed);
+  out.writes = std::move(*writes);
+  out.reads = std::move(*reads);
+  split_no_nan(out.writes, out.no_nan_writes);
   return out;
 }
 

@@ -347,11 +347,19 @@ TEST(XlaLaunchWrites, TheGemmWritesItsOutputSliceWithItsShape) {
     EXPECT_EQ(w.writes[i].shape.elements() * dtype_size(w.writes[i].shape.dtype), dot1.arguments[written[i]].size)
         << "the shape covers the slice exactly";
   }
+  // Its operands, for the origin: the read-only float arguments, each at its word.
+  ASSERT_FALSE(w.reads.empty());
+  for (const LaunchWrite& r : w.reads) {
+    EXPECT_TRUE(dot1.arguments[r.arg].read && !dot1.arguments[r.arg].written) << r.arg;
+    EXPECT_EQ(r.ptr, words[r.arg]);
+    EXPECT_EQ(r.bytes, dot1.arguments[r.arg].size);
+  }
   // Words that fit no thunk: refused, with the reason.
   const LaunchWrites moved = launch_writes(m, "gemm_fusion_dot_1", std::vector<uint64_t>{temp + 4194304 + 256, w2, temp});
   EXPECT_TRUE(moved.writes.empty());
   EXPECT_NE(moved.refused.find("no kernel thunk of module_5968.jit_step named gemm_fusion_dot_1"), std::string::npos)
       << moved.refused;
+  EXPECT_EQ(moved.refusal, Refusal::no_thunk);
 }
 
 // Identical fusions share a kernel: both thunks write f32[4,4,32,64] at argument 1, so the launch
@@ -373,7 +381,8 @@ TEST(XlaLaunchWrites, SharedKernelsAgreeAndPredicatesHoldNoNaN) {
     if (k.instruction == "wrapped_transpose") k.arguments[1].shape->dims = {4, 4, 64, 32, 1};
   const LaunchWrites refused = launch_writes(odd, "wrapped_transpose_2", words);
   EXPECT_TRUE(refused.writes.empty());
-  EXPECT_NE(refused.refused.find("write different outputs"), std::string::npos) << refused.refused;
+  EXPECT_NE(refused.refused.find("write or read different arguments"), std::string::npos) << refused.refused;
+  EXPECT_EQ(refused.refusal, Refusal::thunks_disagree);
 
   const DumpModule finite = dump_module("jax_pool-healthy", "module_31768.jit_isfinite");
   const KernelThunk& k = finite.kernels.at(0);
@@ -382,6 +391,8 @@ TEST(XlaLaunchWrites, SharedKernelsAgreeAndPredicatesHoldNoNaN) {
   const LaunchWrites pred = launch_writes(finite, "wrapped_is_finite", fw);
   EXPECT_TRUE(pred.refused.empty()) << pred.refused;
   EXPECT_TRUE(pred.writes.empty()) << "a pred output holds no NaN";
+  ASSERT_EQ(pred.no_nan_writes.size(), 1u) << "but its exact slice is known";
+  EXPECT_EQ(pred.no_nan_writes[0].shape.element, "pred");
 }
 
 // The fusion holding the planted log names the log's own line (jax_pool's step on the H200): the

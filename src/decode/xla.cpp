@@ -1,0 +1,71 @@
+// See xla.hpp.
+#include "decode/xla.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace nanscope::decode {
+
+namespace {
+
+std::string_view refusal_reason(xla::Refusal r) {
+  switch (r) {
+    case xla::Refusal::no_thunk: return "xla: no kernel thunk of the matched module takes these parameter words";
+    case xla::Refusal::unknown_shape: return "xla: an argument's HLO shape is not known";
+    case xla::Refusal::thunks_disagree: return "xla: the kernel thunks sharing this kernel write or read different arguments";
+    case xla::Refusal::none: break;
+  }
+  return "xla: refused";
+}
+
+Write slice_write(const xla::LaunchWrite& w) {
+  Write out;
+  out.ptr = w.ptr;
+  out.dtype = w.shape.dtype;
+  out.elem_size = static_cast<uint32_t>(dtype_size(w.shape.dtype));
+  out.elements = w.shape.elements();
+  out.span_bytes = out.elements * out.elem_size;
+  out.arg = w.arg;
+  return out;
+}
+
+}  // namespace
+
+// Every parameter is an 8-byte pointer (kernel_arguments.cc): a layout of any other size is not
+// the kernel the dump describes.
+Decoded decode_xla(const xla::DumpModule& module, std::string_view function, const Layout& layout,
+                   const LaunchView& launch) {
+  if (launch.count != layout.size()) return Decoded::mismatch("xla: the launch's parameter count is not the layout's");
+  std::vector<uint64_t> words(layout.size(), 0);
+  for (uint32_t i = 0; i < layout.size(); ++i) {
+    if (layout[i].second != 8) return Decoded::mismatch("xla: a parameter is not an 8-byte pointer");
+    if (!launch.params[i]) return Decoded::mismatch("xla: a parameter's bytes could not be read");
+    std::memcpy(&words[i], launch.params[i], 8);
+  }
+  const xla::LaunchWrites found = xla::launch_writes(module, function, words);
+  if (found.refusal != xla::Refusal::none) return Decoded::mismatch(refusal_reason(found.refusal));
+  // More than a launch record holds: an output or an input would go unseen, and a finding would
+  // claim an origin its missing inputs could contradict.
+  if (found.writes.size() + found.no_nan_writes.size() > kMaxWrites) return Decoded::mismatch("xla: more floating-point outputs than a launch record holds");
+  const auto no_nan_reads = std::count_if(found.reads.begin(), found.reads.end(),
+                                          [](const xla::LaunchWrite& r) { return r.shape.dtype == DType::none; });
+  if (found.reads.size() - no_nan_reads > kMaxReads || uint64_t(no_nan_reads) > kMaxReads) return Decoded::mismatch("xla: more floating-point operands than a launch record holds");
+  Decoded d;
+  for (const xla::LaunchWrite& w : found.writes)
+    if (w.shape.elements()) d.add_write(slice_write(w));
+  for (const xla::LaunchWrite& w : found.no_nan_writes) {
+    Write exact;
+    exact.ptr = w.ptr;
+    exact.span_bytes = w.bytes;
+    exact.arg = w.arg;
+    exact.no_nan = true;
+    d.add_write(exact);
+  }
+  for (const xla::LaunchWrite& r : found.reads)
+    if (r.shape.dtype == DType::none) d.add_no_nan_read(r.ptr);
+    else d.add_read(r.ptr, r.shape.dtype, r.shape.elements());
+  return d;
+}
+
+}  // namespace nanscope::decode

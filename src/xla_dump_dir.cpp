@@ -1,0 +1,107 @@
+// See xla_dump_dir.hpp.
+#include "xla_dump_dir.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+namespace nanscope::xla {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The module a GPU HLO file belongs to ("module_5968.jit_step.sm_9.0a_gpu_after_optimizations.txt"
+// -> "module_5968.jit_step"): what precedes ".sm_" (the last one: a jitted name may hold ".sm_").
+std::optional<std::string> hlo_module(std::string_view name, std::string_view suffix) {
+  if (!ends_with(name, suffix)) return std::nullopt;
+  const size_t sm = name.rfind(".sm_");
+  if (sm == std::string_view::npos || sm == 0) return std::nullopt;
+  return std::string(name.substr(0, sm));
+}
+
+std::optional<std::string> read_bounded(const std::filesystem::path& path, uint64_t max_bytes, std::string& error) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    error = fmt::format("{}: {}", path.string(), ec.message());
+    return std::nullopt;
+  }
+  if (size > max_bytes) {
+    error = fmt::format("{}: {} bytes, over the {} read for one dump file", path.string(), size, max_bytes);
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = fmt::format("{}: cannot be opened", path.string());
+    return std::nullopt;
+  }
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<DumpFiles> group_dump_files(const std::vector<std::string>& names) {
+  std::map<std::string, DumpFiles> by_module;
+  std::set<std::string> after_passes;
+  for (const std::string& n : names) {
+    if (n.rfind("module_", 0) != 0) continue;
+    if (ends_with(n, ".thunk_sequence_after_thunk_passes.txt")) {
+      const std::string m = n.substr(0, n.size() - std::string_view(".thunk_sequence_after_thunk_passes.txt").size());
+      by_module[m].thunk_sequence = n;
+      after_passes.insert(m);
+    } else if (ends_with(n, ".thunk_sequence.txt")) {
+      const std::string m = n.substr(0, n.size() - std::string_view(".thunk_sequence.txt").size());
+      if (!after_passes.count(m)) by_module[m].thunk_sequence = n;
+    } else if (ends_with(n, ".thunk_metadata.txt")) {
+      by_module[n.substr(0, n.size() - std::string_view(".thunk_metadata.txt").size())].thunk_metadata = n;
+    } else if (auto m = hlo_module(n, "_gpu_after_optimizations-buffer-assignment.txt")) {
+      by_module[*m].buffer_assignment = n;
+    } else if (auto h = hlo_module(n, "_gpu_after_optimizations.txt")) {
+      by_module[*h].hlo = n;
+    }
+  }
+  std::vector<DumpFiles> out;
+  for (auto& [module, files] : by_module) {
+    files.module = module;
+    out.push_back(std::move(files));
+  }
+  return out;
+}
+
+DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& known, uint64_t max_file_bytes) {
+  DumpDirRead out;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) names.push_back(it->path().filename().string());
+  if (ec) {
+    out.errors.push_back(fmt::format("{}: {}", dir, ec.message()));
+    return out;
+  }
+  for (const DumpFiles& f : group_dump_files(names)) {
+    if (!f.complete() || known.count(f.module)) continue;
+    std::string error;
+    std::optional<std::string> texts[4];
+    const std::string* paths[4] = {&f.thunk_sequence, &f.thunk_metadata, &f.hlo, &f.buffer_assignment};
+    bool read = true;
+    for (int i = 0; i < 4 && read; ++i) read = (texts[i] = read_bounded(std::filesystem::path(dir) / *paths[i], max_file_bytes, error)).has_value();
+    if (!read) {
+      out.errors.push_back(error);
+      continue;
+    }
+    out.modules.push_back(read_dump_module(f.module, *texts[0], *texts[1], *texts[2], *texts[3]));
+  }
+  return out;
+}
+
+}  // namespace nanscope::xla

@@ -1,0 +1,36 @@
+// The modules of an XLA dump directory (--xla_dump_to, issue 38, docs/jax.md): which files make
+// one module, and reading the complete ones. XLA writes a module's files while it compiles it,
+// one file at a time, so a module is read only once all four are there, and a module read once is
+// not read again (the caller passes the names it has).
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "xla_kernels.hpp"
+
+namespace nanscope::xla {
+
+// One module's files, by name inside the directory. `thunk_sequence` is
+// thunk_sequence_after_thunk_passes.txt when XLA wrote it (the plan that runs: kernels nested in
+// command buffers), else thunk_sequence.txt.
+struct DumpFiles {
+  std::string module;  // "module_5968.jit_step"
+  std::string thunk_sequence, thunk_metadata, hlo, buffer_assignment;
+  bool complete() const { return !thunk_sequence.empty() && !thunk_metadata.empty() && !hlo.empty() && !buffer_assignment.empty(); }
+};
+// Groups file names into modules (pure: names only; other files are ignored). The optimized HLO
+// is `MODULE.sm_<arch>_gpu_after_optimizations.txt`, its buffer assignment the same with
+// `-buffer-assignment`; earlier passes' HLO (before_optimizations) is not read.
+std::vector<DumpFiles> group_dump_files(const std::vector<std::string>& names);
+
+struct DumpDirRead {
+  std::vector<DumpModule> modules;  // the complete modules not in `known`, read
+  std::vector<std::string> errors;  // the directory or a file that could not be read, named
+};
+// Reads the complete modules of `dir` whose names are not in `known`. A file larger than
+// `max_file_bytes` is an error naming it, and its module is not read (bounded memory).
+DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& known, uint64_t max_file_bytes);
+
+}  // namespace nanscope::xla

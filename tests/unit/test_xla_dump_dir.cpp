@@ -1,0 +1,99 @@
+// Tests for src/xla_dump_dir.cpp (which files make a module, reading the complete ones) and
+// src/decode/xla.cpp (one launch's writes and reads), on the dumps jaxlib 0.10.2 with CUDA wrote
+// on an H200 (tests/unit/fixtures/xla/gpu).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "decode/xla.hpp"
+#include "xla_dump_dir.hpp"
+
+namespace nanscope::xla {
+namespace {
+
+const std::string kGpu = std::string(NANSCOPE_XLA_FIXTURES) + "/gpu/";
+
+TEST(XlaDumpFiles, FourFilesMakeAModuleAndTheThunkPassesPlanWins) {
+  const std::vector<std::string> names{
+      "module_0007.jit_f.thunk_sequence_after_thunk_passes.txt",
+      "module_0007.jit_f.thunk_sequence.txt",
+      "module_0007.jit_f.thunk_metadata.txt",
+      "module_0007.jit_f.sm_9.0a_gpu_after_optimizations.txt",
+      "module_0007.jit_f.sm_9.0a_gpu_after_optimizations-buffer-assignment.txt",
+      "module_0007.jit_f.sm_9.0a_gpu_after_optimizations-memory-usage-report.txt",
+      "module_0007.jit_f.before_optimizations.txt",
+      "module_0008.jit_g.thunk_sequence.txt",  // still being written: no HLO yet
+      "module_0008.jit_g.thunk_metadata.txt",
+      "autotune_results.pbtxt",
+  };
+  const std::vector<DumpFiles> g = group_dump_files(names);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].module, "module_0007.jit_f");
+  EXPECT_TRUE(g[0].complete());
+  EXPECT_EQ(g[0].thunk_sequence, "module_0007.jit_f.thunk_sequence_after_thunk_passes.txt");
+  EXPECT_EQ(g[0].hlo, "module_0007.jit_f.sm_9.0a_gpu_after_optimizations.txt");
+  EXPECT_EQ(g[0].buffer_assignment, "module_0007.jit_f.sm_9.0a_gpu_after_optimizations-buffer-assignment.txt");
+  EXPECT_EQ(g[1].module, "module_0008.jit_g");
+  EXPECT_FALSE(g[1].complete());
+}
+
+TEST(XlaDumpDir, ReadsTheCompleteModulesOnce) {
+  const DumpDirRead all = read_dump_dir(kGpu + "jax_pool-sick", {}, 1 << 24);
+  EXPECT_TRUE(all.errors.empty());
+  ASSERT_EQ(all.modules.size(), 2u);
+  EXPECT_EQ(all.modules[0].name, "module_0000.jit_stage");
+  EXPECT_EQ(all.modules[1].name, "module_5968.jit_step");
+  EXPECT_EQ(all.modules[1].kernels.size(), 4u);
+  const DumpDirRead later = read_dump_dir(kGpu + "jax_pool-sick", {"module_5968.jit_step", "module_0000.jit_stage"}, 1 << 24);
+  EXPECT_TRUE(later.modules.empty());
+}
+
+TEST(XlaDumpDir, WhatCannotBeReadIsNamed) {
+  const DumpDirRead none = read_dump_dir(kGpu + "no-such-dump", {}, 1 << 24);
+  ASSERT_EQ(none.errors.size(), 1u);
+  EXPECT_NE(none.errors[0].find("no-such-dump"), std::string::npos);
+  const DumpDirRead big = read_dump_dir(kGpu + "jax_pool-sick", {}, 64);
+  EXPECT_TRUE(big.modules.empty());
+  ASSERT_EQ(big.errors.size(), 2u);
+  EXPECT_NE(big.errors[0].find("over the 64 read for one dump file"), std::string::npos) << big.errors[0];
+}
+
+// One launch of jax_pool's GEMM as the engine decodes it: the output slice with its HLO shape,
+// its operands as reads; a layout that is not all pointers, or words that fit no thunk, are
+// mismatches with their reason.
+TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
+  const DumpDirRead dir = read_dump_dir(kGpu + "jax_pool-sick", {}, 1 << 24);
+  ASSERT_EQ(dir.modules.size(), 2u);
+  const DumpModule& m = dir.modules[1];
+  const uint64_t temp = 0x7f0000000000, w2 = 0x7f0010000000;
+  uint64_t words[3] = {temp + 4194304, w2, temp};
+  const char* params[3] = {reinterpret_cast<const char*>(&words[0]), reinterpret_cast<const char*>(&words[1]),
+                           reinterpret_cast<const char*>(&words[2])};
+  decode::Layout layout{{0, 8}, {8, 8}, {16, 8}};
+  decode::LaunchView view;
+  view.params = params;
+  view.count = 3;
+  const decode::Decoded d = decode::decode_xla(m, "gemm_fusion_dot_1", layout, view);
+  ASSERT_EQ(d.status, decode::Status::decoded) << d.reason;
+  const LaunchWrites expect = launch_writes(m, "gemm_fusion_dot_1", std::vector<uint64_t>(words, words + 3));
+  ASSERT_EQ(d.write_count, expect.writes.size());
+  ASSERT_GE(d.write_count, 1u);
+  EXPECT_EQ(d.writes[0].ptr, temp);
+  EXPECT_EQ(d.writes[0].dtype, DType::f32);
+  EXPECT_EQ(d.writes[0].elements, expect.writes[0].shape.elements());
+  EXPECT_EQ(d.writes[0].span_bytes, expect.writes[0].bytes) << "exactly the slice, never the pool";
+  EXPECT_FALSE(d.writes[0].extent_from_block);
+  EXPECT_EQ(d.read_count, expect.reads.size());
+  EXPECT_EQ(d.reads[0], words[expect.reads[0].arg]);
+
+  layout[1].second = 4;
+  EXPECT_EQ(decode::decode_xla(m, "gemm_fusion_dot_1", layout, view).reason, "xla: a parameter is not an 8-byte pointer");
+  layout[1].second = 8;
+  words[0] += 256;
+  const decode::Decoded moved = decode::decode_xla(m, "gemm_fusion_dot_1", layout, view);
+  EXPECT_EQ(moved.status, decode::Status::layout_mismatch);
+  EXPECT_EQ(moved.reason, "xla: no kernel thunk of the matched module takes these parameter words");
+}
+
+}  // namespace
+}  // namespace nanscope::xla
