@@ -62,7 +62,9 @@
   X(cuMemHostGetDevicePointer, (CUdeviceptr *pdptr, void *p, unsigned int Flags), (pdptr, p, Flags)) \
   X(cuMemcpyDtoHAsync, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), (dstHost, srcDevice, ByteCount, hStream)) \
   X(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream)) \
+  X(cuModuleEnumerateFunctions, (CUfunction *functions, unsigned int numFunctions, CUmodule mod), (functions, numFunctions, mod)) \
   X(cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name)) \
+  X(cuModuleGetFunctionCount, (unsigned int *count, CUmodule mod), (count, mod)) \
   X(cuModuleLoadData, (CUmodule *module, const void *image), (module, image)) \
   X(cuModuleUnload, (CUmodule hmod), (hmod)) \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize), (numBlocks, func, blockSize, dynamicSMemSize)) \

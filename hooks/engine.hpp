@@ -30,14 +30,14 @@
 //   ScanSubmitter, LaunchInstrumenter, LibraryScans and EagerFlushPoints have no lock of their
 //   own (LibraryScans' per-call facts are thread-local); they take the locks of the parts they
 //   call, one at a time, never holding one across another part's call.
-//   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache, level 4),
+//   3. FindingReporter::lineage_mu_, KernelTable::mu_ (asks TritonModules' cache and XlaModules, level 4),
 //      GraphRegistry::mu_ (its maps only: released before it calls out), EagerTier::mu_ (its
 //      sample only), Watches::meta_mu_,
 //      TaskBuilder::not_inspected_mu_, PythonFrames::mu_, TorchBlockTracker::info_mu_,
 //      ContextState::bitmap_mu_ and captured_mu_.
 //   4. The containers of src/, each with its own mutex, calling nothing that locks while held:
 //      AllocMap, BufferSlots, LaunchFactsStore, OpaqueWriters, Coverage, CommTable, CudnnGraphs,
-//      WatchRegistry, TensorBlocks, the Triton caches.
+//      WatchRegistry, TensorBlocks, the Triton caches, XlaModules (reads dump files, asks the driver for names).
 //   Apart: FindingReporter::wake_mu_ guards the drain thread's wake flag only; the got:: patch
 //   walk's mutex (got_patch.cpp) is taken with no other lock held. The once-only warnings need
 //   no lock (EventLog's flags are atomics). A fatal-signal flush only try-locks (emergency_flush).
@@ -64,6 +64,7 @@
 #include "library_scans.hpp"
 #include "scan_submitter.hpp"
 #include "triton_modules.hpp"
+#include "xla_modules.hpp"
 #include "nanscope/nanscope.h"
 #include "padding.hpp"
 #include "task_builder.hpp"
@@ -115,6 +116,7 @@ class Engine {
   Counters counters_;
   Watches watches_;
   TritonModules modules_;  // before kernels_, which asks it for Triton kernels' signatures
+  XlaModules xla_modules_;  // before kernels_, which asks it for XLA kernels' dump modules
   KernelTable kernels_;
   Contexts contexts_;
   Allocations allocs_;

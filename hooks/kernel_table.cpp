@@ -7,6 +7,7 @@
 #include "builtin_exclusions.hpp"
 #include "coverage.hpp"
 #include "triton_modules.hpp"
+#include "xla_modules.hpp"
 #include <mutex>
 
 namespace nanscope {
@@ -104,23 +105,30 @@ bool KernelTable::decode_family(void* handle, const KernelSignature& sig, Kernel
     if (sig.params.size() == k.params.size())
       for (const ParamSig& p : sig.params) k.roles.push_back(p.role), k.read_only.push_back(p.read_only);
   } else {
-    if (!triton_) return false;
-    std::string why;
-    k.triton = triton_->lookup(handle, k.mangled, why);
-    if (!k.triton) {
-      k.reason = "name carries no parameter types and no Triton TTIR was found (" + why + "); use a watch";
-      return true;
-    }
+    if (!triton_ && !(xla_ && xla_->on())) return false;
+    if (!untyped_family(handle, k)) return true;
   }
   if (k.aten.kind == decode::MatchKind::layout_mismatch) {
     k.layout_mismatch = true;
     k.reason = fmt::format("layout mismatch ({}: {})", decode::aten_family_name(k.aten.family), k.aten.reason);
     return true;
   }
-  k.decoder = k.triton ? Decoder::triton : Decoder::aten;
+  k.decoder = k.triton ? Decoder::triton : k.xla ? Decoder::xla : Decoder::aten;
   k.hidden_reads = false;  // the decoder names every pointer the launch reads
   k.inspected = true;
   return true;
+}
+
+// A kernel whose name carries no types: a Triton kernel (its module's TTIR) or an XLA kernel
+// (the dump module its CUmodule matched). False, with the reason, when neither knows it.
+bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
+  std::string triton_why = "no Triton modules", xla_why;
+  if (triton_ && (k.triton = triton_->lookup(handle, k.mangled, triton_why))) return true;
+  if (xla_ && xla_->on() && (k.xla = xla_->lookup(handle, xla_why))) return true;
+  k.reason = "name carries no parameter types and no Triton TTIR was found (" + triton_why + ")";
+  if (xla_ && xla_->on()) k.reason += "; no XLA dump module (" + xla_why + ")";
+  k.reason += "; use a watch";
+  return false;
 }
 
 // Kernels no decoder claims: floating pointers the mangled signature types.

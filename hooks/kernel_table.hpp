@@ -21,6 +21,7 @@
 #include "scan_overlap.hpp"
 #include "scan_abi.h"
 #include "signature.hpp"
+#include "xla_kernels.hpp"
 
 namespace nanscope {
 
@@ -30,7 +31,7 @@ struct OutputParam {
 };
 
 // Which kernel-family decoder (src/decode) names a kernel's writes at each launch.
-enum class Decoder : uint8_t { none, aten, triton };
+enum class Decoder : uint8_t { none, aten, triton, xla };
 
 struct KernelInfo {
   uint32_t id = 0;
@@ -49,6 +50,7 @@ struct KernelInfo {
   bool library = false;               // a cuBLAS/cuDNN kernel (coverage counts them apart)
   decode::FamilyMatch aten;
   std::shared_ptr<const decode::TritonSignature> triton;
+  std::shared_ptr<const xla::DumpModule> xla;  // Decoder::xla: the dump module its CUmodule matched
   // PyTorch's single-output elementwise kernels (vectorized / unrolled) take their tensors as
   // one std::array<char*, N>, output first: the index of that parameter, or -1. Only its
   // first pointer is written; the others are inputs.
@@ -76,6 +78,7 @@ bool pointer_words(const KernelInfo& k, const LaunchArgs& a, std::vector<uint64_
                    const std::vector<bool>& writable = {});
 
 class TritonModules;
+class XlaModules;
 
 class KernelTable {
  public:
@@ -90,6 +93,8 @@ class KernelTable {
   uint32_t pseudo(const char* name);
   // Where Triton kernels' signatures come from (set once, before the first launch).
   void set_triton(const TritonModules* modules) { triton_ = modules; }
+  // Where XLA kernels' dump modules come from (set once, before the first launch).
+  void set_xla(XlaModules* modules) { xla_ = modules; }
   uint64_t inspected_count() const { return inspected_.load(std::memory_order_relaxed); }
   uint64_t not_inspected_count() const { return not_inspected_.load(std::memory_order_relaxed); }
 
@@ -98,8 +103,10 @@ class KernelTable {
   // The kernel-family decoders; true when one claimed the kernel (decoded or refused).
   bool decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const;
   void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
+  bool untyped_family(void* handle, KernelInfo& k) const;
 
   const TritonModules* triton_ = nullptr;
+  XlaModules* xla_ = nullptr;
 
   const std::vector<Rule>* rules_;
   std::optional<SafeRegex> filter_, exclude_;  // never backtracks (safe_regex.hpp)

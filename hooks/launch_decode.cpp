@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "contexts.hpp"
+#include "decode/xla.hpp"
 #include "kernel_table.hpp"
 #include "launch_record.hpp"
 
@@ -24,8 +25,11 @@ std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchAr
   view.count = static_cast<uint32_t>(k.params.size());
   std::copy(a.grid, a.grid + 3, view.grid);
   std::copy(a.block, a.block + 3, view.block);
-  return k.decoder == Decoder::triton ? decode::decode_triton(*k.triton, k.params, view)
-                                      : decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
+  switch (k.decoder) {
+    case Decoder::triton: return decode::decode_triton(*k.triton, k.params, view);
+    case Decoder::xla: return decode::decode_xla(*k.xla, k.mangled, k.params, view);
+    default: return decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
+  }
 }
 
 bool decoded_io(const std::optional<decode::Decoded>& decoded, std::vector<overlap::KnownWrite>& exact,

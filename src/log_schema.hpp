@@ -193,6 +193,7 @@ inline constexpr char cupti_load[] = "cupti_load";
 inline constexpr char cupti_subscribe[] = "cupti_subscribe";
 inline constexpr char rules[] = "rules";
 inline constexpr char rule[] = "rule";
+inline constexpr char xla_dumps[] = "xla_dumps";  // a dump directory or file that could not be read
 }  // namespace warning_what
 namespace buffer_key {  // nonfinite.buffer
 inline constexpr char arg[] = "arg";

@@ -114,10 +114,17 @@ DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, s
 }
 
 ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions) {
+  std::vector<std::set<std::string>> kernels_of;
+  kernels_of.reserve(dumps.size());
+  for (const DumpModule& d : dumps) kernels_of.push_back(d.kernel_names());
+  return match_kernel_names(kernels_of, functions);
+}
+
+ModuleMatch match_kernel_names(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions) {
   ModuleMatch match;
-  for (size_t i = 0; i < dumps.size(); ++i) {
-    if (dumps[i].kernels.empty()) continue;
-    const std::set<std::string> names = dumps[i].kernel_names();
+  for (size_t i = 0; i < kernels_of.size(); ++i) {
+    const std::set<std::string>& names = kernels_of[i];
+    if (names.empty()) continue;
     if (names == functions) match.candidates.push_back(i);
     else if (std::includes(functions.begin(), functions.end(), names.begin(), names.end())) match.covering.push_back(i);
   }

@@ -83,6 +83,9 @@ struct ModuleMatch {
   bool ambiguous() const { return candidates.size() > 1; }
 };
 ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions);
+// The same on each dump module's kernel names (DumpModule::kernel_names), kept by a caller that
+// matches many CUmodules against the same dumps.
+ModuleMatch match_kernel_names(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions);
 
 // A launch's parameter words checked against a kernel thunk's arguments: the count, and that two
 // arguments in one allocation lie their offsets' difference apart. reasons is empty when the

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "nanscope/version.h"
+#include "xla_flags.hpp"
 
 namespace nanscope::cli {
 
@@ -60,7 +61,8 @@ void report_gpu_presence() {
 
 // The launcher's options, each mapping onto a NANSCOPE_* variable (or the way it attaches).
 struct LaunchOptions {
-  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir, graph_pdl, tier;
+  std::string log, mode, filter, exclude, level, max_scan_bytes, channel, rules, dump_dir, graph_pdl, tier, xla_dumps;
+  bool no_xla_dumps = false;
   bool no_typed = false, no_graph_overlap = false, no_graph_merge = false, no_aggregate = false;
   bool quiet = false, preload = false, print_env = false;
 };
@@ -93,6 +95,10 @@ void add_options(CLI::App& app, LaunchOptions& o) {
                  "NANSCOPE_ESCALATE replays; eager launches are sampled, every one for a window after a NaN; outside a "
                  "window a finding names no origin) [NANSCOPE_TIER]")
       ->check(CLI::IsMember({"full", "sentinel"}));
+  app.add_option("--xla-dumps", o.xla_dumps, "where XLA writes the dumps nanscope reads to know what a JAX/XLA kernel writes "
+                 "(added to XLA_FLAGS; the program's own --xla_dump_to is kept and read instead); by default a new "
+                 "directory under $TMPDIR [NANSCOPE_XLA_DUMP]");
+  app.add_flag("--no-xla-dumps", o.no_xla_dumps, "leave XLA_FLAGS as it is: XLA kernels are not inspected");
   app.add_flag("--no-aggregate", o.no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", o.quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
   app.add_flag("--preload", o.preload, "attach with LD_PRELOAD instead of CUDA_INJECTION64_PATH");
@@ -128,6 +134,29 @@ std::vector<std::pair<std::string, std::string>> launch_env(const LaunchOptions&
   if (o.no_aggregate) env.emplace_back("NANSCOPE_AGGREGATE", "0");
   if (o.quiet) env.emplace_back("NANSCOPE_CONSOLE", "0");
   return env;
+}
+
+// XLA_FLAGS with the dumps nanscope reads (XLA parses it once, at its start), and where they go;
+// the user's flags and their own dump directory are kept. `dir`: the directory to add.
+void add_xla_dumps(std::vector<std::pair<std::string, std::string>>& env, const std::string& dir) {
+  const char* old = std::getenv("XLA_FLAGS");
+  const xla::FlagsWithDumps f = xla::flags_with_dumps(old ? old : "", dir);
+  if (!f.conflict.empty()) std::fprintf(stderr, "nanscope: %s: XLA kernels will not be inspected\n", f.conflict.c_str());
+  env.emplace_back("XLA_FLAGS", f.flags);
+  env.emplace_back("NANSCOPE_XLA_DUMP", f.dump_dir);
+}
+
+// A new private directory for XLA's dumps (mkdtemp: no other user can have made it first), or
+// empty with a line saying why.
+std::string new_xla_dump_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/nanscope-xla-XXXXXX";
+  if (!mkdtemp(path.data())) {
+    std::fprintf(stderr, "nanscope: cannot make a directory for XLA's dumps (%s): XLA kernels will not be inspected\n",
+                 std::strerror(errno));
+    return {};
+  }
+  return path;
 }
 
 // Replaces this process with the program; returns only when it cannot be run.
@@ -172,7 +201,14 @@ int run_launcher(int argc, char** argv) {
     std::fprintf(stderr, "nanscope: cannot find libnanscope.so next to this program; set NANSCOPE_LIBRARY\n");
     return 2;
   }
-  const auto env = launch_env(o, lib);
+  auto env = launch_env(o, lib);
+  if (!o.no_xla_dumps) {
+    // --print-env makes nothing: it names the directory a run would make.
+    const std::string dir = !o.xla_dumps.empty() ? o.xla_dumps
+                            : o.print_env        ? std::string("$TMPDIR/nanscope-xla-XXXXXX")
+                                                 : new_xla_dump_dir();
+    if (!dir.empty()) add_xla_dumps(env, dir);
+  }
   if (o.print_env) {
     for (auto& [k, v] : env) std::printf("%s=%s\n", k.c_str(), v.c_str());
     return 0;

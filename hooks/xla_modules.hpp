@@ -1,0 +1,52 @@
+// XLA's kernels (issue 38, docs/jax.md): which dump module a loaded CUmodule is, so a launch of
+// one of its functions is decoded from the kernel thunks XLA dumped (decode/xla.hpp). The dumps
+// are where NANSCOPE_XLA_DUMP (set by the launcher) or XLA_FLAGS' --xla_dump_to says; a module is
+// matched by its function names (xla::match_module) at the first launch of one of its kernels,
+// reading the dump directory again when no module read so far matches (XLA writes a module's
+// files while compiling it, before it loads it). What cannot be read (the directory, a file) is
+// a warning naming it; the kernels it would have described stay not inspected, with the reason.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "event_log.hpp"
+#include "lock_rank.hpp"
+#include "xla_kernels.hpp"
+
+namespace nanscope {
+
+class XlaModules {
+ public:
+  XlaModules(std::string dump_dir, EventLog& log) : dir_(std::move(dump_dir)), log_(log) {}
+  bool on() const { return !dir_.empty(); }
+  // The dump module holding `function` (a CUfunction about to be decoded), or null with `reason`.
+  std::shared_ptr<const xla::DumpModule> lookup(void* function, std::string& reason);
+
+ private:
+  struct Match {
+    std::shared_ptr<const xla::DumpModule> module;
+    std::string reason;
+  };
+  Match match(CUmodule module);
+  void read_new_modules();
+
+  const std::string dir_;
+  EventLog& log_;  // what could not be read is said once, after mu_ is released
+  static constexpr uint64_t kMaxFileBytes = 256ull << 20;  // one dump file; larger: an error, not read
+  static constexpr size_t kMaxModules = 4096;               // modules kept (a long run compiles many)
+  // Level 4: reads files and asks the driver for names, calls nothing of ours that locks.
+  Ranked<std::mutex, LockLevel::container> mu_{"XlaModules::mu_"};
+  std::vector<std::shared_ptr<const xla::DumpModule>> modules_;  // read so far, in reading order
+  std::vector<std::set<std::string>> kernel_names_;              // each one's kernel names
+  std::set<std::string> known_;                                  // their names
+  std::unordered_map<CUmodule, Match> by_module_;                // each CUmodule, matched once
+  std::vector<std::string> errors_;
+};
+
+}  // namespace nanscope
