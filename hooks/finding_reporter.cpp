@@ -170,14 +170,24 @@ std::optional<CandidateList> FindingReporter::candidates_of(const Finding& f, co
                                                            std::optional<lineage::DeviceFinding>& d) {
   if (!d) return std::nullopt;
   std::optional<CandidateList> found = attach_candidates(launch ? launch->candidates : std::nullopt, *d);
-  d->python = finding_python(f.launch_id, f.kernel_id, launch, found);
+  d->python = python_of(f, launch, found);
   return found;
+}
+
+// The finding's line: its launch's (or its named writer's); a launch with none filed (a node of a
+// graph built by hand, as XLA's command buffers are) takes its kernel's own line when the kernel
+// names one (an XLA kernel's HLO metadata).
+uint64_t FindingReporter::python_of(const Finding& f, const std::optional<LaunchFacts>& launch,
+                                    const std::optional<CandidateList>& candidates) {
+  if (const uint64_t key = finding_python(f.launch_id, f.kernel_id, launch, candidates)) return key;
+  const KernelInfo* k = kernels_.by_id(f.kernel_id);
+  return k && k->source_line ? python_.key_for(*k->source_line) : 0;
 }
 
 void FindingReporter::add_launch_facts(FindingFacts& facts, const std::optional<LaunchFacts>& launch,
                                        const std::optional<CandidateList>& candidates, bool candidate) {
   const Finding& f = facts.finding;
-  facts.python = python_.resolve(finding_python(f.launch_id, f.kernel_id, launch, candidates));
+  facts.python = python_.resolve(python_of(f, launch, candidates));
   if (!candidate || !candidates) return;
   for (uint32_t i = 0; i < candidates->n; ++i) {
     const OpaqueWrite& w = candidates->w[i];

@@ -54,6 +54,8 @@ class FindingReporter {
   std::optional<CandidateList> candidates_of(const Finding& f, const std::optional<LaunchFacts>& launch,
                                              std::optional<lineage::DeviceFinding>& d);
   // Its Python line and, for a candidate origin, its candidates as the log names them.
+  uint64_t python_of(const Finding& f, const std::optional<LaunchFacts>& launch,
+                     const std::optional<CandidateList>& candidates);
   void add_launch_facts(FindingFacts& facts, const std::optional<LaunchFacts>& launch,
                         const std::optional<CandidateList>& candidates, bool candidate);
   // Its origin, as event `event_id` (or a repeat of that event).

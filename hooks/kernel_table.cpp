@@ -124,7 +124,11 @@ bool KernelTable::decode_family(void* handle, const KernelSignature& sig, Kernel
 bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
   std::string triton_why = "no Triton modules", xla_why;
   if (triton_ && (k.triton = triton_->lookup(handle, k.mangled, triton_why))) return true;
-  if (xla_ && xla_->on() && (k.xla = xla_->lookup(handle, xla_why))) return true;
+  if (xla_ && xla_->on() && (k.xla = xla_->lookup(handle, xla_why))) {
+    if (const std::optional<xla::SourceLine> line = xla::kernel_source(*k.xla, k.mangled))
+      k.source_line = PythonLine{line->file, line->line, line->function};
+    return true;
+  }
   k.reason = "name carries no parameter types and no Triton TTIR was found (" + triton_why + ")";
   if (xla_ && xla_->on()) k.reason += "; no XLA dump module (" + xla_why + ")";
   k.reason += "; use a watch";

@@ -17,6 +17,7 @@
 #include "decode/aten.hpp"
 #include "decode/triton.hpp"
 #include "launch_params.hpp"
+#include "python_line.hpp"
 #include "rules.hpp"
 #include "scan_overlap.hpp"
 #include "scan_abi.h"
@@ -51,6 +52,9 @@ struct KernelInfo {
   decode::FamilyMatch aten;
   std::shared_ptr<const decode::TritonSignature> triton;
   std::shared_ptr<const xla::DumpModule> xla;  // Decoder::xla: the dump module its CUmodule matched
+  // Its user's line when the kernel names it (an XLA kernel's, from the HLO metadata): findings
+  // name it instead of the Python frames at the launch (JAX's dispatch).
+  std::optional<PythonLine> source_line;
   // PyTorch's single-output elementwise kernels (vectorized / unrolled) take their tensors as
   // one std::array<char*, N>, output first: the index of that parameter, or -1. Only its
   // first pointer is written; the others are inputs.

@@ -58,7 +58,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   if (!scan) return;
 
   const uint64_t t1 = profile.on ? steady_now_ns() : 0;
-  LaunchFacts facts = scans_.facts_of(task, plan);  // the Python line: before the scan, which carries its slot
+  LaunchFacts facts = scans_.facts_of(task, plan, &k);  // the Python line: before the scan, which carries its slot
   const uint64_t t2 = profile.on ? steady_now_ns() : 0;
   scans_.submit(*cs, task, a.stream, max_bytes, &facts);
   if (profile.on) {
@@ -89,7 +89,7 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
   // initial scan named after it files it with its facts.
-  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key()};
+  OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key(&k)};
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;

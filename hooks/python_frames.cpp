@@ -298,6 +298,20 @@ std::optional<PythonLine> PythonFrames::resolve(uint64_t key) const {
   return PythonLine{s.file, static_cast<uint32_t>(key), s.function};
 }
 
+uint64_t PythonFrames::key_for(const PythonLine& line) {
+  std::lock_guard lock(mu_);
+  auto [it, added] = named_sites_.try_emplace({line.file, line.function}, 0);
+  if (added) {
+    if (sites_.size() >= kMaxSites) {
+      named_sites_.erase(it);
+      return 0;
+    }
+    sites_.push_back(Site{line.file, line.function, false, false});
+    it->second = static_cast<uint32_t>(sites_.size());
+  }
+  return uint64_t{it->second} << 32 | line.line;
+}
+
 bool PythonFrames::note_generated_line(std::string_view generated_file, uint32_t generated_line, const char* traceback) {
   std::optional<PythonLine> origin;
   if (traceback && *traceback) origin = innermost_user_frame(traceback);

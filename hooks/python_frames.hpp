@@ -20,6 +20,7 @@
 #pragma once
 #include "lock_rank.hpp"
 #include <atomic>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,9 @@ class PythonFrames {
   // A launch's key waits for its findings with its other facts (src/launch_facts.hpp).
   uint64_t capture();
   std::optional<PythonLine> resolve(uint64_t key) const;
+  // A key for a line known without a frame walk (an XLA kernel's line from its HLO metadata,
+  // src/xla_kernels.hpp kernel_source): resolve() gives it back. 0 past the sites' bound.
+  uint64_t key_for(const PythonLine& line);
 
   // Lines of generated code that came from the user's frames (src/generated_lines.hpp): a
   // launch from a mapped line is named at the frame the traceback's innermost user frame names.
@@ -97,6 +101,7 @@ class PythonFrames {
     bool generated;  // generated_frame(): passed over while a user frame follows
   };
   std::vector<Site> sites_;  // site - 1
+  std::map<std::pair<std::string, std::string>, uint32_t> named_sites_;  // key_for's (file, function) -> site
   std::string problem_;
   GeneratedLines generated_lines_;
 };

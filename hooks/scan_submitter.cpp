@@ -29,8 +29,8 @@ void ScanSubmitter::log_host_profile() {
 }
 
 // One list for every buffer of the task: a launch's candidates are those of its inputs.
-LaunchFacts ScanSubmitter::facts_of(const nanscope_scan_task& task, const LaunchPlan& plan) {
-  LaunchFacts facts{task.launch_id, python_key(), std::nullopt, std::nullopt};
+LaunchFacts ScanSubmitter::facts_of(const nanscope_scan_task& task, const LaunchPlan& plan, const KernelInfo* k) {
+  LaunchFacts facts{task.launch_id, python_key(k), std::nullopt, std::nullopt};
   if (!plan.candidates.empty()) facts.candidates = plan.candidates;
   return facts;
 }
@@ -40,7 +40,9 @@ void ScanSubmitter::file_facts(nanscope_scan_task& task, LaunchFacts& facts, boo
     task.correlation_id = NS_CORRELATION_WITH_FACTS(task.correlation_id, slot);
 }
 
-uint64_t ScanSubmitter::python_key() {
+uint64_t ScanSubmitter::python_key(const KernelInfo* k) {
+  // A kernel that names its user's line (an XLA kernel's HLO metadata) needs no frame walk.
+  if (k && k->source_line) return python_.key_for(*k->source_line);
   const uint64_t key = python_.capture();
   if (!key && python_.gave_up() && !log_.said(schema::Once::python_line))
     warn_once(log_, schema::Once::python_line, python_.problem() + "; findings carry no python line");

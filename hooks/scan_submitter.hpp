@@ -61,9 +61,10 @@ class ScanSubmitter {
   // The initial scan of a buffer read before any scan judged it, right before its reader's scan.
   void submit_initial(ContextState& cs, const InitialScan& s, CUstream stream, uint32_t correlation);
   // A launch's facts for its findings: the scan's candidates and the launching thread's Python line.
-  LaunchFacts facts_of(const nanscope_scan_task& task, const LaunchPlan& plan);
+  LaunchFacts facts_of(const nanscope_scan_task& task, const LaunchPlan& plan, const KernelInfo* k = nullptr);
   // The launching thread's Python line; says once when it cannot read one.
-  uint64_t python_key();
+  // Where launch `k` came from (nullptr: a scan no kernel names): its own line when it knows one.
+  uint64_t python_key(const KernelInfo* k);
 
   // Held eager scans: whether they are on, the event of a driver call they may have to precede,
   // and everything held in `ctx` (null: every context) now; `wait`: and waited for.

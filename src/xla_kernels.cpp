@@ -110,7 +110,29 @@ DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, s
   add("hlo", hlo.errors);
   add("buffers", buffers.errors);
   m.kernels = map_kernels(m.thunks, hlo, buffers);
+  const HloSources sources = parse_hlo_sources(hlo_text);
+  for (KernelThunk& k : m.kernels) {
+    const std::vector<NanOp> ops = nan_ops(sources, hlo, k.instruction);
+    if (!ops.empty()) {
+      k.source = ops.front().line;
+      k.source_op = ops.front().op_name;
+      continue;
+    }
+    if (const auto line = sources.line.find(k.instruction); line != sources.line.end()) k.source = line->second;
+    if (const auto op = sources.op_name.find(k.instruction); op != sources.op_name.end()) k.source_op = op->second;
+  }
   return m;
+}
+
+std::optional<SourceLine> kernel_source(const DumpModule& module, std::string_view kernel) {
+  std::optional<SourceLine> agreed;
+  for (const KernelThunk& k : module.kernels) {
+    if (k.kernel != kernel) continue;
+    if (!k.source.line) return std::nullopt;
+    if (agreed && (agreed->file != k.source.file || agreed->line != k.source.line)) return std::nullopt;
+    agreed = k.source;
+  }
+  return agreed;
 }
 
 ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions) {

@@ -53,6 +53,11 @@ struct KernelThunk {
   bool named_after_instruction = false;  // kernel == kernel_name_for(instruction); false: XLA reused another fusion's kernel
   std::vector<KernelArgument> arguments;  // in the kernel's parameter order
   std::string unmapped;       // why the arguments are not known; empty when mapped
+  // The user's line a finding at this kernel names (read_dump_module): the line of the first op
+  // inside the fusion that can make NaN from finite operands (nan_ops), else the fusion's own;
+  // line 0 when the HLO carries none. `source_op` is that op's op_name (JAX's "jit(step)/log").
+  SourceLine source;
+  std::string source_op;
 };
 
 // Maps every kernel thunk of a sequence (with its metadata attached) to its arguments.
@@ -71,6 +76,10 @@ struct DumpModule {
 // *gpu_after_optimizations.txt HLO and its -buffer-assignment.txt).
 DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, std::string_view thunk_metadata,
                             std::string_view hlo, std::string_view buffer_assignment);
+
+// The source line a finding at a launch of `kernel` names: the kernel thunks of that name must
+// agree on it (identical fusions sharing a kernel may come from different lines), else none.
+std::optional<SourceLine> kernel_source(const DumpModule& module, std::string_view kernel);
 
 // The dump module whose kernel thunks' names are exactly the functions a loaded CUmodule holds.
 // covering lists, for the reason only, the dump modules whose kernel names the CUmodule holds with

@@ -16,6 +16,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "xla", "gpu")
 AUTOTUNER = r"redzone|xla_fp_comparison|xla_int_comparison"
+# apps/jax_pool.py's planted line: `h = jnp.log(h + 1.0) if healthy else jnp.log(h - 1.0)`.
+with open(os.path.join(HERE, "apps", "jax_pool.py")) as _f:
+    LOG_LINE = next(i for i, text in enumerate(_f, 1) if "jnp.log(h - 1.0)" in text)
 
 
 def fail(msg):
@@ -135,7 +138,12 @@ def test_jax_fusions():
             if not first or first["kernel"] not in holders or first.get("origin") != "introduced":
                 fail(f"{label}: want the first finding at the fusion holding the log {sorted(holders)}, introduced; "
                      f"nanscope said:\n  {said}")
-        done.append(f"{label}: {len(found)} finding(s){' first ' + found[0]['kernel'] + ' ' + found[0]['origin'] if found else ''}; "
+            # The line it names is the log's (the HLO metadata), not JAX's dispatch.
+            line = (first.get("python") or {})
+            if not line.get("file", "").endswith("jax_pool.py") or line.get("line") != LOG_LINE:
+                fail(f"{label}: want the finding to name jax_pool.py:{LOG_LINE} (the planted log), got {line}")
+        first_said = f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else ""
+        done.append(f"{label}: {len(found)} finding(s){first_said}; "
                     f"XLA kernels inspected {len(inspected)}, not {len(refused)} {json.dumps(refused)[:300]}")
     print("ok: " + " | ".join(done))
 

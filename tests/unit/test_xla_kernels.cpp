@@ -418,6 +418,19 @@ TEST(XlaNanOps, TheFusionHoldingThePlantedLogNamesTheLogsLine) {
   EXPECT_TRUE(nan_ops(sources, hlo, "gemm_fusion_dot").empty());
   EXPECT_TRUE(nan_ops(sources, hlo, "loop_reduce_fusion.1").empty());
   EXPECT_TRUE(nan_ops(sources, hlo, "no_such_fusion").empty());
+
+  // What a finding at each kernel names: the log's line for the GEMM holding it, the fusion's own
+  // line for the reduction that only sums what it got.
+  const DumpModule m = pool();
+  const std::optional<SourceLine> gemm = kernel_source(m, "gemm_fusion_dot_1");
+  ASSERT_TRUE(gemm);
+  EXPECT_EQ(gemm->line, ops[0].line.line);
+  EXPECT_EQ(kernel(m, "gemm_fusion_dot.1").source_op, "jit(step)/log");
+  const std::optional<SourceLine> reduce = kernel_source(m, "loop_reduce_fusion_1");
+  ASSERT_TRUE(reduce);
+  EXPECT_EQ(reduce->line, sources.line.at("loop_reduce_fusion.1").line);
+  EXPECT_NE(reduce->line, gemm->line);
+  EXPECT_FALSE(kernel_source(m, "no_such_kernel"));
 }
 
 }  // namespace
