@@ -46,7 +46,7 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
           hooked_stream(cbid, static_cast<const cuStreamEndCapture_params*>(cb.functionParams)->hStream));
       return;
     case DriverHook::module_unload:
-      e.modules().on_unload(static_cast<const cuModuleUnload_params*>(cb.functionParams)->hmod);
+      e.on_module_unload(static_cast<const cuModuleUnload_params*>(cb.functionParams)->hmod);
       return;
     case DriverHook::launch:  // its record, for the exit site; held eager scans it may overwrite go first
       if (LaunchRecord* launch = LaunchRecord::at_enter(cb, cbid)) e.flush_points().on_launch_enter(cb, *launch);

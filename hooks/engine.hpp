@@ -86,6 +86,12 @@ class Engine {
   GraphInstrumenter& graphs() { return graphs_; }
   Allocations& allocations() { return allocs_; }
   TritonModules& modules() { return modules_; }
+  // cuModuleUnload (enter site): what was known of its kernels goes with it.
+  void on_module_unload(CUmodule module) {
+    modules_.on_unload(module);
+    xla_modules_.on_unload(module);
+    kernels_.on_module_unload(module);
+  }
   void on_context_destroy(CUcontext ctx);
   void on_callback_error(const std::string& message);  // something escaped a handler
 

@@ -124,7 +124,7 @@ bool KernelTable::decode_family(void* handle, const KernelSignature& sig, Kernel
 bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
   std::string triton_why = "no Triton modules", xla_why;
   if (triton_ && (k.triton = triton_->lookup(handle, k.mangled, triton_why))) return true;
-  if (xla_ && xla_->on() && (k.xla = xla_->lookup(handle, xla_why))) {
+  if (xla_ && xla_->on() && (k.xla = xla_->lookup(handle, xla_why, k.xla_module))) {
     if (const std::optional<xla::SourceLine> line = xla::kernel_source(*k.xla, k.mangled))
       k.source_line = PythonLine{line->file, line->line, line->function};
     return true;
@@ -212,6 +212,11 @@ uint32_t KernelTable::pseudo(const char* name) {
   infos_.push_back(std::move(k));
   pseudo_ids_.emplace(name, infos_.back().id);
   return infos_.back().id;
+}
+
+void KernelTable::on_module_unload(CUmodule module) {
+  std::unique_lock lock(mu_);
+  std::erase_if(by_handle_, [&](const auto& entry) { return infos_[entry.second].xla_module == module; });
 }
 
 const KernelInfo* KernelTable::by_id(uint32_t id) const {

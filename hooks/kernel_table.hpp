@@ -52,6 +52,7 @@ struct KernelInfo {
   decode::FamilyMatch aten;
   std::shared_ptr<const decode::TritonSignature> triton;
   std::shared_ptr<const xla::DumpModule> xla;  // Decoder::xla: the dump module its CUmodule matched
+  CUmodule xla_module = nullptr;               // that CUmodule: its unload forgets the handle
   // Its user's line when the kernel names it (an XLA kernel's, from the HLO metadata): findings
   // name it instead of the Python frames at the launch (JAX's dispatch).
   std::optional<PythonLine> source_line;
@@ -95,6 +96,9 @@ class KernelTable {
   const KernelInfo* by_id(uint32_t id) const;
   // An id for a writer that is not a kernel (a copy or memset), named by its driver call.
   uint32_t pseudo(const char* name);
+  // cuModuleUnload of `module`: its XLA kernels' handles are forgotten (a handle the driver gives
+  // again, with a name XLA reuses in every module, must be matched to its own dump module).
+  void on_module_unload(CUmodule module);
   // Where Triton kernels' signatures come from (set once, before the first launch).
   void set_triton(const TritonModules* modules) { triton_ = modules; }
   // Where XLA kernels' dump modules come from (set once, before the first launch).

@@ -67,12 +67,12 @@ XlaModules::Match XlaModules::match(CUmodule module) {
   return find();
 }
 
-std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::string& reason) {
+std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::string& reason, CUmodule& module) {
+  module = nullptr;
   if (!on()) {
     reason = "no XLA dump directory (run under `nanscope --`, or set XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text)";
     return nullptr;
   }
-  CUmodule module = nullptr;
   {
     ToolScope tool;
     if (cuFuncGetModule(&module, static_cast<CUfunction>(function)) != CUDA_SUCCESS || !module) {
@@ -85,7 +85,10 @@ std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::s
   {
     std::lock_guard lock(mu_);
     auto it = by_module_.find(module);
-    if (it == by_module_.end()) it = by_module_.emplace(module, match(module)).first;
+    if (it == by_module_.end()) {
+      if (by_module_.size() >= kMaxMatches) by_module_.clear();  // bounded: later launches match again
+      it = by_module_.emplace(module, match(module)).first;
+    }
     reason = it->second.reason;
     found = it->second.module;
     errors.swap(errors_);
@@ -93,6 +96,16 @@ std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::s
   for (const std::string& e : errors)
     log_.warning(schema::warning_what::xla_dumps, "XLA dumps: " + e + " (its kernels stay not inspected)");
   return found;
+}
+
+}  // namespace nanscope
+
+namespace nanscope {
+
+void XlaModules::on_unload(CUmodule module) {
+  if (!on()) return;
+  std::lock_guard lock(mu_);
+  by_module_.erase(module);
 }
 
 }  // namespace nanscope

@@ -25,8 +25,11 @@ class XlaModules {
  public:
   XlaModules(std::string dump_dir, EventLog& log) : dir_(std::move(dump_dir)), log_(log) {}
   bool on() const { return !dir_.empty(); }
-  // The dump module holding `function` (a CUfunction about to be decoded), or null with `reason`.
-  std::shared_ptr<const xla::DumpModule> lookup(void* function, std::string& reason);
+  // The dump module holding `function` (a CUfunction about to be decoded), or null with `reason`;
+  // `module` is its CUmodule (the kernel table forgets the function when it is unloaded).
+  std::shared_ptr<const xla::DumpModule> lookup(void* function, std::string& reason, CUmodule& module);
+  // Enter site of cuModuleUnload: its handle may come back for another module.
+  void on_unload(CUmodule module);
 
  private:
   struct Match {
@@ -40,6 +43,7 @@ class XlaModules {
   EventLog& log_;  // what could not be read is said once, after mu_ is released
   static constexpr uint64_t kMaxFileBytes = 256ull << 20;  // one dump file; larger: an error, not read
   static constexpr size_t kMaxModules = 4096;               // modules kept (a long run compiles many)
+  static constexpr size_t kMaxMatches = 1u << 14;           // CUmodules remembered; past it, matched again
   // Level 4: reads files and asks the driver for names, calls nothing of ours that locks.
   Ranked<std::mutex, LockLevel::container> mu_{"XlaModules::mu_"};
   std::vector<std::shared_ptr<const xla::DumpModule>> modules_;  // read so far, in reading order
