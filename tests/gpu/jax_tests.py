@@ -16,9 +16,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "xla", "gpu")
 AUTOTUNER = r"redzone|xla_fp_comparison|xla_int_comparison"
-# apps/jax_pool.py's planted line: `h = jnp.log(h + 1.0) if healthy else jnp.log(h - 1.0)`.
-with open(os.path.join(HERE, "apps", "jax_pool.py")) as _f:
-    LOG_LINE = next(i for i, text in enumerate(_f, 1) if "jnp.log(h - 1.0)" in text)
 
 
 def fail(msg):
@@ -73,11 +70,11 @@ def step_hlo(dump_dir, name="jit_step"):
         return f.read()
 
 
-def run_pool(healthy, work):
-    """jax_pool.py plainly (its autotuning results written) and under `nanscope --` with them loaded:
-    (plain truth, nanscope truth, events, dump dir)."""
-    app = [sys.executable, os.path.join(HERE, "apps", "jax_pool.py")] + (["--healthy"] if healthy else [])
-    tag = "healthy" if healthy else "sick"
+def run_app(name, healthy, work):
+    """apps/NAME.py plainly (its autotuning results written) and under `nanscope --` with them
+    loaded: (plain truth, nanscope truth, events, dump dir)."""
+    app = [sys.executable, os.path.join(HERE, "apps", name + ".py")] + (["--healthy"] if healthy else [])
+    tag = name + ("-healthy" if healthy else "-sick")
     tuned = os.path.join(work, f"{tag}-autotune.textproto")
     flags = os.environ.get("XLA_FLAGS", "")
     plain = subprocess.run(app, env=dict(os.environ, XLA_FLAGS=f"{flags} --xla_gpu_dump_autotune_results_to={tuned}"),
@@ -86,13 +83,13 @@ def run_pool(healthy, work):
         print(plain.stdout.strip())
         sys.exit(SKIP)
     if plain.returncode:
-        fail(f"jax_pool {tag}: the plain run exited {plain.returncode}\n{plain.stderr[-3000:]}")
+        fail(f"{tag}: the plain run exited {plain.returncode}\n{plain.stderr[-3000:]}")
     log, dumps = os.path.join(work, f"{tag}.jsonl"), os.path.join(work, f"{tag}-xla")
     cmd = [os.environ["NANSCOPE_BIN"], "-q", "--log", log, "--xla-dumps", dumps, "--"] + app
     env = dict(os.environ, XLA_FLAGS=f"{flags} --xla_gpu_load_autotune_results_from={tuned}")
     scoped = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if scoped.returncode:
-        fail(f"jax_pool {tag}: exited {scoped.returncode} under nanscope\n{scoped.stderr[-3000:]}")
+        fail(f"{tag}: exited {scoped.returncode} under nanscope\n{scoped.stderr[-3000:]}")
     last = lambda out: json.loads([x for x in out.splitlines() if x.strip()][-1])  # noqa: E731
     with open(log) as f:
         events = [json.loads(x) for x in f if x.strip()]
@@ -109,42 +106,68 @@ def xla_coverage(events, dumps):
     return sorted(n for n in names if n not in not_inspected), {n: not_inspected[n] for n in names if n in not_inspected}
 
 
+# The programs, each with its twin: (app, jitted function, the HLO opcodes that make its NaN,
+# the source text of the lines a finding may name). jax_pool: log of values below 1, fused by XLA
+# into the second GEMM's prologue; jax_attention: a softmax over a row whose every key is masked
+# with -inf (0/0: from infinities, so the fusion's own line, the softmax's or the mask's);
+# jax_donate: sqrt of a negative rate, in a step whose parameters are donated (updated in place).
+APPS = (("jax_pool", "jit_step", ("log",), ("jnp.log(h - 1.0)",)),
+        ("jax_attention", "jit_attend", ("exponential", "divide", "subtract"),
+         ("jax.nn.softmax(scores", "jnp.where(mask, scores, -jnp.inf)")),
+        ("jax_donate", "jit_step", ("sqrt",), ("jnp.sqrt(jnp.abs(lr) if healthy else lr)",)))
+
+
+def lines_of(app, texts):
+    with open(os.path.join(HERE, "apps", app + ".py")) as f:
+        return {i for i, line in enumerate(f, 1) if any(t in line for t in texts)}
+
+
+def check_sick(app, jitted, opcodes, texts, events, dumps, said):
+    """The first finding is a fusion holding one of `opcodes`, introduced, naming one of `texts`' lines."""
+    found = [e for e in events if e["event"] == "nonfinite"]
+    hlo = step_hlo(dumps, jitted)
+    holders = {kernel_name(f) for op in opcodes for f in fusions_holding(hlo, op)}
+    first = found[0] if found else None
+    if not first or first["kernel"] not in holders or first.get("origin") != "introduced":
+        fail(f"{app}: want the first finding at a fusion holding {'/'.join(opcodes)} {sorted(holders)}, introduced; "
+             f"nanscope said:\n  {said}")
+    # The line it names is the op's (the HLO metadata), not JAX's dispatch.
+    line, want = first.get("python") or {}, lines_of(app, texts)
+    if not line.get("file", "").endswith(app + ".py") or line.get("line") not in want:
+        fail(f"{app}: want the first finding to name {app}.py:{sorted(want)}, got {line}")
+
+
 def test_jax_fusions():
-    """A jitted MLP with a planted log of negative values, under `nanscope --`: the fusion holding
-    the log is the first finding, introduced; the reduction after it only propagates; nothing is
-    scanned over the pool; the healthy twin has no finding; outputs bit-identical."""
+    """JAX programs with a planted NaN, under `nanscope --` with no code change: the fusion that
+    makes the NaN is the first finding, introduced, with the user's line; nothing is scanned over
+    the pool or blamed on the autotuner; the healthy twins have no finding; outputs bit-identical
+    (autotuning pinned from the plain run)."""
     work = tempfile.mkdtemp(prefix="nanscope_jax_fusions_")
     done = []
-    for healthy in (True, False):
-        want, got, events, dumps = run_pool(healthy, work)
-        label = "jax_pool" + (" --healthy" if healthy else "")
-        if got["checksum"] != want["checksum"]:
-            fail(f"{label}: outputs differ under nanscope (autotuning pinned): {want} {got}")
-        found = [e for e in events if e["event"] == "nonfinite"]
-        inspected, refused = xla_coverage(events, dumps)
-        said = "\n  ".join(json.dumps({k: e.get(k) for k in ("id", "kernel", "origin", "counts", "buffer")})
-                           for e in found[:8])
-        warnings = [e.get("message", "")[:200] for e in events if e["event"] == "warning"]
-        if not inspected:
-            fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}; warnings {warnings}")
-        if any(e["buffer"].get("elements", 0) > (1 << 28) or re.search(AUTOTUNER, e["kernel"]) for e in found):
-            fail(f"{label}: scanned a pool or blamed an autotuner kernel:\n  {said}")
-        if healthy:
-            if found:
+    for app, jitted, opcodes, texts in APPS:
+        for healthy in (True, False):
+            want, got, events, dumps = run_app(app, healthy, work)
+            label = app + (" --healthy" if healthy else "")
+            if got["checksum"] != want["checksum"]:
+                fail(f"{label}: outputs differ under nanscope (autotuning pinned): {want} {got}")
+            if not healthy and want["nonfinite"] == 0:
+                fail(f"{label}: the planted NaN did not happen: {want}")
+            found = [e for e in events if e["event"] == "nonfinite"]
+            inspected, refused = xla_coverage(events, dumps)
+            said = "\n  ".join(json.dumps({k: e.get(k) for k in ("id", "kernel", "origin", "counts", "buffer", "python")})
+                               for e in found[:8])
+            warnings = [e.get("message", "")[:200] for e in events if e["event"] == "warning"]
+            if not inspected:
+                fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}; warnings {warnings}")
+            if any(e["buffer"].get("elements", 0) > (1 << 28) or re.search(AUTOTUNER, e["kernel"]) for e in found):
+                fail(f"{label}: scanned a pool or blamed an autotuner kernel:\n  {said}")
+            if healthy and found:
                 fail(f"{label}: the clean program got findings:\n  {said}")
-        else:
-            holders = {kernel_name(f) for f in fusions_holding(step_hlo(dumps), "log")}
-            first = found[0] if found else None
-            if not first or first["kernel"] not in holders or first.get("origin") != "introduced":
-                fail(f"{label}: want the first finding at the fusion holding the log {sorted(holders)}, introduced; "
-                     f"nanscope said:\n  {said}")
-            # The line it names is the log's (the HLO metadata), not JAX's dispatch.
-            line = (first.get("python") or {})
-            if not line.get("file", "").endswith("jax_pool.py") or line.get("line") != LOG_LINE:
-                fail(f"{label}: want the finding to name jax_pool.py:{LOG_LINE} (the planted log), got {line}")
-        first_said = f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else ""
-        done.append(f"{label}: {len(found)} finding(s){first_said}; "
-                    f"XLA kernels inspected {len(inspected)}, not {len(refused)} {json.dumps(refused)[:300]}")
+            if not healthy:
+                check_sick(app, jitted, opcodes, texts, events, dumps, said)
+            first = f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else ""
+            done.append(f"{label}: {len(found)} finding(s){first}; XLA kernels inspected {len(inspected)}, "
+                        f"not {len(refused)} {json.dumps(refused)[:300]}")
     print("ok: " + " | ".join(done))
 
 
@@ -158,7 +181,18 @@ def self_check():
         raise SystemExit(f"self-check: the log's fusion in jax_pool's capture: want gemm_fusion_dot_1, got {got}")
     if fusions_holding(text, "sqrt"):
         raise SystemExit("self-check: jax_pool's capture holds no sqrt")
-    print("self-check: the planted log's fusion is gemm_fusion_dot_1 (jax_tests.py)")
+    # The donated step's sqrt sits in its update fusion; the attention's softmax is one Triton fusion.
+    for capture, op, want in (("jax_donate-sick", "sqrt", {"loop_subtract_fusion"}),
+                              ("jax_attention-sick", "exponential", {"triton_softmax_2"})):
+        with open(glob.glob(os.path.join(FIXTURES, capture, "*_gpu_after_optimizations.txt"))[0]) as f:
+            got = {kernel_name(x) for x in fusions_holding(f.read(), op)}
+        if got != want:
+            raise SystemExit(f"self-check: {capture}'s {op}: want {want}, got {got}")
+    for app, _, _, texts in APPS:
+        if not lines_of(app, texts):
+            raise SystemExit(f"self-check: {app}.py has none of the lines {texts}")
+    print("self-check: the planted ops' fusions are gemm_fusion_dot_1, loop_subtract_fusion and triton_softmax_2; "
+          "each app holds its planted lines (jax_tests.py)")
 
 
 if __name__ == "__main__":
