@@ -52,6 +52,7 @@ bool instruction(std::string_view t, Instruction& out) {
   if (close == std::string_view::npos) return false;
   out.opcode = std::string(rest.substr(0, open));
   out.operands = operand_names(rest.substr(open + 1, close - open - 2));
+  if (out.opcode == "constant" || out.opcode == "parameter") out.literal = std::string(trim(rest.substr(open + 1, close - open - 2)));
   return !out.opcode.empty() && out.opcode.find(' ') == std::string::npos;
 }
 
@@ -61,12 +62,14 @@ HloInstructions parse_hlo_instructions(std::string_view text) {
   HloInstructions out;
   each_line(text, [&](std::string_view line, uint32_t n) {
     std::string_view t = trim(line);
-    if (t.starts_with("ROOT ")) t.remove_prefix(5);
+    const bool root = t.starts_with("ROOT ");
+    if (root) t.remove_prefix(5);
     const size_t eq = t.find(" = ");
     if (!t.starts_with('%') || eq == std::string_view::npos || t.substr(0, eq).find_first_of(" (") != std::string_view::npos)
       return;  // a header, a computation's signature, a brace, a source table
     Instruction i;
     if (!instruction(t.substr(1), i)) return out.errors.push_back(line_error(n, line));
+    i.root = root;
     std::string name = i.name;
     out.by_name.emplace(std::move(name), std::move(i));
   });

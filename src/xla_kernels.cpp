@@ -112,6 +112,7 @@ DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, s
   m.kernels = map_kernels(m.thunks, hlo, buffers);
   const HloSources sources = parse_hlo_sources(hlo_text);
   for (KernelThunk& k : m.kernels) {
+    k.intended_inf = intended_inf(sources, hlo, k.instruction);
     const std::vector<NanOp> ops = nan_ops(sources, hlo, k.instruction);
     if (!ops.empty()) {
       k.source = ops.front().line;

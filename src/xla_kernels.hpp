@@ -24,6 +24,8 @@ namespace nanscope::xla {
 struct Instruction {
   std::string name, shape_text, opcode;
   std::vector<std::string> operands;  // without their '%'
+  std::string literal;  // a constant's value as written ("-inf", "{...}"), a parameter's number; else empty
+  bool root = false;    // its computation's ROOT
 };
 struct HloInstructions {
   std::unordered_map<std::string, Instruction> by_name;  // every computation's (names are unique in a module)
@@ -58,6 +60,7 @@ struct KernelThunk {
   // line 0 when the HLO carries none. `source_op` is that op's op_name (JAX's "jit(step)/log").
   SourceLine source;
   std::string source_op;
+  uint8_t intended_inf = 0;  // intended_inf() of its fusion: what its written arguments hold on purpose
 };
 
 // Maps every kernel thunk of a sequence (with its metadata attached) to its arguments.
@@ -124,6 +127,7 @@ struct LaunchWrite {
   uint64_t ptr = 0;   // the parameter word
   Shape shape;        // dtype and elements
   uint64_t bytes = 0; // the slice's size
+  uint8_t intended_inf = 0;  // a write's: its thunk's intended_inf
 };
 // Why a launch is refused, as a kind (the decoder's static reason) beside the text.
 enum class Refusal : uint8_t { none, no_thunk, unknown_shape, thunks_disagree };
@@ -147,6 +151,12 @@ LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
 // remainder, atan2 (kNaNOpcodes, src/xla_launch.cpp), each with its op_name and source line:
 // what a finding at that fusion names as its user's lines. Empty when it holds none (its NaN came
 // in through an operand, or from an op not listed): the finding then names the fusion's own line.
+// The infinities a fusion writes on purpose (kIntend* bits, decode/written.hpp): a constant +-inf
+// that reaches its output unchanged, through selects, broadcasts and moves only: `jnp.where(mask,
+// scores, -jnp.inf)` fused on its own, as ATen's masked_fill(-inf) is. An infinity that went
+// through arithmetic (an exp, a sum, a max-reduce) is not one: 0 then, and for a fusion not known.
+uint8_t intended_inf(const HloSources& sources, const HloInstructions& hlo, std::string_view fusion);
+
 struct NanOp {
   std::string instruction, opcode, op_name;
   SourceLine line;  // line 0: the HLO carries none

@@ -21,7 +21,7 @@ std::optional<std::vector<LaunchWrite>> float_args(const KernelThunk& k, std::sp
                         a.shape_text);
       return std::nullopt;
     }
-    out.push_back({i, words[i], *a.shape, a.size});
+    out.push_back({i, words[i], *a.shape, a.size, written ? k.intended_inf : uint8_t{0}});
   }
   return out;
 }
@@ -36,7 +36,9 @@ void split_no_nan(std::vector<LaunchWrite>& args, std::vector<LaunchWrite>& no_n
 bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype || a[i].shape.dims != b[i].shape.dims) return false;
+    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype || a[i].shape.dims != b[i].shape.dims ||
+        a[i].intended_inf != b[i].intended_inf)
+      return false;
   return true;
 }
 

@@ -27,6 +27,7 @@ Write slice_write(const xla::LaunchWrite& w) {
   out.elements = w.shape.elements();
   out.span_bytes = out.elements * out.elem_size;
   out.arg = w.arg;
+  out.intended_inf = w.intended_inf;
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "decode/written.hpp"
 #include "xla_kernels.hpp"
 
 namespace nanscope::xla {
@@ -436,3 +437,72 @@ TEST(XlaNanOps, TheFusionHoldingThePlantedLogNamesTheLogsLine) {
 }  // namespace
 }  // namespace nanscope::xla
 
+
+namespace nanscope::xla {
+namespace {
+
+// A mask XLA fused on its own writes its -inf on purpose, as ATen's masked_fill(-inf); the
+// attention's softmax (H200 capture) holds the same constant but writes exp(..)/sum: none.
+TEST(XlaIntendedInf, AConstantInfinityReachingTheOutputUnchangedIsIntended) {
+  const std::string text = R"(HloModule m
+%fused_where (p0: f32[4,8], p1: pred[4,8]) -> f32[4,8] {
+  %p0 = f32[4,8]{1,0} parameter(0)
+  %p1 = pred[4,8]{1,0} parameter(1)
+  %c = f32[] constant(-inf)
+  %b = f32[4,8]{1,0} broadcast(%c), dimensions={}
+  ROOT %s = f32[4,8]{1,0} select(%p1, %p0, %b)
+}
+%fused_exp (q0: f32[4,8], q1: pred[4,8]) -> f32[4,8] {
+  %q0 = f32[4,8]{1,0} parameter(0)
+  %q1 = pred[4,8]{1,0} parameter(1)
+  %c.1 = f32[] constant(-inf)
+  %b.1 = f32[4,8]{1,0} broadcast(%c.1), dimensions={}
+  %s.1 = f32[4,8]{1,0} select(%q1, %q0, %b.1)
+  ROOT %e = f32[4,8]{1,0} exponential(%s.1)
+}
+%inner (r0: f32[], r1: pred[4,8], r2: f32[4,8]) -> f32[4,8] {
+  %r0 = f32[] parameter(0)
+  %r1 = pred[4,8]{1,0} parameter(1)
+  %r2 = f32[4,8]{1,0} parameter(2)
+  %rb = f32[4,8]{1,0} broadcast(%r0), dimensions={}
+  ROOT %rs = f32[4,8]{1,0} select(%r1, %rb, %r2)
+}
+%fused_nested (t0: pred[4,8], t1: f32[4,8]) -> f32[4,8] {
+  %t0 = pred[4,8]{1,0} parameter(0)
+  %t1 = f32[4,8]{1,0} parameter(1)
+  %inf = f32[] constant(inf)
+  ROOT %n = f32[4,8]{1,0} fusion(%inf, %t0, %t1), kind=kLoop, calls=%inner
+}
+%fused_pred_only (u0: pred[4,8], u1: f32[4,8]) -> f32[4,8] {
+  %u0 = pred[4,8]{1,0} parameter(0)
+  %u1 = f32[4,8]{1,0} parameter(1)
+  ROOT %us = f32[4,8]{1,0} select(%u0, %u1, %u1)
+}
+ENTRY %main (x: f32[4,8], m: pred[4,8]) -> f32[4,8] {
+  %x = f32[4,8]{1,0} parameter(0)
+  %m = pred[4,8]{1,0} parameter(1)
+  %where_fusion = f32[4,8]{1,0} fusion(%x, %m), kind=kLoop, calls=%fused_where
+  %exp_fusion = f32[4,8]{1,0} fusion(%x, %m), kind=kLoop, calls=%fused_exp
+  %nested_fusion = f32[4,8]{1,0} fusion(%m, %x), kind=kLoop, calls=%fused_nested
+  ROOT %pred_fusion = f32[4,8]{1,0} fusion(%m, %x), kind=kLoop, calls=%fused_pred_only
+}
+)";
+  const HloSources sources = parse_hlo_sources(text);
+  const HloInstructions hlo = parse_hlo_instructions(text);
+  ASSERT_TRUE(hlo.errors.empty()) << hlo.errors.front();
+  EXPECT_EQ(intended_inf(sources, hlo, "where_fusion"), decode::kIntendNegInf);
+  EXPECT_EQ(intended_inf(sources, hlo, "exp_fusion"), 0) << "through arithmetic: not the constant any more";
+  EXPECT_EQ(intended_inf(sources, hlo, "nested_fusion"), decode::kIntendPosInf) << "a nested fusion's parameter";
+  EXPECT_EQ(intended_inf(sources, hlo, "pred_fusion"), 0) << "values from outside are their writers'";
+  EXPECT_EQ(intended_inf(sources, hlo, "no_such_fusion"), 0);
+
+  const std::string attend_text = fixture(
+      "jax_attention-sick/module_3978.jit_attend.sm_9.0a_gpu_after_optimizations.txt");
+  EXPECT_EQ(intended_inf(parse_hlo_sources(attend_text), parse_hlo_instructions(attend_text), "triton_softmax.2"), 0)
+      << "its -inf mask goes through the softmax's arithmetic";
+  // The kernel map keeps it per thunk, and a launch's writes carry it.
+  for (const KernelThunk& k : attend().kernels) EXPECT_EQ(k.intended_inf, 0) << k.instruction;
+}
+
+}  // namespace
+}  // namespace nanscope::xla
