@@ -82,12 +82,14 @@ std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::s
   }
   std::shared_ptr<const xla::DumpModule> found;
   std::vector<std::string> errors;
+  bool matched_now = false;
   {
     std::lock_guard lock(mu_);
     auto it = by_module_.find(module);
     if (it == by_module_.end()) {
       if (by_module_.size() >= kMaxMatches) by_module_.clear();  // bounded: later launches match again
       it = by_module_.emplace(module, match(module)).first;
+      matched_now = true;
     }
     reason = it->second.reason;
     found = it->second.module;
@@ -95,6 +97,9 @@ std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::s
   }
   for (const std::string& e : errors)
     log_.warning(schema::warning_what::xla_dumps, "XLA dumps: " + e + " (its kernels stay not inspected)");
+  if (matched_now && log_.debug_enabled())
+    log_.debug(found ? fmt::format("XLA: a loaded module is dump module {} ({} kernel thunks)", found->name, found->kernels.size())
+                     : "XLA: a loaded module matched no dump module: " + reason);
   return found;
 }
 
