@@ -11,8 +11,11 @@ Usage: alternate.py [--rounds N] [--reps N] [--cases LIST] [--together] [--budge
             (CUDA_INJECTION64_PATH, NANSCOPE_CONSOLE=0, its log in a temporary file) with the
             variables given, e.g. sentinel=.stage/lib/libnanscope.so:NANSCOPE_TIER=sentinel.
             The first setting is the baseline of the ratios (name plain first).
-  --cases   comma-separated: eager, graph-b8, graph-b64 (bench/hf_bench.py) and decode
-            (bench/decode_step_bench.py, clean and NaN every replay in one process); default
+  --cases   comma-separated: eager, graph-b8, graph-b64 (bench/hf_bench.py), decode
+            (bench/decode_step_bench.py, clean and NaN every replay in one process), jax-mlp and
+            jax-transformer (bench/jax_bench.py: clean and NaN; a setting
+            debug_nans=:JAX_DEBUG_NANS=True times jax_debug_nans, and a nanscope setting passes
+            XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text); default
             graph-b8,graph-b64,eager
   --together  the hf_bench.py cases in one process per setting and round (the model built once:
             about a third of the device time for three cases), one after the other on one model
@@ -39,16 +42,19 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HF_CASES = ("eager", "graph-b8", "graph-b64")
-CASES = HF_CASES + ("decode",)
-LINE = re.compile(r"^(\S+) (plain|nanscope)((?: \w+=[-+0-9.eE]+)+)\s*$")
+JAX_CASES = ("jax-mlp", "jax-transformer")  # bench/jax_bench.py (issue 38)
+CASES = HF_CASES + ("decode",) + JAX_CASES
+LINE = re.compile(r"^(\S+) (plain|nanscope|debug_nans)((?: \w+=[-+0-9.eE]+)+)\s*$")
 # The benchmarks' line names: which case each line is.
 CASE_OF = {"hf_llama_eager_forward": "eager", "hf_llama_graph_decode_b8": "graph-b8",
-           "hf_llama_graph_decode_b64": "graph-b64", "vllm_decode_step": "decode"}
+           "hf_llama_graph_decode_b64": "graph-b64", "vllm_decode_step": "decode",
+           "jax_mlp_step": "jax-mlp", "jax_transformer_step": "jax-transformer"}
 GOAL = re.compile(r"^([^:]+):([^:]+):(\w+):(ratio|value)<=([0-9.]+)$")
 
 
 def parse_setting(text):
-    """'plain' or NAME=LIB[:VAR=VALUE,...] -> (name, lib or None, {var: value})."""
+    """'plain', NAME=LIB[:VAR=VALUE,...] or NAME=:VAR=VALUE,... (no library: a plain process with
+    variables, e.g. JAX_DEBUG_NANS=True) -> (name, lib or None, {var: value})."""
     if text == "plain":
         return "plain", None, {}
     if "=" not in text:
@@ -61,9 +67,9 @@ def parse_setting(text):
         if not sep or not var:
             raise ValueError(f"{text!r}: {kv!r} is not VAR=VALUE")
         env[var] = value
-    if not name or not lib:
-        raise ValueError(f"{text!r}: want NAME=LIB[:VAR=VALUE,...]")
-    return name, lib, env
+    if not name or not (lib or env):
+        raise ValueError(f"{text!r}: want NAME=LIB[:VAR=VALUE,...] or NAME=:VAR=VALUE,...")
+    return name, lib or None, env
 
 
 def parse_goal(text, settings, cases):
@@ -95,6 +101,9 @@ def jobs(cases, together):
 
 
 def command(job, reps):
+    if job[0] in JAX_CASES:
+        return [sys.executable, os.path.join(HERE, "jax_bench.py"), ",".join(c[len("jax-"):] for c in job),
+                "--reps", str(reps)]
     if job == ["decode"]:
         return [sys.executable, os.path.join(HERE, "decode_step_bench.py"), "--reps", str(reps)]
     return [sys.executable, os.path.join(HERE, "hf_bench.py"), ",".join(job), "--reps", str(reps)]

@@ -35,7 +35,10 @@ class Parsing(unittest.TestCase):
         self.assertEqual(alternate.parse_setting("s=/l.so:NANSCOPE_TIER=sentinel,X=1"),
                          ("s", "/l.so", {"NANSCOPE_TIER": "sentinel", "X": "1"}))
         self.assertEqual(alternate.parse_setting("b=/l.so"), ("b", "/l.so", {}))
-        for bad in ("full", "=/l.so", "s=", "s=/l.so:NOVALUE"):
+        # No library, only variables: jax_debug_nans as a setting of its own.
+        self.assertEqual(alternate.parse_setting("debug_nans=:JAX_DEBUG_NANS=True"),
+                         ("debug_nans", None, {"JAX_DEBUG_NANS": "True"}))
+        for bad in ("full", "=/l.so", "s=", "s=/l.so:NOVALUE", "s=:"):
             with self.assertRaises(ValueError, msg=bad):
                 alternate.parse_setting(bad)
 
@@ -46,6 +49,15 @@ class Parsing(unittest.TestCase):
         self.assertEqual(sorted(got), ["eager", "graph-b8"])
         self.assertEqual(got["eager"][0], {"ms": 9.7})
         self.assertEqual(got["graph-b8"][0], {"us_per_replay": 1800.0})
+
+    def test_jax_lines_and_commands(self):
+        got = alternate.parse_lines("jax_mlp_step debug_nans clean_us=40.00 nan_us=91000.00 nan_over_clean=2275.0000\n"
+                                    "jax_transformer_step nanscope clean_us=900.5 nan_us=910.0 nan_over_clean=1.0105\n")
+        self.assertEqual(got["jax-mlp"][0]["nan_us"], 91000.0)
+        self.assertEqual(got["jax-transformer"][0]["clean_us"], 900.5)
+        cmd = alternate.command(["jax-mlp"], 20)
+        self.assertTrue(cmd[1].endswith("jax_bench.py"))
+        self.assertEqual(cmd[2:], ["mlp", "--reps", "20"])
 
     def test_jobs(self):
         self.assertEqual(alternate.jobs(["graph-b8", "decode", "eager"], True), [["graph-b8", "eager"], ["decode"]])
