@@ -199,6 +199,7 @@ void Engine::shutdown() {
   }
   scans_.log_host_profile();
   reporter_.shutdown();
+  xla_modules_.remove_if_unused();
 }
 
 void Engine::fill_stats(nanscope_stats_t& s) const {

@@ -130,7 +130,7 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
     return true;
   }
   k.reason = "name carries no parameter types and no Triton TTIR was found (" + triton_why + ")";
-  if (xla_ && xla_->on()) k.reason += "; no XLA dump module (" + xla_why + ")";
+  if (!xla_why.empty()) k.reason += "; no XLA dump module (" + xla_why + ")";
   k.reason += "; use a watch";
   return false;
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 
 #include "log_schema.hpp"
 #include "tool_scope.hpp"
@@ -41,7 +42,8 @@ std::set<std::string> function_names(CUmodule module, std::string& why) {
 
 void XlaModules::read_new_modules() {
   xla::DumpDirRead read = xla::read_dump_dir(dir_, known_, kMaxFileBytes);
-  for (std::string& e : read.errors) errors_.push_back(std::move(e));
+  for (std::string& e : read.errors)  // a file still too big at the next read is not said again
+    if (said_.size() < kMaxSaid && said_.insert(e).second) errors_.push_back(std::move(e));
   for (xla::DumpModule& m : read.modules) {
     known_.insert(m.name);
     if (modules_.size() >= kMaxModules) continue;  // bounded; its kernels stay not inspected
@@ -67,45 +69,56 @@ XlaModules::Match XlaModules::match(CUmodule module) {
   return find();
 }
 
-std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::string& reason, CUmodule& module) {
-  module = nullptr;
-  if (!on()) {
-    reason = "no XLA dump directory (run under `nanscope --`, or set XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text)";
-    return nullptr;
-  }
-  {
-    ToolScope tool;
-    if (cuFuncGetModule(&module, static_cast<CUfunction>(function)) != CUDA_SUCCESS || !module) {
-      reason = "not a module function";
-      return nullptr;
-    }
-  }
-  std::shared_ptr<const xla::DumpModule> found;
-  std::vector<std::string> errors;
-  bool matched_now = false;
-  {
-    std::lock_guard lock(mu_);
+// Under mu_: the match of `module`. With no module dumped yet (a program that is not XLA's, or
+// XLA before its first compile) there is no reason to give and nothing is remembered, so a module
+// loaded later is matched then.
+XlaModules::Found XlaModules::find(CUmodule module) {
+  std::lock_guard lock(mu_);
+  Found f;
+  if (modules_.empty()) read_new_modules();
+  if (!modules_.empty()) {
     auto it = by_module_.find(module);
     if (it == by_module_.end()) {
       if (by_module_.size() >= kMaxMatches) by_module_.clear();  // bounded: later launches match again
       it = by_module_.emplace(module, match(module)).first;
-      matched_now = true;
+      f.matched_now = true;
     }
-    reason = it->second.reason;
-    found = it->second.module;
-    errors.swap(errors_);
+    f.module = it->second.module;
+    f.reason = it->second.reason;
   }
-  for (const std::string& e : errors)
-    log_.warning(schema::warning_what::xla_dumps, "XLA dumps: " + e + " (its kernels stay not inspected)");
-  if (matched_now && log_.debug_enabled())
-    log_.debug(found ? fmt::format("XLA: a loaded module is dump module {} ({} kernel thunks)", found->name, found->kernels.size())
-                     : "XLA: a loaded module matched no dump module: " + reason);
-  return found;
+  f.errors.swap(errors_);
+  return f;
 }
 
-}  // namespace nanscope
+std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::string& reason, CUmodule& module) {
+  module = nullptr;
+  reason.clear();
+  if (!on()) return nullptr;
+  {
+    ToolScope tool;
+    if (cuFuncGetModule(&module, static_cast<CUfunction>(function)) != CUDA_SUCCESS || !module) {
+      module = nullptr;
+      return nullptr;  // a runtime CUkernel: no module to match
+    }
+  }
+  const Found f = find(module);  // what it says is said after mu_ is released
+  for (const std::string& e : f.errors)
+    log_.warning(schema::warning_what::xla_dumps, "XLA dumps: " + e + " (its kernels stay not inspected)");
+  if (f.matched_now && log_.debug_enabled())
+    log_.debug(f.module ? fmt::format("XLA: a loaded module is dump module {} ({} kernel thunks)", f.module->name,
+                                      f.module->kernels.size())
+                        : "XLA: a loaded module matched no dump module: " + f.reason);
+  reason = f.reason;
+  return f.module;
+}
 
-namespace nanscope {
+void XlaModules::remove_if_unused() const {
+  if (!on()) return;
+  const std::filesystem::path dir(dir_);
+  if (!dir.filename().string().starts_with("nanscope-xla-")) return;
+  std::error_code ec;
+  std::filesystem::remove(dir, ec);  // a directory that holds anything is not removed
+}
 
 void XlaModules::on_unload(CUmodule module) {
   if (!on()) return;

@@ -25,11 +25,15 @@ class XlaModules {
  public:
   XlaModules(std::string dump_dir, EventLog& log) : dir_(std::move(dump_dir)), log_(log) {}
   bool on() const { return !dir_.empty(); }
-  // The dump module holding `function` (a CUfunction about to be decoded), or null with `reason`;
+  // The dump module holding `function` (a CUfunction about to be decoded), or null with `reason`
+  // (empty when no XLA module was dumped at all: nothing to say of a program that is not XLA's);
   // `module` is its CUmodule (the kernel table forgets the function when it is unloaded).
   std::shared_ptr<const xla::DumpModule> lookup(void* function, std::string& reason, CUmodule& module);
   // Enter site of cuModuleUnload: its handle may come back for another module.
   void on_unload(CUmodule module);
+  // At exit: the launcher's own directory (nanscope-xla-XXXXXX) is removed when XLA wrote nothing
+  // in it (a program that is not XLA's); one with dumps stays, what the findings were read against.
+  void remove_if_unused() const;
 
  private:
   struct Match {
@@ -37,6 +41,13 @@ class XlaModules {
     std::string reason;
   };
   Match match(CUmodule module);
+  struct Found {
+    std::shared_ptr<const xla::DumpModule> module;
+    std::string reason;
+    bool matched_now = false;
+    std::vector<std::string> errors;
+  };
+  Found find(CUmodule module);
   void read_new_modules();
 
   const std::string dir_;
@@ -50,7 +61,9 @@ class XlaModules {
   std::vector<std::set<std::string>> kernel_names_;              // each one's kernel names
   std::set<std::string> known_;                                  // their names
   std::unordered_map<CUmodule, Match> by_module_;                // each CUmodule, matched once
-  std::vector<std::string> errors_;
+  std::vector<std::string> errors_;  // to say, each once (said_)
+  std::set<std::string> said_;
+  static constexpr size_t kMaxSaid = 256;
 };
 
 }  // namespace nanscope

@@ -82,6 +82,7 @@ DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& k
   DumpDirRead out;
   std::vector<std::string> names;
   std::error_code ec;
+  if (!std::filesystem::exists(dir, ec) && !ec) return out;  // XLA makes it at its first dump
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (it->is_regular_file(ec)) names.push_back(it->path().filename().string());
   if (ec) {

@@ -29,7 +29,8 @@ struct DumpDirRead {
   std::vector<DumpModule> modules;  // the complete modules not in `known`, read
   std::vector<std::string> errors;  // the directory or a file that could not be read, named
 };
-// Reads the complete modules of `dir` whose names are not in `known`. A file larger than
+// Reads the complete modules of `dir` whose names are not in `known`; a directory that does not
+// exist yet holds none (XLA makes it at its first dump). A file larger than
 // `max_file_bytes` is an error naming it, and its module is not read (bounded memory).
 DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& known, uint64_t max_file_bytes);
 
