@@ -101,7 +101,7 @@ def xla_coverage(events, dumps):
     names = set()
     for path in glob.glob(os.path.join(dumps, "*.thunk_sequence*.txt")):
         with open(path) as f:
-            names |= set(re.findall(r"kCustomKernel \[[^\]]*\] (\S+)", f.read()))
+            names |= set(re.findall(r"k(?:Custom)?Kernel \[[^\]]*\] (\S+)", f.read()))
     not_inspected = {e["kernel_mangled"]: e["reason"] for e in events if e["event"] == "not_inspected"}
     return sorted(n for n in names if n not in not_inspected), {n: not_inspected[n] for n in names if n in not_inspected}
 
