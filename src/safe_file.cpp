@@ -66,4 +66,27 @@ std::string write_new_file(const std::string& path, std::string_view data) {
   return ok && closed ? std::string() : "cannot write '" + path + "': " + std::strerror(errno);
 }
 
+BoundedRead read_bounded(const std::string& path, std::size_t max, std::string& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return BoundedRead::missing;
+  struct stat st{};
+  BoundedRead r = BoundedRead::ok;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    r = BoundedRead::failed;
+  } else if (static_cast<uint64_t>(st.st_size) > max) {
+    r = BoundedRead::too_large;
+  } else {
+    out.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (got != out.size()) r = BoundedRead::failed;
+  }
+  ::close(fd);
+  return r;
+}
+
 }  // namespace nanscope

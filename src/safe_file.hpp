@@ -1,7 +1,10 @@
 // Files nanscope writes into directories other users may share (/tmp, a job's scratch):
 // never through a link planted in the file's place, never into a file of another user, never
-// creating a directory behind the user's back.
+// creating a directory behind the user's back. And files it reads there (Triton's cache, XLA's
+// dumps): regular files only, of a bounded size.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,5 +25,10 @@ bool write_all(int fd, std::string_view data);
 
 // A new file holding `data` (open_for_writing exclusive); empty on success, else the message.
 std::string write_new_file(const std::string& path, std::string_view data);
+
+enum class BoundedRead : uint8_t { ok, missing, too_large, failed };
+// Reads a regular file of at most `max` bytes into `out` (failed: not a regular file, or a short
+// read; missing: it cannot be opened).
+BoundedRead read_bounded(const std::string& path, std::size_t max, std::string& out);
 
 }  // namespace nanscope

@@ -4,68 +4,58 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string_view>
+
+#include "safe_file.hpp"
 
 namespace nanscope::xla {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The module a GPU HLO file belongs to ("module_5968.jit_step.sm_9.0a_gpu_after_optimizations.txt"
 // -> "module_5968.jit_step"): what precedes ".sm_" (the last one: a jitted name may hold ".sm_").
 std::optional<std::string> hlo_module(std::string_view name, std::string_view suffix) {
-  if (!ends_with(name, suffix)) return std::nullopt;
+  if (!name.ends_with(suffix)) return std::nullopt;
   const size_t sm = name.rfind(".sm_");
   if (sm == std::string_view::npos || sm == 0) return std::nullopt;
   return std::string(name.substr(0, sm));
 }
 
-std::optional<std::string> read_bounded(const std::filesystem::path& path, uint64_t max_bytes, std::string& error) {
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) {
-    error = fmt::format("{}: {}", path.string(), ec.message());
-    return std::nullopt;
+// A dump file's text, or nullopt with `error` naming it.
+std::optional<std::string> read_dump_file(const std::filesystem::path& path, uint64_t max_bytes, std::string& error) {
+  std::string text;
+  switch (read_bounded(path.string(), max_bytes, text)) {
+    case BoundedRead::ok: return text;
+    case BoundedRead::missing: error = fmt::format("{}: cannot be opened", path.string()); break;
+    case BoundedRead::too_large: error = fmt::format("{}: over the {} read for one dump file", path.string(), max_bytes); break;
+    case BoundedRead::failed: error = fmt::format("{}: not a regular file, or a short read", path.string()); break;
   }
-  if (size > max_bytes) {
-    error = fmt::format("{}: {} bytes, over the {} read for one dump file", path.string(), size, max_bytes);
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = fmt::format("{}: cannot be opened", path.string());
-    return std::nullopt;
-  }
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::vector<DumpFiles> group_dump_files(const std::vector<std::string>& names) {
+  // The module a file of the thunk plan belongs to: its name less `suffix`.
+  const auto module_of = [](std::string_view n, std::string_view suffix) -> std::optional<std::string> {
+    if (!n.ends_with(suffix)) return std::nullopt;
+    return std::string(n.substr(0, n.size() - suffix.size()));
+  };
   std::map<std::string, DumpFiles> by_module;
   std::set<std::string> after_passes;
   for (const std::string& n : names) {
-    if (n.rfind("module_", 0) != 0) continue;
-    if (ends_with(n, ".thunk_sequence_after_thunk_passes.txt")) {
-      const std::string m = n.substr(0, n.size() - std::string_view(".thunk_sequence_after_thunk_passes.txt").size());
-      by_module[m].thunk_sequence = n;
-      after_passes.insert(m);
-    } else if (ends_with(n, ".thunk_sequence.txt")) {
-      const std::string m = n.substr(0, n.size() - std::string_view(".thunk_sequence.txt").size());
-      if (!after_passes.count(m)) by_module[m].thunk_sequence = n;
-    } else if (ends_with(n, ".thunk_metadata.txt")) {
-      by_module[n.substr(0, n.size() - std::string_view(".thunk_metadata.txt").size())].thunk_metadata = n;
-    } else if (auto m = hlo_module(n, "_gpu_after_optimizations-buffer-assignment.txt")) {
-      by_module[*m].buffer_assignment = n;
+    if (!n.starts_with("module_")) continue;
+    if (auto m = module_of(n, ".thunk_sequence_after_thunk_passes.txt")) {
+      by_module[*m].thunk_sequence = n;
+      after_passes.insert(*m);
+    } else if (auto s = module_of(n, ".thunk_sequence.txt")) {
+      if (!after_passes.count(*s)) by_module[*s].thunk_sequence = n;
+    } else if (auto t = module_of(n, ".thunk_metadata.txt")) {
+      by_module[*t].thunk_metadata = n;
+    } else if (auto b = hlo_module(n, "_gpu_after_optimizations-buffer-assignment.txt")) {
+      by_module[*b].buffer_assignment = n;
     } else if (auto h = hlo_module(n, "_gpu_after_optimizations.txt")) {
       by_module[*h].hlo = n;
     }
@@ -95,7 +85,8 @@ DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& k
     std::optional<std::string> texts[4];
     const std::string* paths[4] = {&f.thunk_sequence, &f.thunk_metadata, &f.hlo, &f.buffer_assignment};
     bool read = true;
-    for (int i = 0; i < 4 && read; ++i) read = (texts[i] = read_bounded(std::filesystem::path(dir) / *paths[i], max_file_bytes, error)).has_value();
+    for (int i = 0; i < 4 && read; ++i)
+      read = (texts[i] = read_dump_file(std::filesystem::path(dir) / *paths[i], max_file_bytes, error)).has_value();
     if (!read) {
       out.errors.push_back(error);
       continue;

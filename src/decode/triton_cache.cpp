@@ -12,6 +12,8 @@
 #include <cstring>
 #include <optional>
 
+#include "safe_file.hpp"
+
 namespace nanscope::decode {
 
 namespace {
@@ -36,36 +38,6 @@ T load(const unsigned char* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-enum class Read : uint8_t { ok, missing, too_large, failed };
-
-// Reads a regular file of at most `max` bytes.
-Read read_bounded(const std::string& path, std::size_t max, std::string& out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Read::missing;
-  struct stat st{};
-  Read r = Read::ok;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    r = Read::failed;
-  } else if (static_cast<uint64_t>(st.st_size) > max) {
-    r = Read::too_large;
-  } else {
-    out.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < out.size()) {
-      const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    if (got != out.size()) r = Read::failed;
-  }
-  ::close(fd);
-  return r;
 }
 
 // Calls `f(name)` for the entries of a directory, at most `limit` of them.
@@ -125,13 +97,13 @@ std::size_t elf_image_size(const void* image, std::size_t max_bytes) {
 
 TtirText ttir_for_module_path(const std::string& cubin_path) {
   TtirText t;
-  if (!ends_with(cubin_path, ".cubin")) return t.reason = "triton: the module file is not a .cubin", t;
+  if (!std::string_view(cubin_path).ends_with(".cubin")) return t.reason = "triton: the module file is not a .cubin", t;
   const std::string stem = cubin_path.substr(0, cubin_path.size() - 6);
   for (const char* ext : {".ttir", ".source"}) {
     const std::string path = stem + ext;
     switch (read_bounded(path, kMaxTtirBytes, t.text)) {
-      case Read::ok: t.path = path; return t;
-      case Read::too_large: t.text.clear(); return t.reason = "triton: the TTIR beside the cubin is larger than the parser accepts", t;
+      case BoundedRead::ok: t.path = path; return t;
+      case BoundedRead::too_large: t.text.clear(); return t.reason = "triton: the TTIR beside the cubin is larger than the parser accepts", t;
       default: t.text.clear(); break;
     }
   }
@@ -158,7 +130,7 @@ void TritonCacheIndex::build(const std::string& root, Root& r) {
   for_entries(root, kMaxCacheFiles, [&](std::string_view hash_dir) {
     const std::string dir = root + "/" + std::string(hash_dir);
     for_entries(dir, 64, [&](std::string_view name) {
-      if (!ends_with(name, ".cubin")) return true;
+      if (!std::string_view(name).ends_with(".cubin")) return true;
       const std::string path = dir + "/" + std::string(name);
       struct stat st{};
       if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= kMaxCubinBytes) {
@@ -179,7 +151,7 @@ std::string TritonCacheIndex::match(Root& r, std::size_t size, uint64_t hash) {
     if (!entry.hashed) {
       if (++hashed > kMaxHashesPerLookup) break;
       std::string bytes;
-      if (read_bounded(entry.path, kMaxCubinBytes, bytes) != Read::ok || bytes.size() != size) continue;
+      if (read_bounded(entry.path, kMaxCubinBytes, bytes) != BoundedRead::ok || bytes.size() != size) continue;
       entry.hash = fnv1a64(bytes.data(), bytes.size());
       entry.hashed = true;
     }
