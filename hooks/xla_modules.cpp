@@ -52,7 +52,8 @@ void XlaModules::read_new_modules() {
   }
 }
 
-XlaModules::Match XlaModules::match(CUmodule module) {
+// `fresh`: the directory was read just now, so a miss is not worth reading it again.
+XlaModules::Match XlaModules::match(CUmodule module, bool fresh) {
   std::string why;
   const std::set<std::string> names = function_names(module, why);
   if (names.empty()) return {nullptr, why};
@@ -64,7 +65,7 @@ XlaModules::Match XlaModules::match(CUmodule module) {
     return {nullptr, fmt::format("no dump module in {} has exactly its module's {} kernels", dir_, names.size())};
   };
   Match m = find();
-  if (m.module || !m.reason.starts_with("no dump module")) return m;
+  if (fresh || m.module || !m.reason.starts_with("no dump module")) return m;
   read_new_modules();  // compiled since the last read
   return find();
 }
@@ -75,12 +76,13 @@ XlaModules::Match XlaModules::match(CUmodule module) {
 XlaModules::Found XlaModules::find(CUmodule module) {
   std::lock_guard lock(mu_);
   Found f;
-  if (modules_.empty()) read_new_modules();
+  const bool fresh = modules_.empty();
+  if (fresh) read_new_modules();
   if (!modules_.empty()) {
     auto it = by_module_.find(module);
     if (it == by_module_.end()) {
       if (by_module_.size() >= kMaxMatches) by_module_.clear();  // bounded: later launches match again
-      it = by_module_.emplace(module, match(module)).first;
+      it = by_module_.emplace(module, match(module, fresh)).first;
       f.matched_now = true;
     }
     f.module = it->second.module;

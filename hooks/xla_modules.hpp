@@ -40,7 +40,7 @@ class XlaModules {
     std::shared_ptr<const xla::DumpModule> module;
     std::string reason;
   };
-  Match match(CUmodule module);
+  Match match(CUmodule module, bool fresh);
   struct Found {
     std::shared_ptr<const xla::DumpModule> module;
     std::string reason;

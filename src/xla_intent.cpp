@@ -1,11 +1,11 @@
 // intended_inf (xla_kernels.hpp): the infinities a fusion writes on purpose, as ATen's fills of
 // +-inf are known (decode/written.hpp kIntend*): a constant +-inf that reaches the fusion's output
 // through ops that move values without arithmetic.
-#include <charconv>
 #include <vector>
 
 #include "decode/written.hpp"
 #include "xla_kernels.hpp"
+#include "xla_text.hpp"
 
 namespace nanscope::xla {
 
@@ -34,9 +34,8 @@ struct Carry {
     if (i.opcode == "constant")
       return i.literal == "-inf" ? decode::kIntendNegInf : i.literal == "inf" ? decode::kIntendPosInf : 0;
     if (i.opcode == "parameter") {
-      size_t n = 0;
-      const auto [p, ec] = std::from_chars(i.literal.data(), i.literal.data() + i.literal.size(), n);
-      return ec == std::errc() && n < args.size() ? args[n] : 0;
+      uint64_t n = 0;
+      return text::number(i.literal, n) && n < args.size() ? args[n] : 0;
     }
     if (i.opcode == "fusion") return of_fusion(name, operand_bits(i, 0, args, depth), depth + 1);
     if (!passes_values(i.opcode)) return 0;

@@ -146,17 +146,17 @@ struct LaunchWrites {
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
                            std::span<const uint64_t> parameter_words);
 
-// The ops inside a fusion (and the fusions it calls, to a depth of 8) that can make NaN from
-// finite operands: log and log-plus-one of a negative, sqrt and rsqrt of one, 0/0, power,
-// remainder, atan2 (kNaNOpcodes, src/xla_launch.cpp), each with its op_name and source line:
-// what a finding at that fusion names as its user's lines. Empty when it holds none (its NaN came
-// in through an operand, or from an op not listed): the finding then names the fusion's own line.
 // The infinities a fusion writes on purpose (kIntend* bits, decode/written.hpp): a constant +-inf
 // that reaches its output unchanged, through selects, broadcasts and moves only: `jnp.where(mask,
 // scores, -jnp.inf)` fused on its own, as ATen's masked_fill(-inf) is. An infinity that went
 // through arithmetic (an exp, a sum, a max-reduce) is not one: 0 then, and for a fusion not known.
 uint8_t intended_inf(const HloSources& sources, const HloInstructions& hlo, std::string_view fusion);
 
+// The ops inside a fusion (and the fusions it calls, to a depth of 8) that can make NaN from
+// finite operands: log and log-plus-one of a negative, sqrt and rsqrt of one, 0/0, power,
+// remainder, atan2 (kNaNOpcodes, src/xla_launch.cpp), each with its op_name and source line:
+// what a finding at that fusion names as its user's lines. Empty when it holds none (its NaN came
+// in through an operand, or from an op not listed): the finding then names the fusion's own line.
 struct NanOp {
   std::string instruction, opcode, op_name;
   SourceLine line;  // line 0: the HLO carries none

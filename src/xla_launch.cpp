@@ -10,7 +10,7 @@ namespace {
 
 // The arguments a thunk writes (`written`) or only reads, or why they are not known: an argument
 // of unknown shape is a refusal (a write would go unscanned, a read missing from the origin).
-std::optional<std::vector<LaunchWrite>> float_args(const KernelThunk& k, std::span<const uint64_t> words,
+std::optional<std::vector<LaunchWrite>> thunk_args(const KernelThunk& k, std::span<const uint64_t> words,
                                                    bool written, std::string& why) {
   std::vector<LaunchWrite> out;
   for (uint32_t i = 0; i < k.arguments.size() && i < words.size(); ++i) {
@@ -65,8 +65,8 @@ LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
   for (size_t c : fits) {
     const KernelThunk& k = module.kernels[c];
     out.instructions.push_back(k.instruction);
-    std::optional<std::vector<LaunchWrite>> w = float_args(k, parameter_words, true, out.refused);
-    std::optional<std::vector<LaunchWrite>> r = w ? float_args(k, parameter_words, false, out.refused) : std::nullopt;
+    std::optional<std::vector<LaunchWrite>> w = thunk_args(k, parameter_words, true, out.refused);
+    std::optional<std::vector<LaunchWrite>> r = w ? thunk_args(k, parameter_words, false, out.refused) : std::nullopt;
     if (!w || !r) return refuse(Refusal::unknown_shape);
     if ((writes && !same_writes(*writes, *w)) || (reads && !same_writes(*reads, *r))) {
       out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",

@@ -48,10 +48,12 @@ Decoded decode_xla(const xla::DumpModule& module, std::string_view function, con
   if (found.refusal != xla::Refusal::none) return Decoded::mismatch(refusal_reason(found.refusal));
   // More than a launch record holds: an output or an input would go unseen, and a finding would
   // claim an origin its missing inputs could contradict.
-  if (found.writes.size() + found.no_nan_writes.size() > kMaxWrites) return Decoded::mismatch("xla: more floating-point outputs than a launch record holds");
-  const auto no_nan_reads = std::count_if(found.reads.begin(), found.reads.end(),
-                                          [](const xla::LaunchWrite& r) { return r.shape.dtype == DType::none; });
-  if (found.reads.size() - no_nan_reads > kMaxReads || uint64_t(no_nan_reads) > kMaxReads) return Decoded::mismatch("xla: more floating-point operands than a launch record holds");
+  if (found.writes.size() + found.no_nan_writes.size() > kMaxWrites)
+    return Decoded::mismatch("xla: more floating-point outputs than a launch record holds");
+  const auto no_nan_reads = static_cast<uint64_t>(std::count_if(
+      found.reads.begin(), found.reads.end(), [](const xla::LaunchWrite& r) { return r.shape.dtype == DType::none; }));
+  if (found.reads.size() - no_nan_reads > kMaxReads || no_nan_reads > kMaxReads)
+    return Decoded::mismatch("xla: more floating-point operands than a launch record holds");
   Decoded d;
   for (const xla::LaunchWrite& w : found.writes)
     if (w.shape.elements()) d.add_write(slice_write(w));
