@@ -113,7 +113,7 @@ bool KernelTable::decode_family(void* handle, const KernelSignature& sig, Kernel
     k.reason = fmt::format("layout mismatch ({}: {})", decode::aten_family_name(k.aten.family), k.aten.reason);
     return true;
   }
-  k.decoder = k.triton ? Decoder::triton : k.xla ? Decoder::xla : Decoder::aten;
+  k.decoder = k.triton ? Decoder::triton : !k.xla.empty() ? Decoder::xla : Decoder::aten;
   k.hidden_reads = false;  // the decoder names every pointer the launch reads
   k.inspected = true;
   return true;
@@ -124,8 +124,10 @@ bool KernelTable::decode_family(void* handle, const KernelSignature& sig, Kernel
 bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
   std::string triton_why = "no Triton modules", xla_why;
   if (triton_ && (k.triton = triton_->lookup(handle, k.mangled, triton_why))) return true;
-  if (xla_ && xla_->on() && (k.xla = xla_->lookup(handle, xla_why, k.xla_module))) {
-    if (const std::optional<xla::SourceLine> line = xla::kernel_source(*k.xla, k.mangled))
+  if (xla_ && xla_->on() && !(k.xla = xla_->lookup(handle, xla_why, k.xla_module)).empty()) {
+    std::vector<const xla::DumpModule*> among;
+    for (const auto& m : k.xla) among.push_back(m.get());
+    if (const std::optional<xla::SourceLine> line = xla::kernel_source(among, k.mangled))
       k.source_line = PythonLine{line->file, line->line, line->function};
     return true;
   }

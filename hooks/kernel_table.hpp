@@ -51,8 +51,10 @@ struct KernelInfo {
   bool library = false;               // a cuBLAS/cuDNN kernel (coverage counts them apart)
   decode::FamilyMatch aten;
   std::shared_ptr<const decode::TritonSignature> triton;
-  std::shared_ptr<const xla::DumpModule> xla;  // Decoder::xla: the dump module its CUmodule matched
-  CUmodule xla_module = nullptr;               // that CUmodule: its unload forgets the handle
+  // Decoder::xla: the dump modules its CUmodule may be (one, or every one holding a kernel of its
+  // name when XLA loaded it as a module of its own); each launch picks its thunks among them.
+  std::vector<std::shared_ptr<const xla::DumpModule>> xla;
+  CUmodule xla_module = nullptr;  // that CUmodule: its unload forgets the handle
   // Its user's line when the kernel names it (an XLA kernel's, from the HLO metadata): findings
   // name it instead of the Python frames at the launch (JAX's dispatch).
   std::optional<PythonLine> source_line;

@@ -27,7 +27,7 @@ std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchAr
   std::copy(a.block, a.block + 3, view.block);
   switch (k.decoder) {
     case Decoder::triton: return decode::decode_triton(*k.triton, k.params, view);
-    case Decoder::xla: return decode::decode_xla(*k.xla, k.mangled, k.params, view);
+    case Decoder::xla: return decode::decode_xla(k.xla, k.mangled, k.params, view);
     default: return decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
   }
 }

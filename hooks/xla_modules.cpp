@@ -56,16 +56,21 @@ void XlaModules::read_new_modules() {
 XlaModules::Match XlaModules::match(CUmodule module, bool fresh) {
   std::string why;
   const std::set<std::string> names = function_names(module, why);
-  if (names.empty()) return {nullptr, why};
+  if (names.empty()) return {{}, why};
   auto find = [&]() -> Match {
-    const xla::ModuleMatch found = xla::match_kernel_names(kernel_names_, names);
-    if (found.found()) return {modules_[found.candidates[0]], {}};
-    if (found.ambiguous())
-      return {nullptr, fmt::format("{} dump modules of {} have exactly its module's kernels", found.candidates.size(), dir_)};
-    return {nullptr, fmt::format("no dump module in {} has exactly its module's {} kernels", dir_, names.size())};
+    const std::vector<size_t>& usable = xla::match_kernel_names(kernel_names_, names).usable();
+    if (usable.size() > xla::kMaxModulesPerFunction)
+      return {{}, fmt::format("{} dump modules of {} hold its module's kernels, more than the {} a launch looks through",
+                              usable.size(), dir_, xla::kMaxModulesPerFunction)};
+    Match m;
+    for (size_t i : usable) m.modules.push_back(modules_[i]);
+    if (m.modules.empty())
+      m.reason = names.size() == 1 ? fmt::format("no dump module in {} has a kernel named {}", dir_, *names.begin())
+                                   : fmt::format("no dump module in {} holds its module's {} kernels", dir_, names.size());
+    return m;
   };
   Match m = find();
-  if (fresh || m.module || !m.reason.starts_with("no dump module")) return m;
+  if (fresh || !m.modules.empty() || !m.reason.starts_with("no dump module")) return m;
   read_new_modules();  // compiled since the last read
   return find();
 }
@@ -85,33 +90,41 @@ XlaModules::Found XlaModules::find(CUmodule module) {
       it = by_module_.emplace(module, match(module, fresh)).first;
       f.matched_now = true;
     }
-    f.module = it->second.module;
+    f.modules = it->second.modules;
     f.reason = it->second.reason;
   }
   f.errors.swap(errors_);
   return f;
 }
 
-std::shared_ptr<const xla::DumpModule> XlaModules::lookup(void* function, std::string& reason, CUmodule& module) {
+XlaModules::Modules XlaModules::lookup(void* function, std::string& reason, CUmodule& module) {
   module = nullptr;
   reason.clear();
-  if (!on()) return nullptr;
+  if (!on()) return {};
   {
     ToolScope tool;
     if (cuFuncGetModule(&module, static_cast<CUfunction>(function)) != CUDA_SUCCESS || !module) {
       module = nullptr;
-      return nullptr;  // a runtime CUkernel: no module to match
+      return {};  // a runtime CUkernel: no module to match
     }
   }
   const Found f = find(module);  // what it says is said after mu_ is released
   for (const std::string& e : f.errors)
     log_.warning(schema::warning_what::xla_dumps, "XLA dumps: " + e + " (its kernels stay not inspected)");
-  if (f.matched_now && log_.debug_enabled())
-    log_.debug(f.module ? fmt::format("XLA: a loaded module is dump module {} ({} kernel thunks)", f.module->name,
-                                      f.module->kernels.size())
-                        : "XLA: a loaded module matched no dump module: " + f.reason);
+  if (f.matched_now && log_.debug_enabled()) say_match(f);
   reason = f.reason;
-  return f.module;
+  return f.modules;
+}
+
+void XlaModules::say_match(const Found& f) const {
+  if (f.modules.empty()) return log_.debug("XLA: a loaded module matched no dump module: " + f.reason);
+  std::string names;
+  for (size_t i = 0; i < f.modules.size() && i < 4; ++i) names += (i ? ", " : "") + f.modules[i]->name;
+  if (f.modules.size() > 4) names += ", ...";
+  log_.debug(f.modules.size() == 1 ? fmt::format("XLA: a loaded module is dump module {} ({} kernel thunks)", names,
+                                                 f.modules[0]->kernels.size())
+                                   : fmt::format("XLA: a loaded module may be {} dump modules ({}): each launch picks",
+                                                 f.modules.size(), names));
 }
 
 void XlaModules::remove_if_unused() const {

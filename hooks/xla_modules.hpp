@@ -1,7 +1,9 @@
 // XLA's kernels (issue 38, docs/jax.md): which dump module a loaded CUmodule is, so a launch of
 // one of its functions is decoded from the kernel thunks XLA dumped (decode/xla.hpp). The dumps
 // are where NANSCOPE_XLA_DUMP (set by the launcher) or XLA_FLAGS' --xla_dump_to says; a module is
-// matched by its function names (xla::match_module) at the first launch of one of its kernels,
+// matched by its function names (xla::match_kernel_names: exactly one dump module's kernels, or,
+// for the one-kernel modules jaxlib 0.11 loads, every dump module holding them; each launch then
+// picks its thunks by its parameter words and grid) at the first launch of one of its kernels,
 // reading the dump directory again when no module read so far matches (XLA writes a module's
 // files while compiling it, before it loads it). What cannot be read (the directory, a file) is
 // a warning naming it; the kernels it would have described stay not inspected, with the reason.
@@ -25,10 +27,11 @@ class XlaModules {
  public:
   XlaModules(std::string dump_dir, EventLog& log) : dir_(std::move(dump_dir)), log_(log) {}
   bool on() const { return !dir_.empty(); }
-  // The dump module holding `function` (a CUfunction about to be decoded), or null with `reason`
+  using Modules = std::vector<std::shared_ptr<const xla::DumpModule>>;
+  // The dump modules `function` (a CUfunction about to be decoded) may be, or none with `reason`
   // (empty when no XLA module was dumped at all: nothing to say of a program that is not XLA's);
   // `module` is its CUmodule (the kernel table forgets the function when it is unloaded).
-  std::shared_ptr<const xla::DumpModule> lookup(void* function, std::string& reason, CUmodule& module);
+  Modules lookup(void* function, std::string& reason, CUmodule& module);
   // Enter site of cuModuleUnload: its handle may come back for another module.
   void on_unload(CUmodule module);
   // At exit: the launcher's own directory (nanscope-xla-XXXXXX) is removed when XLA wrote nothing
@@ -37,17 +40,18 @@ class XlaModules {
 
  private:
   struct Match {
-    std::shared_ptr<const xla::DumpModule> module;
+    Modules modules;
     std::string reason;
   };
   Match match(CUmodule module, bool fresh);
   struct Found {
-    std::shared_ptr<const xla::DumpModule> module;
+    Modules modules;
     std::string reason;
     bool matched_now = false;
     std::vector<std::string> errors;
   };
   Found find(CUmodule module);
+  void say_match(const Found& f) const;
   void read_new_modules();
 
   const std::string dir_;

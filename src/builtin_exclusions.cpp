@@ -8,6 +8,7 @@ namespace {
 
 constexpr std::string_view kRedzoneCheck = "XLA autotuner kernel (redzone check)";
 constexpr std::string_view kBufferComparison = "XLA autotuner kernel (buffer comparison)";
+constexpr std::string_view kBufferFill = "XLA autotuner kernel (buffer fill)";
 
 enum class Match : uint8_t {
   name_is,             // the kernel's own name is `a`
@@ -27,11 +28,17 @@ struct Pattern {
 //   unsigned char, unsigned long long, unsigned int*)`, then `(anonymous namespace)::redzone_checker_kernel`;
 // - xla_fp_comparison<T> / xla_int_comparison<T> in stream_executor::gpu (buffer_comparator_kernel_lib),
 //   before them xla_fp16_comparison, xla_fp8_e4m3fn_comparison, ... in xla::gpu::buffer_comparator,
-//   and before those the PTX entries __xla_fp32_comparison, __xla_int8_comparison, ... (C names).
+//   and before those the PTX entries __xla_fp32_comparison, __xla_int8_comparison, ... (C names);
+// - jaxlib 0.11.2 on the H200 (session 23): `stream_executor::gpu::RedzoneAllocatorKernelImpl(unsigned
+//   char*, unsigned char, unsigned long, unsigned int*)` checks redzones; `RepeatBufferKernelImpl(char*,
+//   long, long)` fills a candidate's buffer by repeating its start (InitializeBuffer). (The GPU
+//   timer's DelayKernel is left to the filters: it writes a host semaphore, no numerics.)
 constexpr Pattern kPatterns[] = {
     {Match::name_is, "redzone_checker", {}, kRedzoneCheck},
     {Match::name_is, "redzone_checker_kernel", {}, kRedzoneCheck},
     {Match::scope_has_name_contains, "stream_executor", "redzone", kRedzoneCheck},
+    {Match::scope_has_name_contains, "stream_executor", "RedzoneAllocatorKernel", kRedzoneCheck},
+    {Match::scope_has_name_contains, "stream_executor", "RepeatBufferKernel", kBufferFill},
     {Match::name_prefix_suffix, "xla_", "_comparison", kBufferComparison},
     {Match::name_prefix_suffix, "__xla_", "_comparison", kBufferComparison},
     {Match::scope_has, "buffer_comparator", {}, kBufferComparison},

@@ -136,6 +136,18 @@ std::optional<SourceLine> kernel_source(const DumpModule& module, std::string_vi
   return agreed;
 }
 
+std::optional<SourceLine> kernel_source(std::span<const DumpModule* const> modules, std::string_view kernel) {
+  std::optional<SourceLine> agreed;
+  for (const DumpModule* m : modules) {
+    const bool holds = std::any_of(m->kernels.begin(), m->kernels.end(), [&](const KernelThunk& k) { return k.kernel == kernel; });
+    if (!holds) continue;
+    const std::optional<SourceLine> line = kernel_source(*m, kernel);
+    if (!line || (agreed && (agreed->file != line->file || agreed->line != line->line))) return std::nullopt;
+    agreed = line;
+  }
+  return agreed;
+}
+
 ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions) {
   std::vector<std::set<std::string>> kernels_of;
   kernels_of.reserve(dumps.size());
@@ -150,6 +162,8 @@ ModuleMatch match_kernel_names(std::span<const std::set<std::string>> kernels_of
     if (names.empty()) continue;
     if (names == functions) match.candidates.push_back(i);
     else if (std::includes(functions.begin(), functions.end(), names.begin(), names.end())) match.covering.push_back(i);
+    else if (!functions.empty() && std::includes(names.begin(), names.end(), functions.begin(), functions.end()))
+      match.holding.push_back(i);
   }
   return match;
 }
@@ -178,11 +192,20 @@ LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> wo
   return check;
 }
 
+bool fits_shape(const DumpModule& module, const KernelThunk& kernel, const LaunchShape& shape) {
+  if (kernel.thunk >= module.thunks.thunks.size()) return false;
+  const Thunk& t = module.thunks.thunks[kernel.thunk];
+  return t.grid == shape.grid && t.threads == shape.block;
+}
+
 std::vector<size_t> launch_candidates(const DumpModule& module, std::string_view function,
-                                      std::span<const uint64_t> words) {
+                                      std::span<const uint64_t> words, const LaunchShape* shape) {
   std::vector<size_t> out;
-  for (size_t i = 0; i < module.kernels.size(); ++i)
-    if (module.kernels[i].kernel == function && check_launch(module.kernels[i], words).consistent()) out.push_back(i);
+  for (size_t i = 0; i < module.kernels.size(); ++i) {
+    const KernelThunk& k = module.kernels[i];
+    if (k.kernel != function || (shape && !fits_shape(module, k, *shape))) continue;
+    if (check_launch(k, words).consistent()) out.push_back(i);
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 // plain pointers; that order is rebuilt here. Anything not determined is a reason, never a guess.
 // Pure functions: the engine does not call them yet.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -83,21 +84,34 @@ DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, s
 // The source line a finding at a launch of `kernel` names: the kernel thunks of that name must
 // agree on it (identical fusions sharing a kernel may come from different lines), else none.
 std::optional<SourceLine> kernel_source(const DumpModule& module, std::string_view kernel);
+// The same over every dump module a CUfunction may be (ModuleSet): all of them must agree.
+std::optional<SourceLine> kernel_source(std::span<const DumpModule* const> modules, std::string_view kernel);
 
-// The dump module whose kernel thunks' names are exactly the functions a loaded CUmodule holds.
-// covering lists, for the reason only, the dump modules whose kernel names the CUmodule holds with
-// more functions beside them (a kernel XLA emitted but no thunk launches, in jaxlib 0.10.2's
-// jit_attend perhaps: to check on the GPU); they are not matches.
+// Which dump modules a loaded CUmodule may be, by the names of its functions:
+// - `candidates`: those whose kernel thunks' names are exactly its functions (XLA loaded a whole
+//   executable's kernels as one CUmodule);
+// - `holding`: those holding all its functions among more kernels. jaxlib 0.11.2 on the H200 loads
+//   each kernel thunk's kernel (kCustomKernel) as a CUmodule of its own, so a one-function module
+//   may be any dump module with a kernel of that name (XLA reuses names such as
+//   loop_multiply_fusion in every module): each launch then says which thunks fit it
+//   (launch_writes, by its parameter words and its grid);
+// - `covering`, for the reason only: those whose kernels the CUmodule holds with more functions
+//   beside them (a kernel no thunk launches); they are not matches.
 struct ModuleMatch {
   std::vector<size_t> candidates;  // indices into the dump modules
+  std::vector<size_t> holding;
   std::vector<size_t> covering;
   bool found() const { return candidates.size() == 1; }
   bool ambiguous() const { return candidates.size() > 1; }
+  // The modules a launch of one of its functions is looked up in: the exact ones, else the holding ones.
+  const std::vector<size_t>& usable() const { return candidates.empty() ? holding : candidates; }
 };
 ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::string>& functions);
 // The same on each dump module's kernel names (DumpModule::kernel_names), kept by a caller that
 // matches many CUmodules against the same dumps.
 ModuleMatch match_kernel_names(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions);
+// At most this many dump modules are kept for one CUmodule; more is a reason, not a lookup.
+inline constexpr size_t kMaxModulesPerFunction = 64;
 
 // A launch's parameter words checked against a kernel thunk's arguments: the count, and that two
 // arguments in one allocation lie their offsets' difference apart. reasons is empty when the
@@ -109,11 +123,18 @@ struct LaunchCheck {
 };
 LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> parameter_words);
 
+// A launch's grid and block: a kernel thunk's (the thunk sequence's "grid: [..] threads: [..]")
+// must be the same for the launch to be that thunk.
+struct LaunchShape {
+  std::array<uint32_t, 3> grid{}, block{};
+};
+bool fits_shape(const DumpModule& module, const KernelThunk& kernel, const LaunchShape& shape);
+
 // The kernel thunks of a module that a launch of `function` with these parameters can be: those
 // of that name whose arguments are consistent with the words (identical fusions share a kernel,
-// so several can be).
+// so several can be), and, when `shape` is given, whose grid and block are the launch's.
 std::vector<size_t> launch_candidates(const DumpModule& module, std::string_view function,
-                                      std::span<const uint64_t> parameter_words);
+                                      std::span<const uint64_t> parameter_words, const LaunchShape* shape = nullptr);
 
 // What a launch of `function` with these parameter words writes that may hold a NaN: each written
 // floating-point argument's pointer (the word itself: XLA passes slice addresses) with its HLO
@@ -145,6 +166,10 @@ struct LaunchWrites {
 };
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
                            std::span<const uint64_t> parameter_words);
+// Over every dump module the launch's CUfunction may be (XlaModules: a one-kernel CUmodule may be
+// any module holding a kernel of its name), the fitting thunks of all of them taken together.
+LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::string_view function,
+                           std::span<const uint64_t> parameter_words, const LaunchShape* shape);
 
 // The infinities a fusion writes on purpose (kIntend* bits, decode/written.hpp): a constant +-inf
 // that reaches its output unchanged, through selects, broadcasts and moves only: `jnp.where(mask,

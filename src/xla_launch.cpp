@@ -1,6 +1,7 @@
 // What one XLA kernel launch writes (issue 38, docs/jax.md): the kernel thunks it fits, and the
 // floating-point outputs they agree on. See xla_kernels.hpp: launch_writes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "xla_kernels.hpp"
 
@@ -46,11 +47,35 @@ bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrit
 
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
                            std::span<const uint64_t> parameter_words) {
+  const DumpModule* one[] = {&module};
+  return launch_writes(one, function, parameter_words, nullptr);
+}
+
+namespace {
+
+struct Fit {
+  const DumpModule* module;
+  size_t kernel;
+};
+
+std::string no_thunk_reason(std::span<const DumpModule* const> modules, std::string_view function, size_t words,
+                            const LaunchShape* shape) {
+  const std::string where = modules.size() == 1 ? modules[0]->name : fmt::format("{} dump modules", modules.size());
+  if (!shape) return fmt::format("no kernel thunk of {} named {} takes these {} parameter words", where, function, words);
+  return fmt::format("no kernel thunk of {} named {} takes these {} parameter words at grid [{}] block [{}]", where,
+                     function, words, fmt::join(shape->grid, ", "), fmt::join(shape->block, ", "));
+}
+
+}  // namespace
+
+LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::string_view function,
+                           std::span<const uint64_t> parameter_words, const LaunchShape* shape) {
   LaunchWrites out;
-  const std::vector<size_t> fits = launch_candidates(module, function, parameter_words);
+  std::vector<Fit> fits;
+  for (const DumpModule* m : modules)
+    for (size_t c : launch_candidates(*m, function, parameter_words, shape)) fits.push_back({m, c});
   if (fits.empty()) {
-    out.refused = fmt::format("no kernel thunk of {} named {} takes these {} parameter words", module.name, function,
-                              parameter_words.size());
+    out.refused = no_thunk_reason(modules, function, parameter_words.size(), shape);
     out.refusal = Refusal::no_thunk;
     return out;
   }
@@ -62,8 +87,8 @@ LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
     out.refusal = kind;
     return out;
   };
-  for (size_t c : fits) {
-    const KernelThunk& k = module.kernels[c];
+  for (const Fit& fit : fits) {
+    const KernelThunk& k = fit.module->kernels[fit.kernel];
     out.instructions.push_back(k.instruction);
     std::optional<std::vector<LaunchWrite>> w = thunk_args(k, parameter_words, true, out.refused);
     std::optional<std::vector<LaunchWrite>> r = w ? thunk_args(k, parameter_words, false, out.refused) : std::nullopt;

@@ -2,6 +2,7 @@
 #include "decode/xla.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -11,7 +12,7 @@ namespace {
 
 std::string_view refusal_reason(xla::Refusal r) {
   switch (r) {
-    case xla::Refusal::no_thunk: return "xla: no kernel thunk of the matched module takes these parameter words";
+    case xla::Refusal::no_thunk: return "xla: no kernel thunk of its dump modules takes these parameter words, grid and block";
     case xla::Refusal::unknown_shape: return "xla: an argument's HLO shape is not known";
     case xla::Refusal::thunks_disagree: return "xla: the kernel thunks sharing this kernel write or read different arguments";
     case xla::Refusal::none: break;
@@ -35,8 +36,10 @@ Write slice_write(const xla::LaunchWrite& w) {
 
 // Every parameter is an 8-byte pointer (kernel_arguments.cc): a layout of any other size is not
 // the kernel the dump describes.
-Decoded decode_xla(const xla::DumpModule& module, std::string_view function, const Layout& layout,
-                   const LaunchView& launch) {
+Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
+                   const Layout& layout, const LaunchView& launch) {
+  if (modules.empty() || modules.size() > xla::kMaxModulesPerFunction)
+    return Decoded::mismatch("xla: no dump module, or more than a launch looks through");
   if (launch.count != layout.size()) return Decoded::mismatch("xla: the launch's parameter count is not the layout's");
   std::vector<uint64_t> words(layout.size(), 0);
   for (uint32_t i = 0; i < layout.size(); ++i) {
@@ -44,7 +47,13 @@ Decoded decode_xla(const xla::DumpModule& module, std::string_view function, con
     if (!launch.params[i]) return Decoded::mismatch("xla: a parameter's bytes could not be read");
     std::memcpy(&words[i], launch.params[i], 8);
   }
-  const xla::LaunchWrites found = xla::launch_writes(module, function, words);
+  std::array<const xla::DumpModule*, xla::kMaxModulesPerFunction> among{};
+  for (size_t i = 0; i < modules.size(); ++i) among[i] = modules[i].get();
+  xla::LaunchShape shape;
+  std::copy(launch.grid, launch.grid + 3, shape.grid.begin());
+  std::copy(launch.block, launch.block + 3, shape.block.begin());
+  const xla::LaunchWrites found =
+      xla::launch_writes(std::span<const xla::DumpModule* const>(among.data(), modules.size()), function, words, &shape);
   if (found.refusal != xla::Refusal::none) return Decoded::mismatch(refusal_reason(found.refusal));
   // More than a launch record holds: an output or an input would go unseen, and a finding would
   // claim an origin its missing inputs could contradict.

@@ -85,10 +85,19 @@ TEST(BuiltinExclusion, RedzoneCheckers) {
         std::string("redzone_checker"),  // the PTX entry of older XLA
         std::string("(anonymous namespace)::redzone_checker_kernel(unsigned char*, unsigned char, unsigned long, "
                     "unsigned int*)"),
-        std::string("void stream_executor::gpu::RedzoneCheckKernel_redzone(unsigned char*)")})
+        std::string("void stream_executor::gpu::RedzoneCheckKernel_redzone(unsigned char*)"),
+        // jaxlib 0.11.2 on the H200 (session 23): it was named a candidate writer of the program's NaN
+        std::string("stream_executor::gpu::RedzoneAllocatorKernelImpl(unsigned char*, unsigned char, unsigned long, "
+                    "unsigned int*)")})
     EXPECT_EQ(builtin_exclusion(name).value_or(""), "XLA autotuner kernel (redzone check)") << name;
   EXPECT_EQ(displayed("_Z15redzone_checkerPhhyPj"),
             "redzone_checker(unsigned char*, unsigned char, unsigned long long, unsigned int*)");
+}
+
+TEST(BuiltinExclusion, TheAutotunersBufferFill) {
+  EXPECT_EQ(builtin_exclusion("stream_executor::gpu::RepeatBufferKernelImpl(char*, long, long)").value_or(""),
+            "XLA autotuner kernel (buffer fill)");
+  EXPECT_FALSE(builtin_exclusion("void my::RepeatBufferKernelImpl(char*, long, long)"));  // not stream_executor's
 }
 
 TEST(BuiltinExclusion, OrdinaryKernelsAreNotExcluded) {

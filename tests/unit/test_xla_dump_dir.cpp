@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 
 #include "decode/xla.hpp"
 #include "xla_dump_dir.hpp"
@@ -71,6 +72,8 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
   const DumpDirRead dir = read_dump_dir(kGpu + "jax_pool-sick", {}, 1 << 24);
   ASSERT_EQ(dir.modules.size(), 2u);
   const DumpModule& m = dir.modules[1];
+  const std::vector<std::shared_ptr<const DumpModule>> both = {std::make_shared<const DumpModule>(dir.modules[0]),
+                                                               std::make_shared<const DumpModule>(m)};
   const uint64_t temp = 0x7f0000000000, w2 = 0x7f0010000000;
   uint64_t words[3] = {temp + 4194304, w2, temp};
   const char* params[3] = {reinterpret_cast<const char*>(&words[0]), reinterpret_cast<const char*>(&words[1]),
@@ -79,7 +82,9 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
   decode::LaunchView view;
   view.params = params;
   view.count = 3;
-  const decode::Decoded d = decode::decode_xla(m, "gemm_fusion_dot_1", layout, view);
+  view.grid[0] = 256;  // the thunk sequence's "grid: [256, 1, 1] threads: [128, 1, 1]"
+  view.block[0] = 128;
+  const decode::Decoded d = decode::decode_xla(both, "gemm_fusion_dot_1", layout, view);
   ASSERT_EQ(d.status, decode::Status::decoded) << d.reason;
   const LaunchWrites expect = launch_writes(m, "gemm_fusion_dot_1", std::vector<uint64_t>(words, words + 3));
   ASSERT_EQ(d.write_count, expect.writes.size());
@@ -93,12 +98,16 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
   EXPECT_EQ(d.reads[0], words[expect.reads[0].arg]);
 
   layout[1].second = 4;
-  EXPECT_EQ(decode::decode_xla(m, "gemm_fusion_dot_1", layout, view).reason, "xla: a parameter is not an 8-byte pointer");
+  EXPECT_EQ(decode::decode_xla(both, "gemm_fusion_dot_1", layout, view).reason, "xla: a parameter is not an 8-byte pointer");
   layout[1].second = 8;
+  view.block[0] = 64;  // another launch shape: not that thunk (an autotuner's candidate, say)
+  EXPECT_EQ(decode::decode_xla(both, "gemm_fusion_dot_1", layout, view).status, decode::Status::layout_mismatch);
+  view.block[0] = 128;
   words[0] += 256;
-  const decode::Decoded moved = decode::decode_xla(m, "gemm_fusion_dot_1", layout, view);
+  const decode::Decoded moved = decode::decode_xla(both, "gemm_fusion_dot_1", layout, view);
   EXPECT_EQ(moved.status, decode::Status::layout_mismatch);
-  EXPECT_EQ(moved.reason, "xla: no kernel thunk of the matched module takes these parameter words");
+  EXPECT_EQ(moved.reason, "xla: no kernel thunk of its dump modules takes these parameter words, grid and block");
+  EXPECT_EQ(decode::decode_xla({}, "gemm_fusion_dot_1", layout, view).status, decode::Status::layout_mismatch);
 }
 
 }  // namespace

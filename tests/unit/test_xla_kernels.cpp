@@ -287,6 +287,67 @@ TEST(XlaModuleMatch, ALoadedModulesFunctionsFindTheirDumpModule) {
   EXPECT_TRUE(match({"wrapped_is_finite"}).ambiguous());
 }
 
+// jaxlib 0.11.2 on the H200 loads each kernel thunk's kernel as a CUmodule of its own: a module of
+// one function is any dump module holding a kernel of that name (jax_pool's and jax_donate's
+// jit_step both have gemm_fusion_dot_1), never an exact match, and each launch then picks.
+TEST(XlaModuleMatch, AOneKernelModuleMayBeEveryDumpModuleHoldingIt) {
+  const std::vector<DumpModule> dumps = captured_modules();
+  const ModuleMatch one = match_module(dumps, {"gemm_fusion_dot_1"});
+  EXPECT_TRUE(one.candidates.empty());
+  EXPECT_EQ(one.holding, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(one.usable(), one.holding);
+  EXPECT_EQ(match_module(dumps, {"triton_softmax_2"}).usable(), (std::vector<size_t>{2}));
+  EXPECT_TRUE(match_module(dumps, {"no_such_kernel"}).usable().empty());
+  EXPECT_TRUE(match_module(dumps, {}).usable().empty());
+  // A whole module's kernels still match it exactly, and only it.
+  const ModuleMatch whole = match_module(dumps, {"gemm_fusion_dot", "loop_reduce_fusion", "gemm_fusion_dot_1", "loop_reduce_fusion_1"});
+  EXPECT_EQ(whole.usable(), (std::vector<size_t>{0}));
+}
+
+// The launch's grid and block pick the thunk among the modules: jax_pool's gemm_fusion_dot_1 runs
+// [256] x [128], jax_donate's [32] x [128]; a shape neither has (an autotuner's candidate config)
+// fits none. Their lines differ, so a finding at that function names no line from the dumps.
+TEST(XlaLaunchWrites, TheLaunchShapePicksTheThunkAmongModules) {
+  const DumpModule pool_step = pool(), donate_step = donate();
+  const DumpModule* both[] = {&pool_step, &donate_step};
+  const uint64_t temp = 0x7f0000000000, w2 = 0x7f0010000000;
+  const std::vector<uint64_t> words{temp + 4194304, w2, temp};
+  LaunchShape pool_shape{{256, 1, 1}, {128, 1, 1}};
+  const LaunchWrites in_pool = launch_writes(both, "gemm_fusion_dot_1", words, &pool_shape);
+  ASSERT_EQ(in_pool.refusal, Refusal::none) << in_pool.refused;
+  EXPECT_EQ(in_pool.instructions, (std::vector<std::string>{"gemm_fusion_dot.1"}));
+  const LaunchWrites alone = launch_writes(pool_step, "gemm_fusion_dot_1", words);
+  ASSERT_EQ(in_pool.writes.size(), alone.writes.size());
+  EXPECT_EQ(in_pool.writes[0].shape.dims, alone.writes[0].shape.dims);
+  LaunchShape other{{128, 1, 1}, {128, 1, 1}};
+  const LaunchWrites none = launch_writes(both, "gemm_fusion_dot_1", words, &other);
+  EXPECT_EQ(none.refusal, Refusal::no_thunk);
+  EXPECT_NE(none.refused.find("2 dump modules"), std::string::npos) << none.refused;
+  EXPECT_NE(none.refused.find("grid [128, 1, 1] block [128, 1, 1]"), std::string::npos) << none.refused;
+  // Two modules whose same-named thunks take the same words and shape but write different shapes
+  // (the same jit function compiled for another batch, say): refused, never one picked.
+  DumpModule twin = pool_step;
+  twin.name = "module_9999.jit_step";
+  for (KernelThunk& k : twin.kernels)
+    for (KernelArgument& arg : k.arguments)
+      if (k.kernel == "gemm_fusion_dot_1" && arg.written) arg.shape->dims.back() *= 2;
+  const DumpModule* clash[] = {&pool_step, &twin};
+  const LaunchWrites clashed = launch_writes(clash, "gemm_fusion_dot_1", words, &pool_shape);
+  EXPECT_EQ(clashed.refusal, Refusal::thunks_disagree) << clashed.refused;
+  EXPECT_TRUE(clashed.writes.empty());
+  const DumpModule same = pool_step;
+  const DumpModule* agree[] = {&pool_step, &same};  // identical twins agree: scanned, line kept
+  EXPECT_EQ(launch_writes(agree, "gemm_fusion_dot_1", words, &pool_shape).refusal, Refusal::none);
+  EXPECT_TRUE(kernel_source(agree, "gemm_fusion_dot_1"));
+  const std::optional<SourceLine> own = kernel_source(pool_step, "gemm_fusion_dot_1");
+  ASSERT_TRUE(own);
+  const DumpModule* just_pool[] = {&pool_step};
+  EXPECT_EQ(kernel_source(just_pool, "gemm_fusion_dot_1")->line, own->line);
+  ASSERT_NE(kernel_source(donate_step, "gemm_fusion_dot_1")->line, own->line);
+  EXPECT_FALSE(kernel_source(both, "gemm_fusion_dot_1"));
+  EXPECT_FALSE(kernel_source(both, "no_such_kernel"));
+}
+
 // Parameter words as XLA would pass them, from allocation bases chosen here.
 TEST(XlaLaunchCheck, PointersMustKeepTheirOffsetsApart) {
   const DumpModule m = pool();
