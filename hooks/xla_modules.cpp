@@ -57,22 +57,14 @@ XlaModules::Match XlaModules::match(CUmodule module, bool fresh) {
   std::string why;
   const std::set<std::string> names = function_names(module, why);
   if (names.empty()) return {{}, why};
-  auto find = [&]() -> Match {
-    const std::vector<size_t>& usable = xla::match_kernel_names(kernel_names_, names).usable();
-    if (usable.size() > xla::kMaxModulesPerFunction)
-      return {{}, fmt::format("{} dump modules of {} hold its module's kernels, more than the {} a launch looks through",
-                              usable.size(), dir_, xla::kMaxModulesPerFunction)};
-    Match m;
-    for (size_t i : usable) m.modules.push_back(modules_[i]);
-    if (m.modules.empty())
-      m.reason = names.size() == 1 ? fmt::format("no dump module in {} has a kernel named {}", dir_, *names.begin())
-                                   : fmt::format("no dump module in {} holds its module's {} kernels", dir_, names.size());
-    return m;
-  };
-  Match m = find();
-  if (fresh || !m.modules.empty() || !m.reason.starts_with("no dump module")) return m;
-  read_new_modules();  // compiled since the last read
-  return find();
+  xla::ModulesFor usable = xla::modules_for(kernel_names_, names, dir_);
+  if (!fresh && usable.starts_over) {
+    read_new_modules();  // compiled since the last read
+    usable = xla::modules_for(kernel_names_, names, dir_);
+  }
+  Match m{{}, std::move(usable.reason)};
+  for (size_t i : usable.modules) m.modules.push_back(modules_[i]);
+  return m;
 }
 
 // Under mu_: the match of `module`. With no module dumped yet (a program that is not XLA's, or

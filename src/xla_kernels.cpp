@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace nanscope::xla {
 
 namespace {
@@ -166,6 +168,24 @@ ModuleMatch match_kernel_names(std::span<const std::set<std::string>> kernels_of
       match.holding.push_back(i);
   }
   return match;
+}
+
+ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions,
+                       std::string_view dir) {
+  const ModuleMatch match = match_kernel_names(kernels_of, functions);
+  ModulesFor out;
+  const std::vector<size_t>& usable = match.usable();
+  if (usable.size() > kMaxModulesPerFunction) {
+    out.reason = fmt::format("{} dump modules of {} hold its module's kernels, more than the {} a launch looks through",
+                             usable.size(), dir, kMaxModulesPerFunction);
+    return out;
+  }
+  out.modules = usable;
+  if (!out.modules.empty()) return out;
+  out.starts_over = true;
+  out.reason = functions.size() == 1 ? fmt::format("no dump module in {} has a kernel named {}", dir, *functions.begin())
+                                     : fmt::format("no dump module in {} holds its module's {} kernels", dir, functions.size());
+  return out;
 }
 
 LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> words) {

@@ -112,6 +112,15 @@ ModuleMatch match_module(std::span<const DumpModule> dumps, const std::set<std::
 ModuleMatch match_kernel_names(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions);
 // At most this many dump modules are kept for one CUmodule; more is a reason, not a lookup.
 inline constexpr size_t kMaxModulesPerFunction = 64;
+// The dump modules (indices) a loaded CUmodule's launches are looked up in (ModuleMatch::usable),
+// or none with the reason a kernel's not_inspected event gives (`dir` names the dump directory).
+struct ModulesFor {
+  std::vector<size_t> modules;
+  std::string reason;
+  bool starts_over = false;  // no module holds its kernels: the directory may have new ones
+};
+ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions,
+                       std::string_view dir);
 
 // A launch's parameter words checked against a kernel thunk's arguments: the count, and that two
 // arguments in one allocation lie their offsets' difference apart. reasons is empty when the
