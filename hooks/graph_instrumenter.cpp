@@ -1,6 +1,8 @@
 #include "graph_instrumenter.hpp"
 
 #include <algorithm>
+#include <array>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,8 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
 }
 
 void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
+  thread_local std::array<size_t, 6> tally{};  // the top graph's and its children's, for the debug line
+  if (depth == 0) tally.fill(0);
   size_t count = 0;
   if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
   std::vector<CUgraphNode> nodes(count);
@@ -41,8 +45,15 @@ void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextSt
       if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) instrument_graph(child, graph_id, cs, depth + 1);
       continue;
     }
-    if (type == CU_GRAPH_NODE_TYPE_KERNEL && !registry_.known_node(node)) scan_kernel_node(g, node, graph_id, cs);
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL || registry_.known_node(node)) continue;
+    const NodeScan done = scan_kernel_node(g, node, graph_id, cs);
+    if (log_.debug_enabled()) ++tally[static_cast<size_t>(done)];
   }
+  if (log_.debug_enabled() && depth == 0)
+    log_.debug(fmt::format("graph {}: {} kernel nodes: {} scanned, {} our own scans, {} not looked at (excluded or "
+                           "not inspected), {} already followed by a scan, {} with nothing to scan, {} failed",
+                           graph_id, std::accumulate(tally.begin(), tally.end(), size_t{0}), tally[0], tally[1],
+                           tally[2], tally[3], tally[4], tally[5]));
 }
 
 namespace {
@@ -62,27 +73,28 @@ bool followed_by_scan(const std::vector<CUgraphNode>& dependents, const ContextS
 }  // namespace
 
 // Adds the scan of kernel node `node` right after it; the node's dependents wait for the scan.
-void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t graph_id, ContextState& cs) {
+GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t graph_id, ContextState& cs) {
   CUDA_KERNEL_NODE_PARAMS p{};
-  if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return;
-  if (p.func && cs.owns(p.func)) return;  // a scan captured from a stream
+  if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return NodeScan::failed;
+  if (p.func && cs.owns(p.func)) return NodeScan::own_scan;  // a scan captured from a stream
   void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
-  if (!handle) return;
+  if (!handle) return NodeScan::failed;
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
-  if (!tasks_.worth_a_look(k)) return;
+  if (!tasks_.worth_a_look(k)) return NodeScan::not_looked_at;
   size_t ndeps = 0;
   cuGraphNodeGetDependentNodes(node, nullptr, nullptr, &ndeps);
   std::vector<CUgraphNode> dependents(ndeps);
-  if (ndeps && cuGraphNodeGetDependentNodes(node, dependents.data(), nullptr, &ndeps) != CUDA_SUCCESS) return;
-  if (followed_by_scan(dependents, cs)) return;
+  if (ndeps && cuGraphNodeGetDependentNodes(node, dependents.data(), nullptr, &ndeps) != CUDA_SUCCESS)
+    return NodeScan::failed;
+  if (followed_by_scan(dependents, cs)) return NodeScan::already_scanned;
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
-  if (!tasks_.build(k, node_launch_args(handle, p), cs, task, max_bytes)) return;
+  if (!tasks_.build(k, node_launch_args(handle, p), cs, task, max_bytes)) return NodeScan::nothing_to_scan;
   task.graph_id = graph_id;
   task.graph_node = registry_.number_scan(graph_id);
   if (!cs.prepare_task(task, /*captured=*/true)) {
     failures_.report(CUDA_ERROR_OUT_OF_MEMORY, true);
-    return;
+    return NodeScan::failed;
   }
   ContextState::ScanArgs args;
   const CUDA_KERNEL_NODE_PARAMS sp = cs.node_params(task, args, max_bytes);
@@ -90,7 +102,7 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
   const CUresult r = cuGraphAddKernelNode(&scan, g, &node, 1, &sp);
   if (r != CUDA_SUCCESS) {
     failures_.report(r, true);
-    return;
+    return NodeScan::failed;
   }
   // The kernel's dependents now wait for the scan (and, through it, for the kernel).
   for (CUgraphNode d : dependents)
@@ -98,6 +110,7 @@ void GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t g
       cuGraphAddDependencies(g, &scan, &d, nullptr, 1);
   counters_.scans.fetch_add(1, std::memory_order_relaxed);
   registry_.add_scan(node, {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
+  return NodeScan::scanned;
 }
 
 void GraphInstrumenter::on_graph_instantiated(CUgraphExec exec, CUgraph graph) {

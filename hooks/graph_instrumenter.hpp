@@ -105,7 +105,9 @@ class GraphInstrumenter {
   void set_enabled(CUgraphExec exec, const std::vector<CUgraphNode>& nodes, bool enable,
                    std::vector<CUgraphNode>* done = nullptr);
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth);
-  void scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs);
+  // Why a kernel node got no scan node, for the debug line of an instantiate (NodeTally).
+  enum class NodeScan : uint8_t { scanned, own_scan, not_looked_at, already_scanned, nothing_to_scan, failed };
+  NodeScan scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs);
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,
                        ContextState& cs);
   void update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task, ContextState& cs);
