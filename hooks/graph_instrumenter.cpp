@@ -81,11 +81,19 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
   if (!handle) return NodeScan::failed;
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
   if (!tasks_.worth_a_look(k)) return NodeScan::not_looked_at;
+  // With the edges' data: asked without it, a node with a programmatic (PDL) edge is a lossy query
+  // (CUDA_ERROR_LOSSY_QUERY), as every node XLA marks xla.pdl_launch is in its command buffers.
   size_t ndeps = 0;
   cuGraphNodeGetDependentNodes(node, nullptr, nullptr, &ndeps);
   std::vector<CUgraphNode> dependents(ndeps);
-  if (ndeps && cuGraphNodeGetDependentNodes(node, dependents.data(), nullptr, &ndeps) != CUDA_SUCCESS)
-    return NodeScan::failed;
+  std::vector<CUgraphEdgeData> edges(ndeps);
+  if (ndeps) {
+    const CUresult r = cuGraphNodeGetDependentNodes(node, dependents.data(), edges.data(), &ndeps);
+    if (r != CUDA_SUCCESS) {
+      failures_.report(r, true);  // counted as dropped and said: the node is not scanned
+      return NodeScan::failed;
+    }
+  }
   if (followed_by_scan(dependents, cs)) return NodeScan::already_scanned;
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
@@ -104,10 +112,12 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
     failures_.report(r, true);
     return NodeScan::failed;
   }
-  // The kernel's dependents now wait for the scan (and, through it, for the kernel).
-  for (CUgraphNode d : dependents)
-    if (cuGraphRemoveDependencies(g, &node, &d, nullptr, 1) == CUDA_SUCCESS)
-      cuGraphAddDependencies(g, &scan, &d, nullptr, 1);
+  // The kernel's dependents now wait for the scan (and, through it, for the kernel), over full
+  // edges: a programmatic edge from the kernel is removed with its data, and its dependent then
+  // starts after the scan has read what the kernel wrote.
+  for (size_t i = 0; i < dependents.size(); ++i)
+    if (cuGraphRemoveDependencies(g, &node, &dependents[i], &edges[i], 1) == CUDA_SUCCESS)
+      cuGraphAddDependencies(g, &scan, &dependents[i], nullptr, 1);
   counters_.scans.fetch_add(1, std::memory_order_relaxed);
   registry_.add_scan(node, {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
   return NodeScan::scanned;

@@ -1,6 +1,7 @@
 // Graphs built by hand (runtime graph API): a 3-kernel chain, a kernel node whose parameters
 // are changed on the exec to point at another output (its scan merged with the next kernel's,
-// so the merged node must follow), and a child graph. In each, NaN appears
+// so the merged node must follow), a child graph, and two kernel nodes joined by a programmatic
+// (PDL) edge, as XLA's command buffers join the kernels it marks xla.pdl_launch. In each, NaN appears
 // only in replay 3 of 10. Prints the buffers so run_gpu_test.py can check attribution.
 #include <cuda_runtime.h>
 
@@ -114,6 +115,28 @@ int main() {
     std::printf("graph_manual_app: child c=%p\n", (void*)c);
     if (replay(exec, s, flag, "child")) return 1;
     CHECK(cudaGraphExecDestroy(exec));
+  }
+  // 4. maybe_nan -> scale over a programmatic edge: asking a node's dependents without their edge
+  // data is then a lossy query, and removing the edge needs its data.
+  {
+    cudaGraph_t g;
+    CHECK(cudaGraphCreate(&g, 0));
+    void* a0[] = {&a, &flag, &n};
+    void* a1[] = {&b, &a, &n};
+    cudaKernelNodeParams p0 = kernel_params((void*)maybe_nan, a0), p1 = kernel_params((void*)scale, a1);
+    cudaGraphNode_t n0, n1;
+    CHECK(cudaGraphAddKernelNode(&n0, g, nullptr, 0, &p0));
+    CHECK(cudaGraphAddKernelNode(&n1, g, nullptr, 0, &p1));
+    cudaGraphEdgeData pdl{};
+    pdl.from_port = cudaGraphKernelNodePortProgrammatic;
+    pdl.type = cudaGraphDependencyTypeProgrammatic;
+    CHECK(cudaGraphAddDependencies(g, &n0, &n1, &pdl, 1));
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    std::printf("graph_manual_app: pdl a=%p b=%p\n", (void*)a, (void*)b);
+    if (replay(exec, s, flag, "pdl")) return 1;
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(g));
   }
   CHECK(cudaDeviceSynchronize());
   return 0;

@@ -243,9 +243,9 @@ def test_graph_manual():
     by_graph = {}
     for e in got:
         by_graph.setdefault(e["graph_id"], []).append(e)
-    if len(by_graph) != 3:
-        fail(f"expected findings from 3 graphs (chain, update, child), got {len(by_graph)}: {got}")
-    chain, update, child = [sorted(by_graph[g], key=lambda e: e["graph_node"]) for g in sorted(by_graph)]
+    if len(by_graph) != 4:
+        fail(f"expected findings from 4 graphs (chain, update, child, pdl), got {len(by_graph)}: {got}")
+    chain, update, child, pdl = [sorted(by_graph[g], key=lambda e: e["graph_node"]) for g in sorted(by_graph)]
     want_chain = [("maybe_nan", 0, ptrs["chain.a"]), ("scale", 1, ptrs["chain.b"]), ("scale", 2, ptrs["chain.c"])]
     if [(e["kernel"].split("(")[0], e["graph_node"], e["buffer"]["ptr"]) for e in chain] != want_chain:
         fail(f"chain: want {want_chain}, got {[(e['kernel'], e['graph_node'], e['buffer']['ptr']) for e in chain]}")
@@ -253,14 +253,18 @@ def test_graph_manual():
         fail(f"update: the scan should follow the new output {ptrs['update.new']}: {update}")
     if len(child) != 1 or child[0]["buffer"]["ptr"] != ptrs["child.c"]:
         fail(f"child graph: {child}")
+    # Over a programmatic edge (XLA's command buffers): both kernels scanned, the NaN's maker first.
+    want_pdl = [("maybe_nan", ptrs["pdl.a"], "introduced"), ("scale", ptrs["pdl.b"], "propagated")]
+    if [(e["kernel"].split("(")[0], e["buffer"]["ptr"], e.get("origin")) for e in pdl] != want_pdl:
+        fail(f"pdl: want {want_pdl}, got {[(e['kernel'], e['buffer']['ptr'], e.get('origin')) for e in pdl]}")
     if any(e["counts"]["nan"] != (1 << 14) // 4 for e in got):
         fail(f"counts: {[e['counts'] for e in got]}")
-    # The chain's three scans and the update graph's two each became one merged node.
+    # The chain's three scans, the update graph's two and the pdl graph's two each became one merged node.
     merged = [e for e in events if e["event"] == "summary"][0]["graph_scans_merged"]
-    if merged != 5:
-        fail(f"graph_scans_merged = {merged}, expected 5 (chain 3 + update 2)")
+    if merged != 7:
+        fail(f"graph_scans_merged = {merged}, expected 7 (chain 3 + update 2 + pdl 2)")
     print(f"ok: graphs built by hand: chain nodes 0,1,2 (one merged scan node), exec parameter update of a "
-          f"merged scan's kernel, and child graph, all at replay 3")
+          f"merged scan's kernel, child graph, and a programmatic edge, all at replay 3")
 
 
 def check_totals(events, label):
