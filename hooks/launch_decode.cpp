@@ -14,22 +14,35 @@ constexpr uint32_t kMaxDecodedParams = 128;
 
 bool is_live(const void* allocs, uint64_t ptr) { return static_cast<const Allocations*>(allocs)->is_device(ptr); }
 
-}  // namespace
-
-std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
-  if (k.decoder == Decoder::none || k.params.size() > kMaxDecodedParams) return std::nullopt;
-  const char* params[kMaxDecodedParams];
+// The launch as the decoders see it; `params` (kMaxDecodedParams long) holds its parameters' bytes.
+decode::LaunchView launch_view(const KernelInfo& k, const LaunchArgs& a, const char** params) {
   for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = param_bytes(a, k.params, i);
   decode::LaunchView view;
   view.params = params;
   view.count = static_cast<uint32_t>(k.params.size());
   std::copy(a.grid, a.grid + 3, view.grid);
   std::copy(a.block, a.block + 3, view.block);
+  return view;
+}
+
+}  // namespace
+
+std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
+  if (k.decoder == Decoder::none || k.params.size() > kMaxDecodedParams) return std::nullopt;
+  const char* params[kMaxDecodedParams];
+  const decode::LaunchView view = launch_view(k, a, params);
   switch (k.decoder) {
     case Decoder::triton: return decode::decode_triton(*k.triton, k.params, view);
     case Decoder::xla: return decode::decode_xla(k.xla, k.mangled, k.params, view);
     default: return decode::decode_aten(k.aten, view, decode::AddressQuery{is_live, &allocs});
   }
+}
+
+std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, std::string_view reason) {
+  if (k.decoder != Decoder::xla || k.params.size() > kMaxDecodedParams) return std::string(reason);
+  const char* params[kMaxDecodedParams];
+  const std::string detail = decode::xla_refusal(k.xla, k.mangled, k.params, launch_view(k, a, params));
+  return detail.empty() ? std::string(reason) : std::string(reason) + " (" + detail + ")";
 }
 
 bool decoded_io(const std::optional<decode::Decoded>& decoded, std::vector<overlap::KnownWrite>& exact,

@@ -59,6 +59,11 @@ void Coverage::on_refused_launch(uint32_t kernel_id, const std::string& name, st
   not_inspected_.push_back({kernel_id, name, "refused at launch: " + std::string(reason)});
 }
 
+bool Coverage::refusal_listed(uint32_t kernel_id) const {
+  std::lock_guard lock(mu_);
+  return kernel_id < refused_listed_.size() && refused_listed_[kernel_id];
+}
+
 void Coverage::on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned) {
   by_kind_[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
   if (written) {

@@ -51,6 +51,8 @@ class Coverage {
   // A kernel a decoder matched whose launch it then refused (values that do not fit): listed
   // with the decoder's reason, once.
   void on_refused_launch(uint32_t kernel_id, const std::string& name, std::string_view reason);
+  // Whether the kernel's refusal is listed already (its reason, said once, need not be built again).
+  bool refusal_listed(uint32_t kernel_id) const;
   // Per launch. `written` is what a decoder says the launch writes (0 when unknown); `scanned`
   // what the scan task reads.
   void on_launch(uint32_t kernel_id, Inspection how, uint64_t written, uint64_t scanned);

@@ -32,19 +32,19 @@ Write slice_write(const xla::LaunchWrite& w) {
   return out;
 }
 
-}  // namespace
 
-// Every parameter is an 8-byte pointer (kernel_arguments.cc): a layout of any other size is not
-// the kernel the dump describes.
-Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
-                   const Layout& layout, const LaunchView& launch) {
+// The launch's thunks and what they write (xla::launch_writes), or a static reason the launch
+// cannot be looked up at all. Every parameter is an 8-byte pointer (kernel_arguments.cc): a
+// layout of any other size is not the kernel the dump describes.
+std::string_view lookup(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
+                        const Layout& layout, const LaunchView& launch, xla::LaunchWrites& found) {
   if (modules.empty() || modules.size() > xla::kMaxModulesPerFunction)
-    return Decoded::mismatch("xla: no dump module, or more than a launch looks through");
-  if (launch.count != layout.size()) return Decoded::mismatch("xla: the launch's parameter count is not the layout's");
+    return "xla: no dump module, or more than a launch looks through";
+  if (launch.count != layout.size()) return "xla: the launch's parameter count is not the layout's";
   std::vector<uint64_t> words(layout.size(), 0);
   for (uint32_t i = 0; i < layout.size(); ++i) {
-    if (layout[i].second != 8) return Decoded::mismatch("xla: a parameter is not an 8-byte pointer");
-    if (!launch.params[i]) return Decoded::mismatch("xla: a parameter's bytes could not be read");
+    if (layout[i].second != 8) return "xla: a parameter is not an 8-byte pointer";
+    if (!launch.params[i]) return "xla: a parameter's bytes could not be read";
     std::memcpy(&words[i], launch.params[i], 8);
   }
   std::array<const xla::DumpModule*, xla::kMaxModulesPerFunction> among{};
@@ -52,8 +52,24 @@ Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modul
   xla::LaunchShape shape;
   std::copy(launch.grid, launch.grid + 3, shape.grid.begin());
   std::copy(launch.block, launch.block + 3, shape.block.begin());
-  const xla::LaunchWrites found =
-      xla::launch_writes(std::span<const xla::DumpModule* const>(among.data(), modules.size()), function, words, &shape);
+  found = xla::launch_writes(std::span<const xla::DumpModule* const>(among.data(), modules.size()), function, words, &shape);
+  return {};
+}
+
+}  // namespace
+
+std::string xla_refusal(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
+                        const Layout& layout, const LaunchView& launch) {
+  xla::LaunchWrites found;
+  const std::string_view early = lookup(modules, function, layout, launch, found);
+  return early.empty() ? found.refused : std::string(early);
+}
+
+Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
+                   const Layout& layout, const LaunchView& launch) {
+  xla::LaunchWrites found;
+  if (const std::string_view early = lookup(modules, function, layout, launch, found); !early.empty())
+    return Decoded::mismatch(early);
   if (found.refusal != xla::Refusal::none) return Decoded::mismatch(refusal_reason(found.refusal));
   // More than a launch record holds: an output or an input would go unseen, and a finding would
   // claim an origin its missing inputs could contradict.

@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "decode/written.hpp"
@@ -16,5 +17,9 @@ namespace nanscope::decode {
 // xla::kMaxModulesPerFunction); the launch's grid and block pick among their thunks.
 Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
                    const Layout& layout, const LaunchView& launch);
+// Why decode_xla refuses this launch, in full (the thunks, the words' count, the grid): its
+// not_inspected reason says only the kind, this is said once per kernel.
+std::string xla_refusal(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
+                        const Layout& layout, const LaunchView& launch);
 
 }  // namespace nanscope::decode

@@ -107,6 +107,12 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
   const decode::Decoded moved = decode::decode_xla(both, "gemm_fusion_dot_1", layout, view);
   EXPECT_EQ(moved.status, decode::Status::layout_mismatch);
   EXPECT_EQ(moved.reason, "xla: no kernel thunk of its dump modules takes these parameter words, grid and block");
+  // The refusal in full, for the kernel's one not_inspected line: where it looked and what it had.
+  EXPECT_EQ(decode::xla_refusal(both, "gemm_fusion_dot_1", layout, view),
+            "no kernel thunk of 2 dump modules named gemm_fusion_dot_1 takes these 3 parameter words at grid "
+            "[256, 1, 1] block [128, 1, 1]");
+  layout[1].second = 4;
+  EXPECT_EQ(decode::xla_refusal(both, "gemm_fusion_dot_1", layout, view), "xla: a parameter is not an 8-byte pointer");
   EXPECT_EQ(decode::decode_xla({}, "gemm_fusion_dot_1", layout, view).status, decode::Status::layout_mismatch);
 }
 
