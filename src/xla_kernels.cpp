@@ -49,16 +49,25 @@ void add_argument(std::vector<KernelArgument>& args, KernelArgument arg) {
   args.push_back(std::move(arg));
 }
 
-// The arguments of the fusion `fusion`; an empty return value means mapped.
+// An operand whose slice an output has: updated in place, which the output's entry says.
+void mark_in_place(std::vector<KernelArgument>& all) {
+  for (KernelArgument& operand : all)
+    if (!operand.written)
+      for (const KernelArgument& output : all)
+        if (output.written && same_slice(operand, output)) operand.read = false;
+}
+
+// The arguments of the fusion `fusion` (`all`: before de-duplication); an empty return value means mapped.
 std::string fusion_arguments(const Instruction& fusion, const HloInstructions& hlo, const BufferAssignment& buffers,
-                             std::vector<KernelArgument>& args) {
+                             std::vector<KernelArgument>& args, std::vector<KernelArgument>& all) {
   if (fusion.opcode != "fusion") return fusion.name + " is a " + fusion.opcode + ", not a fusion";
   if (fusion.shape_text.starts_with('(')) return fusion.name + " has a tuple output " + fusion.shape_text;
   const auto argument = [&](const std::string& name, const std::string& shape_text, bool written) -> std::string {
     Slice s;
     if (std::string why = slice_of(name, hlo, buffers, s); !why.empty()) return why;
-    add_argument(args, KernelArgument{name, s.value->instruction, !written, written, shape_text,
-                                      parse_shape(shape_text), s.allocation, s.value->offset, s.value->size});
+    all.push_back(KernelArgument{name, s.value->instruction, !written, written, shape_text, parse_shape(shape_text),
+                                 s.allocation, s.value->offset, s.value->size});
+    add_argument(args, all.back());
     return "";
   };
   for (const std::string& operand : fusion.operands) {
@@ -71,6 +80,7 @@ std::string fusion_arguments(const Instruction& fusion, const HloInstructions& h
     for (const KernelArgument& b : args)
       if (&a != &b && a.written && overlapping(a, b))
         return "output slice of " + a.value + " overlaps " + b.value + "'s without being it (aliased)";
+  mark_in_place(all);
   return "";
 }
 
@@ -86,8 +96,9 @@ std::vector<KernelThunk> map_kernels(const ThunkSequence& thunks, const HloInstr
     const auto fusion = hlo.by_name.find(t.annotation);
     if (t.annotation.empty()) k.unmapped = "no thunk_metadata names its HLO instruction";
     else if (fusion == hlo.by_name.end()) k.unmapped = t.annotation + " is not in the HLO";
-    else k.unmapped = fusion_arguments(fusion->second, hlo, buffers, k.arguments);
+    else k.unmapped = fusion_arguments(fusion->second, hlo, buffers, k.arguments, k.undeduplicated);
     if (!k.unmapped.empty()) k.arguments.clear();
+    if (!k.unmapped.empty() || k.undeduplicated.size() == k.arguments.size()) k.undeduplicated.clear();
     out.push_back(std::move(k));
   }
   return out;
@@ -188,10 +199,16 @@ ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const 
   return out;
 }
 
+const std::vector<KernelArgument>& arguments_for(const KernelThunk& kernel, size_t words) {
+  const bool whole = words != kernel.arguments.size() && !kernel.undeduplicated.empty() &&
+                     words == kernel.undeduplicated.size();
+  return whole ? kernel.undeduplicated : kernel.arguments;
+}
+
 LaunchCheck check_launch(const KernelThunk& kernel, std::span<const uint64_t> words) {
   LaunchCheck check;
   if (!kernel.unmapped.empty()) return check.reasons.push_back("unmapped: " + kernel.unmapped), check;
-  const auto& args = kernel.arguments;
+  const auto& args = arguments_for(kernel, words.size());
   if (words.size() != args.size())
     return check.reasons.push_back(std::to_string(words.size()) + " parameter words for " + std::to_string(args.size()) +
                                    " arguments"), check;

@@ -55,6 +55,12 @@ struct KernelThunk {
   std::string instruction;    // the HLO fusion (the metadata's profile annotation)
   bool named_after_instruction = false;  // kernel == kernel_name_for(instruction); false: XLA reused another fusion's kernel
   std::vector<KernelArgument> arguments;  // in the kernel's parameter order
+  // The same arguments before de-duplication (operands, then outputs, one parameter each), kept
+  // only when that is another count: a Triton fusion's kernel takes its fusion's parameters as
+  // they are (seen on the H200 with jaxlib 0.11.2: the donated step's in-place update,
+  // kind=kCustom, takes 4 words for w, grad, lr and w again). An operand sharing an output's slice
+  // is neither read nor written there (the output's entry says it is updated in place).
+  std::vector<KernelArgument> undeduplicated;
   std::string unmapped;       // why the arguments are not known; empty when mapped
   // The user's line a finding at this kernel names (read_dump_module): the line of the first op
   // inside the fusion that can make NaN from finite operands (nan_ops), else the fusion's own;
@@ -122,8 +128,12 @@ struct ModulesFor {
 ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions,
                        std::string_view dir);
 
-// A launch's parameter words checked against a kernel thunk's arguments: the count, and that two
-// arguments in one allocation lie their offsets' difference apart. reasons is empty when the
+// The arguments a launch of `words` parameter words takes: `arguments`, or `undeduplicated` when
+// its count is the launch's (check_launch then also holds the repeated slices' words equal).
+const std::vector<KernelArgument>& arguments_for(const KernelThunk& kernel, size_t words);
+
+// A launch's parameter words checked against a kernel thunk's arguments (arguments_for): the
+// count, and that two arguments in one allocation lie their offsets' difference apart. reasons is empty when the
 // launch is consistent; then base[i] is argument i's allocation base address.
 struct LaunchCheck {
   std::vector<std::string> reasons;

@@ -14,8 +14,9 @@ namespace {
 std::optional<std::vector<LaunchWrite>> thunk_args(const KernelThunk& k, std::span<const uint64_t> words,
                                                    bool written, std::string& why) {
   std::vector<LaunchWrite> out;
-  for (uint32_t i = 0; i < k.arguments.size() && i < words.size(); ++i) {
-    const KernelArgument& a = k.arguments[i];
+  const std::vector<KernelArgument>& args = arguments_for(k, words.size());
+  for (uint32_t i = 0; i < args.size() && i < words.size(); ++i) {
+    const KernelArgument& a = args[i];
     if (written ? !a.written : (a.written || !a.read)) continue;
     if (!a.shape) {
       why = fmt::format("{} {} argument {} of unknown shape ({})", k.instruction, written ? "writes" : "reads", i,

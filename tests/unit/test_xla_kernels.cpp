@@ -199,6 +199,39 @@ TEST(XlaKernelMap, ADonatedParameterUpdatedInPlaceIsOneArgumentReadAndWritten) {
   expect_argument(update.arguments[2], "lr.1", false, "f32[]", 3, 0, 4);
 }
 
+// jaxlib 0.11.2 on the H200 (session 23): the update is a Triton fusion (kind=kCustom) whose
+// kernel takes its fusion's parameters as they are: w, grad, lr, then w again as the output (4
+// words; the de-duplicated map has 3). The repeated slice's words must be equal; w is then
+// written (its output entry), not read, as in the de-duplicated map.
+TEST(XlaLaunchWrites, ATritonFusionTakesItsInPlaceOutputAsAParameterOfItsOwn) {
+  const DumpModule m = dump_module("jax_donate-sick-jaxlib0.11", "module_5967.jit_step");
+  EXPECT_TRUE(m.errors.empty());
+  const KernelThunk& update = kernel(m, "loop_subtract_fusion");
+  ASSERT_TRUE(update.unmapped.empty()) << update.unmapped;
+  ASSERT_EQ(update.arguments.size(), 3u);
+  ASSERT_EQ(update.undeduplicated.size(), 4u);
+  EXPECT_FALSE(update.undeduplicated[0].read);  // w as an operand: its output entry says it
+  EXPECT_TRUE(update.undeduplicated[3].written);
+  const uint64_t w = 0x7f0000000000, temp = 0x7f0010000000, lr = 0x7f0020000000;
+  const LaunchShape shape{{128, 1, 1}, {64, 1, 1}};  // its thunk's, as launched
+  const DumpModule* one[] = {&m};
+  const LaunchWrites four = launch_writes(one, "loop_subtract_fusion", std::vector<uint64_t>{w, temp, lr, w}, &shape);
+  ASSERT_EQ(four.refusal, Refusal::none) << four.refused;
+  ASSERT_EQ(four.writes.size(), 1u);
+  EXPECT_EQ(four.writes[0].arg, 3u);
+  EXPECT_EQ(four.writes[0].ptr, w);
+  EXPECT_EQ(four.writes[0].shape.dims, (std::vector<int64_t>{256, 64}));
+  ASSERT_EQ(four.reads.size(), 2u);  // grad and lr, not w
+  EXPECT_EQ(four.reads[0].ptr, temp);
+  EXPECT_EQ(four.reads[1].ptr, lr);
+  // Another output pointer than w's is not this thunk: its slice is w's.
+  EXPECT_EQ(launch_writes(one, "loop_subtract_fusion", std::vector<uint64_t>{w, temp, lr, w + 256}, &shape).refusal,
+            Refusal::no_thunk);
+  // Three words (an emitter that de-duplicates) still take the de-duplicated map.
+  EXPECT_EQ(arguments_for(update, 3).size(), 3u);
+  EXPECT_EQ(arguments_for(update, 5).size(), 3u);  // neither count: the check names the de-duplicated one
+}
+
 TEST(XlaKernelMap, TheAttentionsSharedKernelMapsOncePerThunk) {
   const DumpModule m = attend();
   ASSERT_EQ(m.kernels.size(), 7u);
