@@ -40,6 +40,17 @@ std::set<std::string> function_names(CUmodule module, std::string& why) {
 
 }  // namespace
 
+// The directory's modification time changes with every file XLA creates in it: read again only
+// then (a stat per newly loaded CUmodule, where jaxlib 0.11 loads one per kernel).
+void XlaModules::read_if_changed() {
+  std::error_code ec;
+  const auto mtime = std::filesystem::last_write_time(dir_, ec);
+  if (!ec && read_once_ && mtime == last_read_mtime_) return;
+  if (!ec) last_read_mtime_ = mtime;
+  read_once_ = !ec;
+  read_new_modules();
+}
+
 void XlaModules::read_new_modules() {
   xla::DumpDirRead read = xla::read_dump_dir(dir_, known_, kMaxFileBytes);
   for (std::string& e : read.errors)  // a file still too big at the next read is not said again
@@ -52,16 +63,13 @@ void XlaModules::read_new_modules() {
   }
 }
 
-// `fresh`: the directory was read just now, so a miss is not worth reading it again.
-XlaModules::Match XlaModules::match(CUmodule module, bool fresh) {
+// Under mu_, with the directory read since its last change: a module holding its kernels may
+// have been dumped after another one that holds them too (jax.random's jit__normal, once per shape).
+XlaModules::Match XlaModules::match(CUmodule module) {
   std::string why;
   const std::set<std::string> names = function_names(module, why);
   if (names.empty()) return {{}, why};
   xla::ModulesFor usable = xla::modules_for(kernel_names_, names, dir_);
-  if (!fresh && usable.starts_over) {
-    read_new_modules();  // compiled since the last read
-    usable = xla::modules_for(kernel_names_, names, dir_);
-  }
   Match m{{}, std::move(usable.reason)};
   for (size_t i : usable.modules) m.modules.push_back(modules_[i]);
   return m;
@@ -73,13 +81,12 @@ XlaModules::Match XlaModules::match(CUmodule module, bool fresh) {
 XlaModules::Found XlaModules::find(CUmodule module) {
   std::lock_guard lock(mu_);
   Found f;
-  const bool fresh = modules_.empty();
-  if (fresh) read_new_modules();
+  auto it = by_module_.find(module);
+  if (it == by_module_.end()) read_if_changed();
   if (!modules_.empty()) {
-    auto it = by_module_.find(module);
     if (it == by_module_.end()) {
       if (by_module_.size() >= kMaxMatches) by_module_.clear();  // bounded: later launches match again
-      it = by_module_.emplace(module, match(module, fresh)).first;
+      it = by_module_.emplace(module, match(module)).first;
       f.matched_now = true;
     }
     f.modules = it->second.modules;

@@ -4,12 +4,14 @@
 // matched by its function names (xla::match_kernel_names: exactly one dump module's kernels, or,
 // for the one-kernel modules jaxlib 0.11 loads, every dump module holding them; each launch then
 // picks its thunks by its parameter words and grid) at the first launch of one of its kernels,
-// reading the dump directory again when no module read so far matches (XLA writes a module's
-// files while compiling it, before it loads it). What cannot be read (the directory, a file) is
+// after reading the dump directory again if it changed since the last read (XLA writes a
+// module's files while compiling it, before it loads it; and the same kernel name is in many
+// modules, so a module dumped later may hold it too). What cannot be read (the directory, a file) is
 // a warning naming it; the kernels it would have described stay not inspected, with the reason.
 #pragma once
 #include <cuda.h>
 
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -43,7 +45,7 @@ class XlaModules {
     Modules modules;
     std::string reason;
   };
-  Match match(CUmodule module, bool fresh);
+  Match match(CUmodule module);
   struct Found {
     Modules modules;
     std::string reason;
@@ -52,6 +54,7 @@ class XlaModules {
   };
   Found find(CUmodule module);
   void say_match(const Found& f) const;
+  void read_if_changed();
   void read_new_modules();
 
   const std::string dir_;
@@ -65,6 +68,8 @@ class XlaModules {
   std::vector<std::set<std::string>> kernel_names_;              // each one's kernel names
   std::set<std::string> known_;                                  // their names
   std::unordered_map<CUmodule, Match> by_module_;                // each CUmodule, matched once
+  std::filesystem::file_time_type last_read_mtime_{};            // the directory's, at the last read
+  bool read_once_ = false;
   std::vector<std::string> errors_;  // to say, each once (said_)
   std::set<std::string> said_;
   static constexpr size_t kMaxSaid = 256;

@@ -193,7 +193,6 @@ ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const 
   }
   out.modules = usable;
   if (!out.modules.empty()) return out;
-  out.starts_over = true;
   out.reason = functions.size() == 1 ? fmt::format("no dump module in {} has a kernel named {}", dir, *functions.begin())
                                      : fmt::format("no dump module in {} holds its module's {} kernels", dir, functions.size());
   return out;

@@ -123,7 +123,6 @@ inline constexpr size_t kMaxModulesPerFunction = 64;
 struct ModulesFor {
   std::vector<size_t> modules;
   std::string reason;
-  bool starts_over = false;  // no module holds its kernels: the directory may have new ones
 };
 ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions,
                        std::string_view dir);
