@@ -75,6 +75,9 @@ def median_us(fn, reps):
 def nan_time(step, args, reps, debug_nans):
     """Median microseconds of a step with NaN; under jax_debug_nans, of the call until its error."""
     if not debug_nans:
+        import jax.numpy as jnp
+        if bool(jnp.isfinite(step(-2.0, *args)).all()):  # a "with NaN" figure must have its NaN
+            sys.exit("jax_bench: the step with a negative shift made no NaN")
         return median_us(lambda: step(-2.0, *args).block_until_ready(), reps)
     times = []
     for _ in range(max(3, reps // 10)):  # each error re-runs the step op by op: fewer, longer calls
