@@ -124,6 +124,7 @@ bool KernelTable::decode_family(void* handle, const KernelSignature& sig, Kernel
 bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
   std::string triton_why = "no Triton modules", xla_why;
   if (triton_ && (k.triton = triton_->lookup(handle, k.mangled, triton_why))) return true;
+  const uint64_t generation = xla_ && xla_->on() ? xla_->generation() : 0;
   if (xla_ && xla_->on() && !(k.xla = xla_->lookup(handle, xla_why, k.xla_module)).empty()) {
     std::vector<const xla::DumpModule*> among;
     for (const auto& m : k.xla) among.push_back(m.get());
@@ -132,7 +133,11 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
     return true;
   }
   k.reason = "name carries no parameter types and no Triton TTIR was found (" + triton_why + ")";
-  if (!xla_why.empty()) k.reason += "; no XLA dump module (" + xla_why + ")";
+  if (!xla_why.empty()) {
+    k.reason += "; no XLA dump module (" + xla_why + ")";
+    k.xla_missed = k.xla_module != nullptr;
+    k.xla_generation.value.store(generation, std::memory_order_relaxed);
+  }
   k.reason += "; use a watch";
   return false;
 }
@@ -174,26 +179,44 @@ void KernelTable::decode_signature(const KernelSignature& sig, KernelInfo& k) co
   k.inspected = true;
 }
 
+// An XLA kernel whose CUmodule matched no dump module, once XLA has dumped more: matched again.
+bool KernelTable::xla_retry(const KernelInfo& k) const {
+  if (!k.xla_missed || !xla_) return false;
+  xla_->poll();  // throttled: the directory is read at most every 50 ms
+  return xla_->generation() != k.xla_generation.value.load(std::memory_order_relaxed);
+}
+
 const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bool& is_new) {
   is_new = false;
+  const KernelInfo* cached = nullptr;
   {
     std::shared_lock lock(mu_);
     auto it = by_handle_.find(handle);
     if (it != by_handle_.end()) {
       const KernelInfo& k = infos_[it->second];
       // A handle can be reused after its module is unloaded: the name tells.
-      if (k.symbol_seen == symbol_name || !symbol_name || k.mangled == symbol_name) return k;
+      if (k.symbol_seen == symbol_name || !symbol_name || k.mangled == symbol_name) cached = &k;
     }
   }
+  if (cached && !xla_retry(*cached)) return *cached;  // infos_ is a deque: the entry stays where it is
+  const uint32_t retried = cached ? cached->id : UINT32_MAX;
+  const uint64_t generation = cached ? xla_->generation() : 0;
   KernelInfo k = decode(handle, symbol_name);
+  if (cached && k.xla.empty()) {
+    // Still no dump module: the entry stays, its reason and id with it, and waits for the next change.
+    cached->xla_generation.value.store(generation, std::memory_order_relaxed);
+    return *cached;
+  }
   std::unique_lock lock(mu_);
   auto it = by_handle_.find(handle);
-  if (it != by_handle_.end() && (!symbol_name || infos_[it->second].mangled == symbol_name)) {
+  if (it != by_handle_.end() && it->second != retried &&
+      (!symbol_name || infos_[it->second].mangled == symbol_name)) {
     infos_[it->second].symbol_seen = symbol_name;
     return infos_[it->second];
   }
   k.id = static_cast<uint32_t>(infos_.size());
   (k.inspected ? inspected_ : not_inspected_).fetch_add(1, std::memory_order_relaxed);
+  if (retried != UINT32_MAX) not_inspected_.fetch_sub(1, std::memory_order_relaxed);  // the missed entry it replaces
   infos_.push_back(std::move(k));
   by_handle_[handle] = infos_.back().id;
   is_new = true;

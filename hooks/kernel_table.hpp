@@ -55,6 +55,20 @@ struct KernelInfo {
   // name when XLA loaded it as a module of its own); each launch picks its thunks among them.
   std::vector<std::shared_ptr<const xla::DumpModule>> xla;
   CUmodule xla_module = nullptr;  // that CUmodule: its unload forgets the handle
+  // Its CUmodule matched no dump module while XLA had dumped some (XlaModules::generation then):
+  // looked up again once more modules are dumped (resolve).
+  bool xla_missed = false;
+  // Moved forward, on the shared entry, when a lookup again found nothing (any thread may).
+  struct Generation {
+    mutable std::atomic<uint64_t> value{0};
+    Generation() = default;
+    Generation(const Generation& o) : value(o.value.load(std::memory_order_relaxed)) {}
+    Generation& operator=(const Generation& o) {
+      value.store(o.value.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      return *this;
+    }
+  };
+  Generation xla_generation;
   // Its user's line when the kernel names it (an XLA kernel's, from the HLO metadata): findings
   // name it instead of the Python frames at the launch (JAX's dispatch).
   std::optional<PythonLine> source_line;
@@ -114,6 +128,7 @@ class KernelTable {
   bool decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const;
   void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
   bool untyped_family(void* handle, KernelInfo& k) const;
+  bool xla_retry(const KernelInfo& k) const;
 
   const TritonModules* triton_ = nullptr;
   XlaModules* xla_ = nullptr;

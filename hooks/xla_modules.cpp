@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "log_schema.hpp"
@@ -55,12 +56,24 @@ void XlaModules::read_new_modules() {
   xla::DumpDirRead read = xla::read_dump_dir(dir_, known_, kMaxFileBytes);
   for (std::string& e : read.errors)  // a file still too big at the next read is not said again
     if (said_.size() < kMaxSaid && said_.insert(e).second) errors_.push_back(std::move(e));
+  const size_t before = modules_.size();
   for (xla::DumpModule& m : read.modules) {
     known_.insert(m.name);
     if (modules_.size() >= kMaxModules) continue;  // bounded; its kernels stay not inspected
     kernel_names_.push_back(m.kernel_names());
     modules_.push_back(std::make_shared<const xla::DumpModule>(std::move(m)));
   }
+  if (modules_.size() != before) generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void XlaModules::poll() {
+  if (!on()) return;
+  const auto now = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  uint64_t next = next_poll_ns_.load(std::memory_order_relaxed);
+  if (now < next || !next_poll_ns_.compare_exchange_strong(next, now + kPollNs)) return;  // one thread polls
+  std::lock_guard lock(mu_);
+  read_if_changed();
 }
 
 // Under mu_, with the directory read since its last change: a module holding its kernels may
@@ -70,7 +83,7 @@ XlaModules::Match XlaModules::match(CUmodule module) {
   const std::set<std::string> names = function_names(module, why);
   if (names.empty()) return {{}, why};
   xla::ModulesFor usable = xla::modules_for(kernel_names_, names, dir_);
-  Match m{{}, std::move(usable.reason)};
+  Match m{{}, std::move(usable.reason), generation_.load(std::memory_order_relaxed)};
   for (size_t i : usable.modules) m.modules.push_back(modules_[i]);
   return m;
 }
@@ -83,6 +96,12 @@ XlaModules::Found XlaModules::find(CUmodule module) {
   Found f;
   auto it = by_module_.find(module);
   if (it == by_module_.end()) read_if_changed();
+  // A miss matched before modules were added since (an autotuner's candidate sharing the
+  // program's CUmodule) is matched again.
+  if (it != by_module_.end() && it->second.modules.empty() && it->second.generation != generation()) {
+    by_module_.erase(it);
+    it = by_module_.end();
+  }
   if (!modules_.empty()) {
     if (it == by_module_.end()) {
       if (by_module_.size() >= kMaxMatches) by_module_.clear();  // bounded: later launches match again

@@ -11,6 +11,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,14 @@ class XlaModules {
   Modules lookup(void* function, std::string& reason, CUmodule& module);
   // Enter site of cuModuleUnload: its handle may come back for another module.
   void on_unload(CUmodule module);
+  // How many times modules were added from the directory: a kernel whose lookup found none is
+  // looked up again once this moved (KernelTable::resolve). The same CUmodule can serve the
+  // autotuner's candidate, launched before its module was dumped, and then the program (seen on
+  // the H200: stream_executor loads an identical cubin once), so a miss is not final.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // Reads the directory again if it changed, at most every kPollNs: for kernels whose lookup
+  // found nothing, which launch again without loading a module.
+  void poll();
   // At exit: the launcher's own directory (nanscope-xla-XXXXXX) is removed when XLA wrote nothing
   // in it (a program that is not XLA's); one with dumps stays, what the findings were read against.
   void remove_if_unused() const;
@@ -44,6 +53,7 @@ class XlaModules {
   struct Match {
     Modules modules;
     std::string reason;
+    uint64_t generation = 0;  // generation_ when matched: a miss is matched again once it moved
   };
   Match match(CUmodule module);
   struct Found {
@@ -70,6 +80,9 @@ class XlaModules {
   std::unordered_map<CUmodule, Match> by_module_;                // each CUmodule, matched once
   std::filesystem::file_time_type last_read_mtime_{};            // the directory's, at the last read
   bool read_once_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> next_poll_ns_{0};
+  static constexpr uint64_t kPollNs = 50'000'000;
   std::vector<std::string> errors_;  // to say, each once (said_)
   std::set<std::string> said_;
   static constexpr size_t kMaxSaid = 256;
