@@ -186,19 +186,19 @@ bool KernelTable::xla_retry(const KernelInfo& k) const {
   return xla_->generation() != k.xla_generation.value.load(std::memory_order_relaxed);
 }
 
+const KernelInfo* KernelTable::cached(void* handle, const char* symbol_name) const {
+  std::shared_lock lock(mu_);
+  auto it = by_handle_.find(handle);
+  if (it == by_handle_.end()) return nullptr;
+  const KernelInfo& k = infos_[it->second];  // infos_ is a deque: the entry stays where it is
+  // A handle can be reused after its module is unloaded: the name tells.
+  return k.symbol_seen == symbol_name || !symbol_name || k.mangled == symbol_name ? &k : nullptr;
+}
+
 const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bool& is_new) {
   is_new = false;
-  const KernelInfo* cached = nullptr;
-  {
-    std::shared_lock lock(mu_);
-    auto it = by_handle_.find(handle);
-    if (it != by_handle_.end()) {
-      const KernelInfo& k = infos_[it->second];
-      // A handle can be reused after its module is unloaded: the name tells.
-      if (k.symbol_seen == symbol_name || !symbol_name || k.mangled == symbol_name) cached = &k;
-    }
-  }
-  if (cached && !xla_retry(*cached)) return *cached;  // infos_ is a deque: the entry stays where it is
+  const KernelInfo* cached = this->cached(handle, symbol_name);
+  if (cached && !xla_retry(*cached)) return *cached;
   const uint32_t retried = cached ? cached->id : UINT32_MAX;
   const uint64_t generation = cached ? xla_->generation() : 0;
   KernelInfo k = decode(handle, symbol_name);

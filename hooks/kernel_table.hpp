@@ -129,6 +129,7 @@ class KernelTable {
   void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
   bool untyped_family(void* handle, KernelInfo& k) const;
   bool xla_retry(const KernelInfo& k) const;
+  const KernelInfo* cached(void* handle, const char* symbol_name) const;  // the entry, if any
 
   const TritonModules* triton_ = nullptr;
   XlaModules* xla_ = nullptr;
