@@ -30,7 +30,7 @@ void ScanSubmitter::log_host_profile() {
 
 // One list for every buffer of the task: a launch's candidates are those of its inputs.
 LaunchFacts ScanSubmitter::facts_of(const nanscope_scan_task& task, const LaunchPlan& plan, const KernelInfo* k) {
-  LaunchFacts facts{task.launch_id, python_key(k), std::nullopt, std::nullopt};
+  LaunchFacts facts{task.launch_id, plan.source ? python_key(*plan.source) : python_key(k), std::nullopt, std::nullopt};
   if (!plan.candidates.empty()) facts.candidates = plan.candidates;
   return facts;
 }
@@ -38,6 +38,10 @@ LaunchFacts ScanSubmitter::facts_of(const nanscope_scan_task& task, const Launch
 void ScanSubmitter::file_facts(nanscope_scan_task& task, LaunchFacts& facts, bool captured) {
   if (const uint32_t slot = allocs_.launch_facts().file(std::move(facts), captured))
     task.correlation_id = NS_CORRELATION_WITH_FACTS(task.correlation_id, slot);
+}
+
+uint64_t ScanSubmitter::python_key(const xla::SourceLine& line) {
+  return python_.key_for(PythonLine{line.file, line.line, line.function});
 }
 
 uint64_t ScanSubmitter::python_key(const KernelInfo* k) {

@@ -65,6 +65,8 @@ class ScanSubmitter {
   // The launching thread's Python line; says once when it cannot read one.
   // Where launch `k` came from (nullptr: a scan no kernel names): its own line when it knows one.
   uint64_t python_key(const KernelInfo* k);
+  // The key of a line the launch itself names (an XLA launch's thunk: LaunchPlan::source).
+  uint64_t python_key(const xla::SourceLine& line);
 
   // Held eager scans: whether they are on, the event of a driver call they may have to precede,
   // and everything held in `ctx` (null: every context) now; `wait`: and waited for.

@@ -133,6 +133,8 @@ bool TaskBuilder::build(LaunchRecord& launch, ContextState& cs, nanscope_scan_ta
     plan->refused = draft.refused;
     for (uint32_t i = 0; i < draft.count(); ++i)
       plan->scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
+    if (k.decoder == Decoder::xla)
+      if (const auto& d = launch.decoded(allocs_); d && d->status == decode::Status::decoded) plan->source = d->source;
   }
   task.buffer_count = draft.count();  // add_origin reads the buffers
   // A launch with nothing to scan (a predicate writing bool) still reads: its inputs that no scan

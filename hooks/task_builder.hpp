@@ -154,6 +154,8 @@ struct LaunchPlan {
   // Opaque launches that referenced an input no scan judges before this launch's (under stream
   // capture, or of unknown type or extent): the candidates of what its scan finds.
   CandidateList candidates;
+  // An XLA launch's own line (decode::Decoded::source): its finding names it before the kernel's.
+  const xla::SourceLine* source = nullptr;
 };
 
 class TaskBuilder {

@@ -179,6 +179,9 @@ struct LaunchWrites {
   // Integer and predicate outputs: no NaN to scan, but their exact slices (a graph's model).
   std::vector<LaunchWrite> no_nan_writes;
   std::vector<std::string> instructions;
+  // The user's line of the thunks the launch fits (their KernelThunk::source), when they agree
+  // on it; null otherwise. It lives as long as the dump module does.
+  const SourceLine* source = nullptr;
   std::string refused;
   Refusal refusal = Refusal::none;
 };

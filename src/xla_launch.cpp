@@ -67,6 +67,17 @@ std::string no_thunk_reason(std::span<const DumpModule* const> modules, std::str
                      function, words, fmt::join(shape->grid, ", "), fmt::join(shape->block, ", "));
 }
 
+// The line every fitting thunk names, or null (none named, or two that differ).
+const SourceLine* agreed_source(const std::vector<Fit>& fits) {
+  const SourceLine* agreed = nullptr;
+  for (const Fit& fit : fits) {
+    const SourceLine& s = fit.module->kernels[fit.kernel].source;
+    if (!s.line || (agreed && (agreed->line != s.line || agreed->file != s.file))) return nullptr;
+    agreed = &s;
+  }
+  return agreed;
+}
+
 }  // namespace
 
 LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::string_view function,
@@ -104,6 +115,7 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
   out.writes = std::move(*writes);
   out.reads = std::move(*reads);
   split_no_nan(out.writes, out.no_nan_writes);
+  out.source = agreed_source(fits);
   return out;
 }
 

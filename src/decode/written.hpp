@@ -10,6 +10,10 @@
 
 #include "signature.hpp"  // DType
 
+namespace nanscope::xla {
+struct SourceLine;
+}
+
 namespace nanscope::decode {
 
 // The driver's parameter layout of a kernel: (offset, size) of each parameter.
@@ -82,6 +86,9 @@ struct Decoded {
   // must know them as read, or it models their pointers as written to the end of the allocation.
   uint64_t no_nan_reads[kMaxReads] = {};
   uint32_t no_nan_read_count = 0;
+  // The user's line this launch's XLA thunk names (decode_xla), when the thunks it fits agree;
+  // else null. A kernel shared by several dump modules names no line of its own, a launch can.
+  const xla::SourceLine* source = nullptr;
   void add_write(const Write& w) {
     if (write_count < kMaxWrites) writes[write_count++] = w;
   }

@@ -80,6 +80,7 @@ Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modul
   if (found.reads.size() - no_nan_reads > kMaxReads || no_nan_reads > kMaxReads)
     return Decoded::mismatch("xla: more floating-point operands than a launch record holds");
   Decoded d;
+  d.source = found.source;
   for (const xla::LaunchWrite& w : found.writes)
     if (w.shape.elements()) d.add_write(slice_write(w));
   for (const xla::LaunchWrite& w : found.no_nan_writes) {

@@ -86,6 +86,8 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
   view.block[0] = 128;
   const decode::Decoded d = decode::decode_xla(both, "gemm_fusion_dot_1", layout, view);
   ASSERT_EQ(d.status, decode::Status::decoded) << d.reason;
+  ASSERT_NE(d.source, nullptr);  // the launch's own line: the planted log's, from the HLO metadata
+  EXPECT_GT(d.source->line, 0u);
   const LaunchWrites expect = launch_writes(m, "gemm_fusion_dot_1", std::vector<uint64_t>(words, words + 3));
   ASSERT_EQ(d.write_count, expect.writes.size());
   ASSERT_GE(d.write_count, 1u);

@@ -364,6 +364,9 @@ TEST(XlaLaunchWrites, TheLaunchShapePicksTheThunkAmongModules) {
   EXPECT_EQ(in_pool.instructions, (std::vector<std::string>{"gemm_fusion_dot.1"}));
   const LaunchWrites alone = launch_writes(pool_step, "gemm_fusion_dot_1", words);
   ASSERT_EQ(in_pool.writes.size(), alone.writes.size());
+  // The launch names its thunk's line (the log's), though the kernel's name alone names none.
+  ASSERT_NE(in_pool.source, nullptr);
+  EXPECT_EQ(in_pool.source->line, kernel(pool_step, "gemm_fusion_dot.1").source.line);
   EXPECT_EQ(in_pool.writes[0].shape.dims, alone.writes[0].shape.dims);
   LaunchShape other{{128, 1, 1}, {128, 1, 1}};
   const LaunchWrites none = launch_writes(both, "gemm_fusion_dot_1", words, &other);
@@ -383,7 +386,16 @@ TEST(XlaLaunchWrites, TheLaunchShapePicksTheThunkAmongModules) {
   EXPECT_TRUE(clashed.writes.empty());
   const DumpModule same = pool_step;
   const DumpModule* agree[] = {&pool_step, &same};  // identical twins agree: scanned, line kept
-  EXPECT_EQ(launch_writes(agree, "gemm_fusion_dot_1", words, &pool_shape).refusal, Refusal::none);
+  const LaunchWrites agreed = launch_writes(agree, "gemm_fusion_dot_1", words, &pool_shape);
+  EXPECT_EQ(agreed.refusal, Refusal::none);
+  ASSERT_NE(agreed.source, nullptr);
+  EXPECT_EQ(agreed.source->line, in_pool.source->line);
+  DumpModule moved_line = pool_step;  // the same fusion written on another line: scanned, no line named
+  for (KernelThunk& k : moved_line.kernels) k.source.line += 100;
+  const DumpModule* lines_differ[] = {&pool_step, &moved_line};
+  const LaunchWrites unsure = launch_writes(lines_differ, "gemm_fusion_dot_1", words, &pool_shape);
+  EXPECT_EQ(unsure.refusal, Refusal::none);
+  EXPECT_EQ(unsure.source, nullptr);
   EXPECT_TRUE(kernel_source(agree, "gemm_fusion_dot_1"));
   const std::optional<SourceLine> own = kernel_source(pool_step, "gemm_fusion_dot_1");
   ASSERT_TRUE(own);
