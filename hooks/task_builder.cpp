@@ -108,6 +108,19 @@ bool TaskBuilder::build(const KernelInfo& k, const LaunchArgs& a, ContextState& 
   return build(launch, cs, task, max_bytes, plan);
 }
 
+// What the launch's caller reports of the draft: coverage, refusals, an XLA launch's own line.
+void TaskBuilder::fill_plan(const TaskDraft& draft, const nanscope_scan_task& task, LaunchRecord& launch,
+                            LaunchPlan& plan) {
+  plan.inspection = draft.inspection;
+  plan.written_bytes = draft.written_bytes;
+  plan.refused_extent = draft.refused_extent;
+  plan.refused = draft.refused;
+  for (uint32_t i = 0; i < draft.count(); ++i)
+    plan.scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
+  if (launch.kernel->decoder == Decoder::xla)
+    if (const auto& d = launch.decoded(allocs_); d && d->status == decode::Status::decoded) plan.source = d->source;
+}
+
 bool TaskBuilder::build(LaunchRecord& launch, ContextState& cs, nanscope_scan_task& task, uint64_t& max_bytes,
                         LaunchPlan* plan) {
   const KernelInfo& k = *launch.kernel;
@@ -126,16 +139,7 @@ bool TaskBuilder::build(LaunchRecord& launch, ContextState& cs, nanscope_scan_ta
     if (draft.count() == 0 && draft.inspection != Inspection::mismatch) draft.inspection = Inspection::extent_unknown;
   }
   max_bytes = draft.max_bytes();
-  if (plan) {
-    plan->inspection = draft.inspection;
-    plan->written_bytes = draft.written_bytes;
-    plan->refused_extent = draft.refused_extent;
-    plan->refused = draft.refused;
-    for (uint32_t i = 0; i < draft.count(); ++i)
-      plan->scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
-    if (k.decoder == Decoder::xla)
-      if (const auto& d = launch.decoded(allocs_); d && d->status == decode::Status::decoded) plan->source = d->source;
-  }
+  if (plan) fill_plan(draft, task, launch, *plan);
   task.buffer_count = draft.count();  // add_origin reads the buffers
   // A launch with nothing to scan (a predicate writing bool) still reads: its inputs that no scan
   // judged get their initial scans all the same.

@@ -197,6 +197,7 @@ class TaskBuilder {
   static void add_input_state(nanscope_scan_task& task, uint32_t& count, uint32_t ref);
 
  private:
+  void fill_plan(const TaskDraft& draft, const nanscope_scan_task& task, LaunchRecord& launch, LaunchPlan& plan);
   void add_origin(const TaskDraft& draft, nanscope_scan_task& task, LaunchPlan* plan);
   // The draft's pool refusals: a not_inspected event once per kernel and argument, and the
   // kernel listed in coverage with kPoolExtentReason.
