@@ -24,15 +24,21 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
   ContextState* cs = contexts_.current();
   if (!cs) return;
   PassClock clock(log_.debug_enabled());
-  instrument_graph(graph, registry_.graph_id_for(graph), *cs, 0);
+  NodeTally tally{};
+  const uint64_t graph_id = registry_.graph_id_for(graph);
+  instrument_graph(graph, graph_id, *cs, 0, tally);
+  if (log_.debug_enabled())
+    log_.debug(fmt::format("graph {}: {} kernel nodes: {} scanned, {} our own scans, {} not looked at (excluded or "
+                           "not inspected), {} already followed by a scan, {} with nothing to scan, {} failed",
+                           graph_id, std::accumulate(tally.begin(), tally.end(), size_t{0}), tally[0], tally[1],
+                           tally[2], tally[3], tally[4], tally[5]));
   clock.lap("scan nodes");
   planner_.plan(graph, *cs, clock);
   if (clock.on()) log_.debug("graph: instantiate passes: " + clock.summary());
 }
 
-void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth) {
-  thread_local std::array<size_t, 6> tally{};  // the top graph's and its children's, for the debug line
-  if (depth == 0) tally.fill(0);
+void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth,
+                                         NodeTally& tally) {
   size_t count = 0;
   if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
   std::vector<CUgraphNode> nodes(count);
@@ -42,18 +48,13 @@ void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextSt
     if (cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) continue;
     if (type == CU_GRAPH_NODE_TYPE_GRAPH && depth < 16) {
       CUgraph child = nullptr;
-      if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS) instrument_graph(child, graph_id, cs, depth + 1);
+      if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS)
+        instrument_graph(child, graph_id, cs, depth + 1, tally);
       continue;
     }
     if (type != CU_GRAPH_NODE_TYPE_KERNEL || registry_.known_node(node)) continue;
-    const NodeScan done = scan_kernel_node(g, node, graph_id, cs);
-    if (log_.debug_enabled()) ++tally[static_cast<size_t>(done)];
+    ++tally[static_cast<size_t>(scan_kernel_node(g, node, graph_id, cs))];
   }
-  if (log_.debug_enabled() && depth == 0)
-    log_.debug(fmt::format("graph {}: {} kernel nodes: {} scanned, {} our own scans, {} not looked at (excluded or "
-                           "not inspected), {} already followed by a scan, {} with nothing to scan, {} failed",
-                           graph_id, std::accumulate(tally.begin(), tally.end(), size_t{0}), tally[0], tally[1],
-                           tally[2], tally[3], tally[4], tally[5]));
 }
 
 namespace {
