@@ -32,6 +32,24 @@ cudaKernelNodeParams kernel_params(void* fn, void** args) {
   return p;
 }
 
+// A graph of maybe_nan writing `out`, then scale reading it into `next`: over a full edge, or
+// (`pdl`) a programmatic one. `first` is the maybe_nan node. Returns 1 on a CUDA error.
+int nan_then_scale(float* out, float* next, int* flag, int n, bool pdl, cudaGraph_t& g, cudaGraphNode_t& first) {
+  CHECK(cudaGraphCreate(&g, 0));
+  void* a0[] = {&out, &flag, &n};
+  void* a1[] = {&next, &out, &n};
+  cudaKernelNodeParams p0 = kernel_params((void*)maybe_nan, a0), p1 = kernel_params((void*)scale, a1);
+  cudaGraphNode_t second;
+  CHECK(cudaGraphAddKernelNode(&first, g, nullptr, 0, &p0));
+  CHECK(cudaGraphAddKernelNode(&second, g, pdl ? nullptr : &first, pdl ? 0 : 1, &p1));
+  if (!pdl) return 0;
+  cudaGraphEdgeData edge{};
+  edge.from_port = cudaGraphKernelNodePortProgrammatic;
+  edge.type = cudaGraphDependencyTypeProgrammatic;
+  CHECK(cudaGraphAddDependencies(g, &first, &second, &edge, 1));
+  return 0;
+}
+
 int replay(cudaGraphExec_t exec, cudaStream_t s, int* flag, const char* what) {
   for (int r = 0; r < 10; ++r) {
     const int v = r == 3;
@@ -83,13 +101,8 @@ int main() {
   // reads the old output (finite, as the chain left it) into b.
   {
     cudaGraph_t g;
-    CHECK(cudaGraphCreate(&g, 0));
-    void* a0[] = {&a, &flag, &n};
-    void* a1[] = {&b, &a, &n};
-    cudaKernelNodeParams p0 = kernel_params((void*)maybe_nan, a0), p1 = kernel_params((void*)scale, a1);
-    cudaGraphNode_t n0, n1;
-    CHECK(cudaGraphAddKernelNode(&n0, g, nullptr, 0, &p0));
-    CHECK(cudaGraphAddKernelNode(&n1, g, &n0, 1, &p1));
+    cudaGraphNode_t n0;
+    if (nan_then_scale(a, b, flag, n, false, g, n0)) return 1;
     cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, g, 0));
     void* a2[] = {&other, &flag, &n};
@@ -120,17 +133,8 @@ int main() {
   // data is then a lossy query, and removing the edge needs its data.
   {
     cudaGraph_t g;
-    CHECK(cudaGraphCreate(&g, 0));
-    void* a0[] = {&a, &flag, &n};
-    void* a1[] = {&b, &a, &n};
-    cudaKernelNodeParams p0 = kernel_params((void*)maybe_nan, a0), p1 = kernel_params((void*)scale, a1);
-    cudaGraphNode_t n0, n1;
-    CHECK(cudaGraphAddKernelNode(&n0, g, nullptr, 0, &p0));
-    CHECK(cudaGraphAddKernelNode(&n1, g, nullptr, 0, &p1));
-    cudaGraphEdgeData pdl{};
-    pdl.from_port = cudaGraphKernelNodePortProgrammatic;
-    pdl.type = cudaGraphDependencyTypeProgrammatic;
-    CHECK(cudaGraphAddDependencies(g, &n0, &n1, &pdl, 1));
+    cudaGraphNode_t n0;
+    if (nan_then_scale(a, b, flag, n, true, g, n0)) return 1;
     cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, g, 0));
     std::printf("graph_manual_app: pdl a=%p b=%p\n", (void*)a, (void*)b);
