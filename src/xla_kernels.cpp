@@ -14,13 +14,26 @@ struct Slice {
   uint32_t allocation = 0;
 };
 
+// The buffer assignment's name of an operand's value: an element of a tuple output, which newer
+// HLO text refers to as "custom-call.1#0" (jaxlib 0.11.2: cuBLASLt's result beside its
+// workspace), is the value "custom-call.1{0}"; any other name is its own.
+std::string value_name(std::string_view operand) {
+  const size_t hash = operand.find('#');
+  if (hash == std::string_view::npos) return std::string(operand);
+  std::string index(operand.substr(hash + 1));
+  std::replace(index.begin(), index.end(), '#', ',');
+  return std::string(operand.substr(0, hash)) + "{" + index + "}";
+}
+
 // The slice holding `name`'s array value, looking through bitcasts (which XLA gives their
 // operand's slice); an empty reason when found.
 std::string slice_of(std::string_view name, const HloInstructions& hlo, const BufferAssignment& buffers, Slice& out) {
   for (int hops = 0; hops < 64; ++hops) {
+    const std::string value = value_name(name);
     for (const Allocation& a : buffers.allocations)
       for (const Value& v : a.values)
-        if (v.instruction == name && (v.index == "@0" || v.index == "@{}")) return out = {&v, a.index}, "";
+        if (v.instruction == value && (v.index == "@0" || v.index == "@{}")) return out = {&v, a.index}, "";
+    if (value != name) return std::string(name) + ": no value " + value + " in the buffer assignment";
     const auto i = hlo.by_name.find(std::string(name));
     if (i == hlo.by_name.end()) return std::string(name) + " is in neither the HLO nor the buffer assignment";
     if (i->second.opcode != "bitcast" || i->second.operands.size() != 1)
@@ -57,6 +70,18 @@ void mark_in_place(std::vector<KernelArgument>& all) {
         if (output.written && same_slice(operand, output)) operand.read = false;
 }
 
+// An operand's shape: its instruction's in the HLO; a tuple element's (value_name), its value's in
+// the buffer assignment. Empty when neither says (its argument is then refused by slice_of).
+std::string operand_shape(const std::string& operand, const HloInstructions& hlo, const BufferAssignment& buffers) {
+  if (const auto o = hlo.by_name.find(operand); o != hlo.by_name.end()) return o->second.shape_text;
+  const std::string value = value_name(operand);
+  if (value == operand) return "";
+  for (const Allocation& a : buffers.allocations)
+    for (const Value& v : a.values)
+      if (v.instruction == value && v.index == "@0") return v.shape_text;
+  return "";
+}
+
 // The arguments of the fusion `fusion` (`all`: before de-duplication); an empty return value means mapped.
 std::string fusion_arguments(const Instruction& fusion, const HloInstructions& hlo, const BufferAssignment& buffers,
                              std::vector<KernelArgument>& args, std::vector<KernelArgument>& all) {
@@ -71,9 +96,9 @@ std::string fusion_arguments(const Instruction& fusion, const HloInstructions& h
     return "";
   };
   for (const std::string& operand : fusion.operands) {
-    const auto o = hlo.by_name.find(operand);
-    if (o == hlo.by_name.end()) return "operand " + operand + " is not in the HLO";
-    if (std::string why = argument(operand, o->second.shape_text, false); !why.empty()) return "operand " + why;
+    const std::string shape = operand_shape(operand, hlo, buffers);
+    if (shape.empty()) return "operand " + operand + " is not in the HLO";
+    if (std::string why = argument(operand, shape, false); !why.empty()) return "operand " + why;
   }
   if (std::string why = argument(fusion.name, fusion.shape_text, true); !why.empty()) return "output " + why;
   for (const KernelArgument& a : args)

@@ -184,6 +184,9 @@ struct LaunchWrites {
   const SourceLine* source = nullptr;
   std::string refused;
   Refusal refusal = Refusal::none;
+  // The fitting thunks agree on each argument's dtype and element count but not its dimensions:
+  // every shape is then one dimension, its element count (no rows to tell apart).
+  bool flattened = false;
 };
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
                            std::span<const uint64_t> parameter_words);

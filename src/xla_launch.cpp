@@ -44,6 +44,22 @@ bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrit
   return true;
 }
 
+// The same arguments, dtypes and element counts: thunks that differ at most in how the elements are
+// arranged (one jnp op compiled for f32[512,2048] and for f32[2048,512] runs one kernel, and the
+// launch's grid cannot tell them apart). What they write is then known as a flat run of elements.
+bool same_extents(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype ||
+        a[i].shape.elements() != b[i].shape.elements() || a[i].intended_inf != b[i].intended_inf)
+      return false;
+  return true;
+}
+
+void flatten(std::vector<LaunchWrite>& args) {
+  for (LaunchWrite& a : args) a.shape.dims = {static_cast<int64_t>(a.shape.elements())};
+}
+
 }  // namespace
 
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
@@ -105,15 +121,19 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
     std::optional<std::vector<LaunchWrite>> w = thunk_args(k, parameter_words, true, out.refused);
     std::optional<std::vector<LaunchWrite>> r = w ? thunk_args(k, parameter_words, false, out.refused) : std::nullopt;
     if (!w || !r) return refuse(Refusal::unknown_shape);
-    if ((writes && !same_writes(*writes, *w)) || (reads && !same_writes(*reads, *r))) {
-      out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
-                                fits.size(), out.instructions.front(), k.instruction);
-      return refuse(Refusal::thunks_disagree);
+    if (writes && !(same_writes(*writes, *w) && same_writes(*reads, *r))) {
+      if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
+        out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
+                                  fits.size(), out.instructions.front(), k.instruction);
+        return refuse(Refusal::thunks_disagree);
+      }
+      out.flattened = true;
     }
     if (!writes) writes = std::move(w), reads = std::move(r);
   }
   out.writes = std::move(*writes);
   out.reads = std::move(*reads);
+  if (out.flattened) flatten(out.writes), flatten(out.reads);
   split_no_nan(out.writes, out.no_nan_writes);
   out.source = agreed_source(fits);
   return out;

@@ -52,8 +52,10 @@ bool thunk_line(std::string_view line, size_t& indent, Thunk& t) {
       open < colon || close < open || !number(line.substr(0, colon), id) || id > UINT32_MAX)
     return false;
   t.id = static_cast<uint32_t>(id);
-  t.kind = std::string(line.substr(colon + 2, open - colon - 2));
-  if (t.kind.find(' ') != std::string::npos) return false;
+  // XLA pads the kind to the widest kind of the sequence ("kCustomKernel   [" beside a
+  // kCublasLtMatmul thunk, jaxlib 0.11.2).
+  t.kind = std::string(trim(line.substr(colon + 2, open - colon - 2)));
+  if (t.kind.empty() || t.kind.find(' ') != std::string::npos) return false;
   const std::string_view rest = trim(line.substr(close + 1));
   if (t.kernel()) return kernel_launch(rest, t);
   t.name = std::string(rest);

@@ -7,35 +7,19 @@
 #include <sstream>
 
 #include "decode/written.hpp"
+#include "xla_fixture.hpp"
 #include "xla_kernels.hpp"
 
 namespace nanscope::xla {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(NANSCOPE_XLA_FIXTURES) + "/gpu/" + name);
-  EXPECT_TRUE(in) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using xla_test::dump_module;
+using xla_test::fixture;
+using xla_test::kernel;
 
-// The module `module` of the capture `app` ("jax_pool-sick", "module_5968.jit_step").
-DumpModule dump_module(const std::string& app, const std::string& module, const char* sequence = "thunk_sequence") {
-  const std::string base = app + "/" + module + ".";
-  return read_dump_module(module, fixture(base + sequence + ".txt"), fixture(base + "thunk_metadata.txt"),
-                          fixture(base + "sm_9.0a_gpu_after_optimizations.txt"),
-                          fixture(base + "sm_9.0a_gpu_after_optimizations-buffer-assignment.txt"));
-}
 DumpModule pool() { return dump_module("jax_pool-sick", "module_5968.jit_step"); }
 DumpModule donate() { return dump_module("jax_donate-sick", "module_5967.jit_step"); }
 DumpModule attend() { return dump_module("jax_attention-sick", "module_3978.jit_attend", "thunk_sequence_after_thunk_passes"); }
-
-const KernelThunk& kernel(const DumpModule& m, std::string_view instruction) {
-  for (const KernelThunk& k : m.kernels)
-    if (k.instruction == instruction) return k;
-  throw std::runtime_error("no kernel thunk for " + std::string(instruction));
-}
 
 TEST(XlaThunkSequence, TheMlpsFourKernelsInOrderWithTheirLaunchDimensions) {
   const DumpModule m = pool();
@@ -495,10 +479,11 @@ TEST(XlaLaunchWrites, SharedKernelsAgreeAndPredicatesHoldNoNaN) {
   EXPECT_EQ(w.writes[0].ptr, 0x7f0000240000u);
   EXPECT_EQ(w.writes[0].shape.dtype, DType::f32);
   EXPECT_EQ(w.writes[0].shape.elements(), 4u * 4 * 32 * 64);
-  // Thunks that disagree on their outputs: refused, never one of them guessed.
+  // Thunks that disagree on how much they write: refused, never one of them guessed (ones that
+  // differ only in their dimensions are scanned flat: test_xla_jaxlib011.cpp).
   DumpModule odd = m;
   for (KernelThunk& k : odd.kernels)
-    if (k.instruction == "wrapped_transpose") k.arguments[1].shape->dims = {4, 4, 64, 32, 1};
+    if (k.instruction == "wrapped_transpose") k.arguments[1].shape->dims = {4, 4, 64, 32, 2};
   const LaunchWrites refused = launch_writes(odd, "wrapped_transpose_2", words);
   EXPECT_TRUE(refused.writes.empty());
   EXPECT_NE(refused.refused.find("write or read different arguments"), std::string::npos) << refused.refused;
