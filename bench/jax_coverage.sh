@@ -20,9 +20,9 @@ import json, sys
 summary = [json.loads(l) for l in open(sys.argv[1]) if '"event":"summary"' in l.replace(" ", "")][-1]
 c = summary["coverage"]
 k = c["by_inspection"]
-app = c["launches"] - k["library"] - k["excluded"]
+app = c["launches"] - k["library"] - k["excluded"] - k.get("compile_time", 0)
 looked = k["decoded"] + k["typed"] + k["watched"]
-print(f"  eager launches {c['launches']}: inspected {looked} of {app} non-library, non-excluded "
+print(f"  eager launches {c['launches']}: inspected {looked} of {app} non-library, non-excluded, not XLA's autotuning "
       f"({looked / max(app, 1):.1%}); by kind {k}; bytes written by decoded launches "
       f"{c['bytes_written_decoded']}, scanned {c['bytes_written_decoded_scanned']}; findings {summary['findings']}")
 for t in c["not_inspected_top"][:5]:

@@ -195,6 +195,12 @@ const KernelInfo* KernelTable::cached(void* handle, const char* symbol_name) con
   return k.symbol_seen == symbol_name || !symbol_name || k.mangled == symbol_name ? &k : nullptr;
 }
 
+std::string KernelTable::xla_optimizing(const KernelInfo& k, bool& first) const {
+  first = false;
+  if (!k.xla_missed || k.inspected || !xla_) return {};
+  return xla_->optimizing_now(first);
+}
+
 const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bool& is_new) {
   is_new = false;
   const KernelInfo* cached = this->cached(handle, symbol_name);

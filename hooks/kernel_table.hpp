@@ -119,6 +119,10 @@ class KernelTable {
   void set_triton(const TritonModules* modules) { triton_ = modules; }
   // Where XLA kernels' dump modules come from (set once, before the first launch).
   void set_xla(XlaModules* modules) { xla_ = modules; }
+  // The module XLA is optimizing while `k`, a kernel no dump module holds (KernelInfo::xla_missed),
+  // is launched: the launch is XLA's autotuning, not the program's. Empty otherwise, and for
+  // every other kernel. `first`: the first such launch said of that module.
+  std::string xla_optimizing(const KernelInfo& k, bool& first) const;
   uint64_t inspected_count() const { return inspected_.load(std::memory_order_relaxed); }
   uint64_t not_inspected_count() const { return not_inspected_.load(std::memory_order_relaxed); }
 

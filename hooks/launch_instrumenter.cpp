@@ -25,6 +25,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
     counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);
     return;
   }
+  if (xla_autotuning(k, a)) return;
   if (!tasks_.worth_a_look(k)) {
     counters_.coverage.on_launch(k.id, k.excluded          ? Inspection::excluded
                                        : k.layout_mismatch ? Inspection::mismatch
@@ -68,6 +69,22 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
     profile.findings_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
     profile.submit_ns.fetch_add(steady_now_ns() - t2, std::memory_order_relaxed);
   }
+}
+
+// A launch of a kernel no XLA dump module holds, made while XLA optimizes a module: its autotuner
+// timing a candidate (the candidates' CUmodules are never dumped). Counted compile_time, not
+// scanned, and not noted as a writer: what it writes is the autotuner's scratch, and naming it a
+// candidate writer of the program's NaN would be the redzone mistake again (docs/jax.md).
+bool LaunchInstrumenter::xla_autotuning(const KernelInfo& k, const LaunchArgs& a) {
+  if (!k.xla_missed || !surely_not_capturing(a.stream)) return false;
+  bool first = false;
+  const std::string module = kernels_.xla_optimizing(k, first);
+  if (module.empty()) return false;
+  counters_.coverage.on_launch(k.id, Inspection::compile_time, 0, 0);
+  if (first && log_.debug_enabled())
+    log_.debug(fmt::format("XLA: launches of kernels no dump module holds, made while XLA optimizes {} (its "
+                           "autotuning, first {}), are counted compile_time and not scanned", module, k.demangled));
+  return true;
 }
 
 // A launch nanscope cannot see into may write any buffer its parameter words point into: those

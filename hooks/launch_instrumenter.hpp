@@ -39,6 +39,7 @@ class LaunchInstrumenter {
   // input is only read.
   void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx);
   bool sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id);
+  bool xla_autotuning(const KernelInfo& k, const LaunchArgs& a);
   static void note_judged_inputs(ContextState& cs, const std::vector<uint64_t>& words, OpaqueWrite& writer);
   void watch_torch();  // attaches to torch's allocator once it is there; says once if it cannot
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);

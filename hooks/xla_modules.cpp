@@ -56,6 +56,8 @@ void XlaModules::read_new_modules() {
   xla::DumpDirRead read = xla::read_dump_dir(dir_, known_, kMaxFileBytes);
   for (std::string& e : read.errors)  // a file still too big at the next read is not said again
     if (said_.size() < kMaxSaid && said_.insert(e).second) errors_.push_back(std::move(e));
+  dir_exists_ = read.exists;
+  optimizing_ = std::move(read.optimizing);
   const size_t before = modules_.size();
   for (xla::DumpModule& m : read.modules) {
     known_.insert(m.name);
@@ -74,6 +76,15 @@ void XlaModules::poll() {
   if (now < next || !next_poll_ns_.compare_exchange_strong(next, now + kPollNs)) return;  // one thread polls
   std::lock_guard lock(mu_);
   read_if_changed();
+}
+
+std::string XlaModules::optimizing_now(bool& first) {
+  first = false;
+  if (!on()) return {};
+  std::lock_guard lock(mu_);
+  read_if_changed();  // a stat; the directory is listed again only when it changed
+  if (!optimizing_.empty() && optimizing_said_.size() < kMaxSaid) first = optimizing_said_.insert(optimizing_).second;
+  return optimizing_;
 }
 
 // Under mu_, with the directory read since its last change: a module holding its kernels may
@@ -110,6 +121,10 @@ XlaModules::Found XlaModules::find(CUmodule module) {
     }
     f.modules = it->second.modules;
     f.reason = it->second.reason;
+  } else if (dir_exists_) {
+    // XLA began its first compile but finished none: nothing is remembered, a later launch
+    // matches again (KernelTable::resolve, after generation_ moved).
+    f.reason = fmt::format("no module in {} is dumped yet", dir_);
   }
   f.errors.swap(errors_);
   return f;

@@ -45,6 +45,11 @@ class XlaModules {
   // Reads the directory again if it changed, at most every kPollNs: for kernels whose lookup
   // found nothing, which launch again without loading a module.
   void poll();
+  // The module XLA is optimizing now (xla::module_being_optimized of the directory, read again if
+  // it changed), or empty. A launch of a kernel no dump module holds, made meanwhile, is XLA's
+  // autotuning (LaunchInstrumenter: counted compile_time, neither scanned nor a candidate writer).
+  // `first` is set for the first launch said of that module (a debug line per compile).
+  std::string optimizing_now(bool& first);
   // At exit: the launcher's own directory (nanscope-xla-XXXXXX) is removed when XLA wrote nothing
   // in it (a program that is not XLA's); one with dumps stays, what the findings were read against.
   void remove_if_unused() const;
@@ -80,6 +85,9 @@ class XlaModules {
   std::unordered_map<CUmodule, Match> by_module_;                // each CUmodule, matched once
   std::filesystem::file_time_type last_read_mtime_{};            // the directory's, at the last read
   bool read_once_ = false;
+  bool dir_exists_ = false;         // at the last read: XLA made it (its first compile began)
+  std::string optimizing_;          // at the last read: module_being_optimized
+  std::set<std::string> optimizing_said_;  // modules whose autotuning launches were said (bounded: kMaxSaid)
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> next_poll_ns_{0};
   static constexpr uint64_t kPollNs = 50'000'000;

@@ -28,7 +28,9 @@ namespace nanscope {
   X(mismatch, "layout_mismatch") /* a decoder claimed the name but the layout did not fit */             \
   X(extent_unknown, "extent_unknown") /* only an allocator pool's end bounded its outputs: none scanned */ \
   X(sampled_out, "sampled_out") /* NANSCOPE_TIER=sentinel, eager: outside the sample, not scanned */      \
-  X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE, or a tool's own kernel */
+  X(excluded, "excluded")   /* filtered out by NANSCOPE_KERNEL_FILTER / _EXCLUDE, or a tool's own kernel */ \
+  X(compile_time, "compile_time") /* XLA's autotuning: a kernel no dump module holds, launched while XLA  \
+                                     optimized a module (xla::module_being_optimized): not the program's */
 
 enum class Inspection : uint8_t {
 #define NANSCOPE_X(id, key) id,

@@ -68,6 +68,36 @@ std::vector<DumpFiles> group_dump_files(const std::vector<std::string>& names) {
   return out;
 }
 
+namespace {
+
+// "module_0662.jit__threefry_seed..." -> 662; nullopt for a name of another form.
+std::optional<uint64_t> module_number(std::string_view name) {
+  if (!name.starts_with("module_")) return std::nullopt;
+  uint64_t n = 0;
+  size_t i = 7;
+  for (; i < name.size() && i < 7 + 18 && name[i] >= '0' && name[i] <= '9'; ++i) n = n * 10 + static_cast<uint64_t>(name[i] - '0');
+  if (i == 7 || i >= name.size() || name[i] != '.') return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::string module_being_optimized(const std::vector<std::string>& names) {
+  constexpr std::string_view kStarted = ".before_optimizations.txt", kFinished = "_after_optimizations.txt";
+  std::optional<std::pair<uint64_t, std::string>> newest;  // the newest module whose compile started
+  std::optional<uint64_t> last_finished;                    // cpu_ or sm_90a_gpu_: a pipeline ended
+  for (const std::string& n : names) {
+    const std::optional<uint64_t> number = module_number(n);
+    if (!number) continue;
+    if (n.ends_with(kFinished)) last_finished = std::max(last_finished.value_or(0), *number);
+    else if (n.ends_with(kStarted) && (!newest || *number > newest->first))
+      newest = {*number, n.substr(0, n.size() - kStarted.size())};
+  }
+  // The newest started one, unless it or a newer one finished: older unfinished ones are closed.
+  if (!newest || (last_finished && *last_finished >= newest->first)) return "";
+  return newest->second;
+}
+
 DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& known, uint64_t max_file_bytes) {
   DumpDirRead out;
   std::vector<std::string> names;
@@ -79,6 +109,8 @@ DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& k
     out.errors.push_back(fmt::format("{}: {}", dir, ec.message()));
     return out;
   }
+  out.exists = true;
+  out.optimizing = module_being_optimized(names);
   for (const DumpFiles& f : group_dump_files(names)) {
     if (!f.complete() || known.count(f.module)) continue;
     std::string error;

@@ -440,7 +440,7 @@ static void read_coverage(const std::string& text, Proc::Coverage& c) {
     c.decoded = num(*by, "decoded"), c.typed = num(*by, "typed"), c.watched = num(*by, "watched");
     c.opaque = num(*by, "opaque"), c.mismatch = num(*by, "layout_mismatch"), c.library = num(*by, "library");
     c.extent_unknown = num(*by, "extent_unknown"), c.excluded = num(*by, "excluded");
-    c.sampled_out = num(*by, "sampled_out");
+    c.sampled_out = num(*by, "sampled_out"), c.compile_time = num(*by, "compile_time");
   }
   if (const auto top = j.find("not_inspected_top"); top != j.end() && top->is_array())
     for (const auto& k : *top)

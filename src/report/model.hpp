@@ -81,7 +81,7 @@ struct Proc {
   struct Coverage {
     bool present = false;
     std::int64_t launches = 0, decoded = 0, typed = 0, watched = 0, opaque = 0, mismatch = 0, extent_unknown = 0, sampled_out = 0,
-                 library = 0, excluded = 0, bytes_written = 0, bytes_written_scanned = 0;
+                 library = 0, excluded = 0, compile_time = 0, bytes_written = 0, bytes_written_scanned = 0;
     // Graph replays under the sentinel tier: only its sentinels scanned, or every scan node.
     std::int64_t replays_sentinel_only = 0, replays_every_scan = 0;
     struct Kernel {

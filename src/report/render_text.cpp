@@ -351,7 +351,8 @@ void launch_coverage(const Proc& p, std::ostream& out, const Style& st) {
       << num(c.typed) << ", watched " << num(c.watched) << ", opaque " << num(c.opaque) << ", layout mismatch "
       << num(c.mismatch) << (c.extent_unknown ? ", extent unknown (allocator pool) " + num(c.extent_unknown) : "")
       << (c.sampled_out ? ", left out of the sentinel tier's sample " + num(c.sampled_out) : "")
-      << "; library " << num(c.library) << ", excluded " << num(c.excluded) << '\n';
+      << "; library " << num(c.library) << ", excluded " << num(c.excluded)
+      << (c.compile_time ? ", XLA's autotuning (launched while XLA compiled) " + num(c.compile_time) : "") << '\n';
   if (c.bytes_written)
     out << "             " << pct(c.bytes_written_scanned, c.bytes_written) << " of the bytes decoded launches wrote were scanned\n";
   if (c.replays_sentinel_only || c.replays_every_scan)

@@ -200,4 +200,23 @@ TEST(Cli, SentinelOnlyReplaysAreSaid) {
   EXPECT_NE(r.out.find(", 3 every scan"), std::string::npos) << r.out;
 }
 
+// XLA's autotuning launches are said apart from the program's: they are not in the inspected share's
+// denominator ("outside libraries" means the program's own launches).
+TEST(Cli, XlasAutotuningLaunchesAreSaidApart) {
+  TempDir dir;
+  Log p(8);
+  p.start(0);
+  coverage_summary(p, 300, 40, {{"launches", 300},
+                                {"by_inspection", {{"decoded", 40}, {"typed", 0}, {"watched", 0}, {"opaque", 2},
+                                                   {"library", 20}, {"layout_mismatch", 0}, {"extent_unknown", 0},
+                                                   {"sampled_out", 0}, {"excluded", 16}, {"compile_time", 222}}},
+                                {"inspected_share", 0.13}, {"bytes_scanned", 2000}, {"kernels_not_inspected", 1},
+                                {"not_inspected_top", nlohmann::json::array()}});
+  p.write(dir / "xla.jsonl");
+  const Result r = run({dir / "xla.jsonl"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("40 of 42 launches outside libraries (95.2%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("excluded 16, XLA's autotuning (launched while XLA compiled) 222"), std::string::npos) << r.out;
+}
+
 }  // namespace

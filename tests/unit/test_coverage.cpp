@@ -131,6 +131,22 @@ TEST(Coverage, LaunchesTheSampleLeftOutAreNotLookedAtNorListed) {
   EXPECT_TRUE(j["not_inspected_top"].empty());
 }
 
+// XLA's autotuning (a kernel no dump module holds, launched while XLA optimized a module) is counted
+// apart, as compile_time: not the program's, so no decoder gap is listed for it, while a launch of
+// the same kernel after the compile, still in no dump module, is opaque and listed.
+TEST(Coverage, XlasAutotuningLaunchesAreCountedApart) {
+  Coverage c;
+  c.on_kernel(4, "gemm_fusion_dot_10", "name carries no parameter types ...; no XLA dump module (...)");
+  for (int i = 0; i < 2; ++i) c.on_launch(4, Inspection::compile_time, 0, 0);
+  auto j = c.to_json();
+  EXPECT_EQ(j["by_inspection"]["compile_time"], 2u);
+  EXPECT_TRUE(j["not_inspected_top"].empty());
+  c.on_launch(4, Inspection::opaque, 0, 0);
+  j = c.to_json();
+  ASSERT_EQ(j["not_inspected_top"].size(), 1u);
+  EXPECT_EQ(j["not_inspected_top"][0]["launches"], 1u);
+}
+
 // A launch whose outputs only an allocator pool's end bounded scanned nothing: it is counted as
 // not inspected (extent_unknown), never as typed, and its kernel is listed with the reason.
 TEST(Coverage, LaunchesWhoseOutputsLieInAPoolAreNotInspected) {

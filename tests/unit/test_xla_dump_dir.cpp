@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
 
 #include "decode/xla.hpp"
 #include "xla_dump_dir.hpp"
@@ -116,6 +119,58 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
   layout[1].second = 4;
   EXPECT_EQ(decode::xla_refusal(both, "gemm_fusion_dot_1", layout, view), "xla: a parameter is not an 8-byte pointer");
   EXPECT_EQ(decode::decode_xla({}, "gemm_fusion_dot_1", layout, view).status, decode::Status::layout_mismatch);
+}
+
+// XLA autotunes between a module's before_optimizations file and its after_optimizations one.
+TEST(XlaCompileWindow, TheModuleBeingOptimizedIsTheNewestUnfinishedOne) {
+  EXPECT_EQ(module_being_optimized({}), "");
+  EXPECT_EQ(module_being_optimized({"module_0010.jit_f.before_optimizations.txt", "module_0010.jit_f.config.pbtxt"}),
+            "module_0010.jit_f");
+  EXPECT_EQ(module_being_optimized({"module_0010.jit_f.before_optimizations.txt",
+                                    "module_0010.jit_f.sm_9.0a_gpu_after_optimizations.txt"}),
+            "");
+  // The CPU backend's pipeline ends as well (jaxlib 0.10.2 on this machine's CPU wrote these names).
+  EXPECT_EQ(module_being_optimized({"module_0004.jit__lambda.before_optimizations.txt",
+                                    "module_0004.jit__lambda.cpu_after_optimizations.txt"}),
+            "");
+  // A compile that never finished (it failed) is closed by a newer module that finished.
+  const std::vector<std::string> failed{"module_0010.jit_f.before_optimizations.txt",
+                                        "module_0012.jit_g.before_optimizations.txt",
+                                        "module_0012.jit_g.sm_9.0a_gpu_after_optimizations.txt"};
+  EXPECT_EQ(module_being_optimized(failed), "");
+  // Two compiles at once: the newest. Other names and unnumbered ones are no module.
+  EXPECT_EQ(module_being_optimized({"module_0010.jit_f.before_optimizations.txt", "module_0011.jit_g.before_optimizations.txt",
+                                    "autotune_results.pbtxt", "module_x.before_optimizations.txt", "module_0099"}),
+            "module_0011.jit_g");
+}
+
+// The transformer step's run under nanscope as it happened: each dump file at its modification
+// time, and the first launch of each kernel whose CUmodule no dump module held. Every such launch
+// made before jit_step's kernels ran (its thunk_sequence written) was made while XLA optimized a
+// module: the autotuner's candidates. The 8 after it are jit_step's own kernels, which the
+// session's tree could not match (the padded kinds), and are outside every window.
+TEST(XlaCompileWindow, TheTransformerRunsAutotuningLaunchesFallInsideItsWindows) {
+  std::ifstream in(kGpu + "jax_bench_transformer-sick-jaxlib0.11/timeline.txt");
+  ASSERT_TRUE(in);
+  std::vector<std::string> files;
+  std::map<std::string, int> autotuning, outside;
+  uint64_t step_ready = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    uint64_t ns = 0;
+    std::string what, name;
+    row >> ns >> what >> name;
+    if (what == "file") {
+      files.push_back(name);
+      if (name == "module_10614.jit_step.thunk_sequence.txt") step_ready = ns;
+      continue;
+    }
+    const std::string module = module_being_optimized(files);
+    ++(module.empty() ? outside : autotuning)[module.empty() ? (ns > step_ready && step_ready ? "after" : "before") : module];
+  }
+  EXPECT_EQ(autotuning, (std::map<std::string, int>{{"module_10614.jit_step", 14}, {"module_127061.jit__reduce_all", 1}}));
+  EXPECT_EQ(outside, (std::map<std::string, int>{{"after", 8}}));
 }
 
 }  // namespace
