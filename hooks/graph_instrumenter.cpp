@@ -29,9 +29,10 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
   instrument_graph(graph, graph_id, *cs, 0, tally);
   if (log_.debug_enabled())
     log_.debug(fmt::format("graph {}: {} kernel nodes: {} scanned, {} our own scans, {} not looked at (excluded or "
-                           "not inspected), {} already followed by a scan, {} with nothing to scan, {} failed",
+                           "not inspected), {} already followed by a scan, {} with nothing to scan, {} failed, {} "
+                           "library kernels (cuBLAS, cuDNN), {} refused by their decoder",
                            graph_id, std::accumulate(tally.begin(), tally.end(), size_t{0}), tally[0], tally[1],
-                           tally[2], tally[3], tally[4], tally[5]));
+                           tally[2], tally[3], tally[4], tally[5], tally[6], tally[7]));
   clock.lap("scan nodes");
   planner_.plan(graph, *cs, clock);
   if (clock.on()) log_.debug("graph: instantiate passes: " + clock.summary());
@@ -81,7 +82,7 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
   void* handle = p.func ? static_cast<void*>(p.func) : static_cast<void*>(p.kern);
   if (!handle) return NodeScan::failed;
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
-  if (!tasks_.worth_a_look(k)) return NodeScan::not_looked_at;
+  if (!tasks_.worth_a_look(k)) return k.library ? NodeScan::library : NodeScan::not_looked_at;
   // With the edges' data: asked without it, a node with a programmatic (PDL) edge is a lossy query
   // (CUDA_ERROR_LOSSY_QUERY), as every node XLA marks xla.pdl_launch is in its command buffers.
   size_t ndeps = 0;
@@ -98,7 +99,15 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
   if (followed_by_scan(dependents, cs)) return NodeScan::already_scanned;
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
-  if (!tasks_.build(k, node_launch_args(handle, p), cs, task, max_bytes)) return NodeScan::nothing_to_scan;
+  const LaunchArgs args_of_node = node_launch_args(handle, p);
+  LaunchPlan plan;
+  if (!tasks_.build(k, args_of_node, cs, task, max_bytes, &plan)) {
+    if (plan.inspection != Inspection::mismatch) return NodeScan::nothing_to_scan;
+    // Its decoder refused the node's values: listed with the reason, as an eager launch's is.
+    if (!counters_.coverage.refusal_listed(k.id))
+      counters_.coverage.on_refused_launch(k.id, k.demangled, refusal_detail(k, args_of_node, plan.refused));
+    return NodeScan::refused;
+  }
   task.graph_id = graph_id;
   task.graph_node = registry_.number_scan(graph_id);
   if (!cs.prepare_task(task, /*captured=*/true)) {

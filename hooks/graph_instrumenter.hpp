@@ -107,8 +107,10 @@ class GraphInstrumenter {
   void set_enabled(CUgraphExec exec, const std::vector<CUgraphNode>& nodes, bool enable,
                    std::vector<CUgraphNode>* done = nullptr);
   // Why a kernel node got no scan node, for the debug line of an instantiate (NodeTally).
-  enum class NodeScan : uint8_t { scanned, own_scan, not_looked_at, already_scanned, nothing_to_scan, failed };
-  using NodeTally = std::array<size_t, 6>;  // kernel nodes of a graph and its children, by NodeScan
+  enum class NodeScan : uint8_t {
+    scanned, own_scan, not_looked_at, already_scanned, nothing_to_scan, failed, library, refused
+  };
+  using NodeTally = std::array<size_t, 8>;  // kernel nodes of a graph and its children, by NodeScan
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth, NodeTally& tally);
   NodeScan scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs);
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,
