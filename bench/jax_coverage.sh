@@ -14,7 +14,7 @@ for case in ${cases//,/ }; do
   NANSCOPE_LEVEL=debug "$bin" --log "$work/$case.jsonl" -- python3 "$here/jax_bench.py" "$case" --reps 5 \
     >"$work/$case.out" 2>"$work/$case.err"
   echo "$case: exit $? ($(tail -1 "$work/$case.out"))"
-  grep -E "graph [0-9]+: [0-9]+ kernel nodes" "$work/$case.err" | sed 's/^\[nanscope\] /  /' | sort | uniq -c
+  grep -E "graph [0-9]+: ([0-9]+ kernel nodes|kernel node .* refused)" "$work/$case.err" | sed 's/^\[nanscope\] /  /' | cut -c1-400 | sort | uniq -c
   python3 - "$work/$case.jsonl" <<'PY'
 import json, sys
 summary = [json.loads(l) for l in open(sys.argv[1]) if '"event":"summary"' in l.replace(" ", "")][-1]

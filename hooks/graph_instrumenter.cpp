@@ -104,8 +104,11 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
   if (!tasks_.build(k, args_of_node, cs, task, max_bytes, &plan)) {
     if (plan.inspection != Inspection::mismatch) return NodeScan::nothing_to_scan;
     // Its decoder refused the node's values: listed with the reason, as an eager launch's is.
-    if (!counters_.coverage.refusal_listed(k.id))
-      counters_.coverage.on_refused_launch(k.id, k.demangled, refusal_detail(k, args_of_node, plan.refused));
+    if (!counters_.coverage.refusal_listed(k.id)) {
+      const std::string why = refusal_detail(k, args_of_node, plan.refused);
+      counters_.coverage.on_refused_launch(k.id, k.demangled, why);
+      if (log_.debug_enabled()) log_.debug(fmt::format("graph {}: kernel node {} refused: {}", graph_id, k.demangled, why));
+    }
     return NodeScan::refused;
   }
   task.graph_id = graph_id;
