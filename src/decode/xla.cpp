@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace nanscope::decode {
 
 namespace {
@@ -62,7 +64,18 @@ std::string xla_refusal(std::span<const std::shared_ptr<const xla::DumpModule>> 
                         const Layout& layout, const LaunchView& launch) {
   xla::LaunchWrites found;
   const std::string_view early = lookup(modules, function, layout, launch, found);
-  return early.empty() ? found.refused : std::string(early);
+  if (early.empty()) return found.refused;
+  std::string detail(early);
+  // Which parameter, and the whole layout: a Triton GEMM with TMA takes 128-byte tensor maps.
+  for (uint32_t i = 0; i < layout.size(); ++i)
+    if (layout[i].second != 8) {
+      std::string sizes;
+      for (uint32_t j = 0; j < layout.size() && j < 16; ++j) sizes += (j ? ", " : "") + std::to_string(layout[j].second);
+      if (layout.size() > 16) sizes += ", ...";
+      detail += fmt::format(" (parameter {} is {} bytes; the {} parameters' sizes: {})", i, layout[i].second, layout.size(), sizes);
+      break;
+    }
+  return detail;
 }
 
 Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,

@@ -117,7 +117,8 @@ TEST(XlaDecode, TheGemmLaunchWritesItsSliceAndReadsItsOperands) {
             "no kernel thunk of 2 dump modules named gemm_fusion_dot_1 takes these 3 parameter words at grid "
             "[256, 1, 1] block [128, 1, 1]");
   layout[1].second = 4;
-  EXPECT_EQ(decode::xla_refusal(both, "gemm_fusion_dot_1", layout, view), "xla: a parameter is not an 8-byte pointer");
+  EXPECT_EQ(decode::xla_refusal(both, "gemm_fusion_dot_1", layout, view),
+            "xla: a parameter is not an 8-byte pointer (parameter 1 is 4 bytes; the 3 parameters' sizes: 8, 4, 8)");
   EXPECT_EQ(decode::decode_xla({}, "gemm_fusion_dot_1", layout, view).status, decode::Status::layout_mismatch);
 }
 
