@@ -1,6 +1,7 @@
 // The per-context states (module, channel, accumulators, origin slots) and the driver
 // allocations nanscope knows of. Each keeps its own lock; other parts ask, never hold.
 #pragma once
+#include "tensor_maps.hpp"
 #include "lock_rank.hpp"
 #include <cuda.h>
 #include <cupti.h>
@@ -96,6 +97,10 @@ class Allocations {
   // carves them up (the shim could not attach): typed extents are then unknown.
   bool torch_blind() const;
   OpaqueWriters& opaque() { return opaque_; }
+  // The TMA descriptors seen encoded (cuTensorMapEncodeTiled): which memory a 128-byte kernel
+  // parameter describes (decode/xla.cpp; tensor_maps.hpp).
+  TensorMapRegistry& tensor_maps() { return tensor_maps_; }
+  const TensorMapRegistry& tensor_maps() const { return tensor_maps_; }
   // Each scan's launch facts (Python line, candidates, collective), for its findings.
   LaunchFactsStore& launch_facts() { return launch_facts_; }
   // `w` may have written the buffer holding ptr: noted for its block (or allocation) and, for
@@ -118,6 +123,7 @@ class Allocations {
   TorchBlockTracker torch_;
   OpaqueWriters opaque_;
   LaunchFactsStore launch_facts_;
+  TensorMapRegistry tensor_maps_;
 };
 
 }  // namespace nanscope

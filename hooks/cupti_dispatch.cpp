@@ -96,6 +96,21 @@ void on_graph_exit(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
   }
 }
 
+// The map cuTensorMapEncodeTiled filled, with what it was given. A rank or pointer out of its
+// bounds is not recorded: the map stays unknown, and a launch passing it is not inspected.
+void on_tensor_map_encoded(TensorMapRegistry& maps, const void* params) {
+  auto* p = static_cast<const cuTensorMapEncodeTiled_params*>(params);
+  if (!p->tensorMap || !p->globalDim || p->tensorRank == 0 || p->tensorRank > 5 || (p->tensorRank > 1 && !p->globalStrides))
+    return;
+  TensorMapFacts f;
+  f.global_address = reinterpret_cast<uint64_t>(p->globalAddress);
+  f.data_type = static_cast<uint32_t>(p->tensorDataType);
+  f.rank = p->tensorRank;
+  for (uint32_t d = 0; d < f.rank; ++d) f.dims[d] = p->globalDim[d];
+  for (uint32_t d = 0; d + 1 < f.rank; ++d) f.strides[d] = p->globalStrides[d];
+  maps.on_encoded(std::span<const uint8_t, kTensorMapBytes>(reinterpret_cast<const uint8_t*>(p->tensorMap), kTensorMapBytes), f);
+}
+
 void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   if (cb.callbackSite == CUPTI_API_ENTER) {
     on_driver_enter(e, cbid, cb);
@@ -134,6 +149,9 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
         e.library_scans().on_module_loaded();  // a library with GEMM imports may have arrived
         e.graphs().on_module_loaded();         // ...or with graph launches (the sentinel tier)
       }
+      return;
+    case DriverHook::tensor_map:
+      if (succeeded(cb)) on_tensor_map_encoded(e.allocations().tensor_maps(), cb.functionParams);
       return;
     case DriverHook::none: {
       CopyArgs copy;

@@ -105,7 +105,7 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
     if (plan.inspection != Inspection::mismatch) return NodeScan::nothing_to_scan;
     // Its decoder refused the node's values: listed with the reason, as an eager launch's is.
     if (!counters_.coverage.refusal_listed(k.id)) {
-      const std::string why = refusal_detail(k, args_of_node, plan.refused);
+      const std::string why = refusal_detail(k, args_of_node, allocs_, plan.refused);
       counters_.coverage.on_refused_launch(k.id, k.demangled, why);
       if (log_.debug_enabled()) log_.debug(fmt::format("graph {}: kernel node {} refused: {}", graph_id, k.demangled, why));
     }

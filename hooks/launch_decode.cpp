@@ -15,13 +15,14 @@ constexpr uint32_t kMaxDecodedParams = 128;
 bool is_live(const void* allocs, uint64_t ptr) { return static_cast<const Allocations*>(allocs)->is_device(ptr); }
 
 // The launch as the decoders see it; `params` (kMaxDecodedParams long) holds its parameters' bytes.
-decode::LaunchView launch_view(const KernelInfo& k, const LaunchArgs& a, const char** params) {
+decode::LaunchView launch_view(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs, const char** params) {
   for (uint32_t i = 0; i < k.params.size(); ++i) params[i] = param_bytes(a, k.params, i);
   decode::LaunchView view;
   view.params = params;
   view.count = static_cast<uint32_t>(k.params.size());
   std::copy(a.grid, a.grid + 3, view.grid);
   std::copy(a.block, a.block + 3, view.block);
+  view.tensor_maps = &allocs.tensor_maps();
   return view;
 }
 
@@ -30,7 +31,7 @@ decode::LaunchView launch_view(const KernelInfo& k, const LaunchArgs& a, const c
 std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs) {
   if (k.decoder == Decoder::none || k.params.size() > kMaxDecodedParams) return std::nullopt;
   const char* params[kMaxDecodedParams];
-  const decode::LaunchView view = launch_view(k, a, params);
+  const decode::LaunchView view = launch_view(k, a, allocs, params);
   switch (k.decoder) {
     case Decoder::triton: return decode::decode_triton(*k.triton, k.params, view);
     case Decoder::xla: return decode::decode_xla(k.xla, k.mangled, k.params, view);
@@ -38,10 +39,10 @@ std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchAr
   }
 }
 
-std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, std::string_view reason) {
+std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs, std::string_view reason) {
   if (k.decoder != Decoder::xla || k.params.size() > kMaxDecodedParams) return std::string(reason);
   const char* params[kMaxDecodedParams];
-  const std::string detail = decode::xla_refusal(k.xla, k.mangled, k.params, launch_view(k, a, params));
+  const std::string detail = decode::xla_refusal(k.xla, k.mangled, k.params, launch_view(k, a, allocs, params));
   return detail.empty() ? std::string(reason) : std::string(reason) + " (" + detail + ")";
 }
 

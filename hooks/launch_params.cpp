@@ -70,6 +70,7 @@ constexpr DriverHookForm kDriverHooks[] = {
     {CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData, H::module_load, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx, H::module_load, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, H::module_unload, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled, H::tensor_map, false, false, nullptr},
 };
 
 // Row index + 1 per cbid (0: not hooked), so a callback finds its row without a search.

@@ -50,6 +50,7 @@ enum class DriverHook : uint8_t {
   free,              // cuMemFree*, cuMemUnmap: exit site
   module_load,       // cuModuleLoad, cuModuleLoadData(Ex): exit site (Triton's TTIR beside its cubin)
   module_unload,     // cuModuleUnload: enter site
+  tensor_map,        // cuTensorMapEncodeTiled: exit site (what a TMA descriptor describes)
 };
 
 struct DriverHookForm {

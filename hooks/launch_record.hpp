@@ -25,7 +25,7 @@ struct KernelInfo;  // kernel_table.hpp
 std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs);
 // A refused launch's reason in full, for its kernel's one not_inspected line: an XLA kernel's
 // names the thunks it was looked up in, the words' count and the grid; others' is `reason`.
-std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, std::string_view reason);
+std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs, std::string_view reason);
 
 // A decode as the write models see it (overlap::launch_writes): the decoder's writes whose extent
 // it knows, appended to `exact`, and the inputs it names, appended to `inputs`. False (nothing

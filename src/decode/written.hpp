@@ -10,6 +10,10 @@
 
 #include "signature.hpp"  // DType
 
+namespace nanscope {
+class TensorMapRegistry;
+}
+
 namespace nanscope::xla {
 struct SourceLine;
 }
@@ -25,6 +29,8 @@ struct LaunchView {
   uint32_t count = 0;                   // number of parameters (== layout size)
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
+  // The TMA descriptors seen encoded: a 128-byte parameter's memory (decode_xla); null: none known.
+  const TensorMapRegistry* tensor_maps = nullptr;
 };
 
 // Whether an address is inside memory the application allocated on the device (for decoders

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "tensor_maps.hpp"
+
 namespace nanscope::decode {
 
 namespace {
@@ -35,19 +37,49 @@ Write slice_write(const xla::LaunchWrite& w) {
 }
 
 
+// A tensor map parameter's memory, as its encoding was given (tensor_maps.hpp); 0 bytes: unknown.
+struct MapReach {
+  uint32_t param = 0;
+  uint64_t bytes = 0;
+};
+
+// Every tensor map reaches no further than its argument's slice: otherwise the map is not the
+// argument the dump describes (a stale entry, another kernel's map), and nothing is scanned.
+std::string_view maps_fit(std::span<const MapReach> maps, const xla::LaunchWrites& found) {
+  for (const MapReach& m : maps) {
+    uint64_t slice = 0;
+    for (const auto* list : {&found.writes, &found.reads, &found.no_nan_writes})
+      for (const xla::LaunchWrite& w : *list)
+        if (w.arg == m.param) slice = w.bytes;
+    if (!slice || m.bytes > slice) return "xla: a tensor map parameter reaches past its argument's slice";
+  }
+  return {};
+}
+
 // The launch's thunks and what they write (xla::launch_writes), or a static reason the launch
-// cannot be looked up at all. Every parameter is an 8-byte pointer (kernel_arguments.cc): a
-// layout of any other size is not the kernel the dump describes.
+// cannot be looked up at all. Every parameter is an 8-byte pointer (kernel_arguments.cc), or a
+// 128-byte TMA descriptor nanscope saw encoded, which stands for its global address (a Triton
+// GEMM with TMA): a layout of any other size is not the kernel the dump describes.
 std::string_view lookup(std::span<const std::shared_ptr<const xla::DumpModule>> modules, std::string_view function,
                         const Layout& layout, const LaunchView& launch, xla::LaunchWrites& found) {
   if (modules.empty() || modules.size() > xla::kMaxModulesPerFunction)
     return "xla: no dump module, or more than a launch looks through";
   if (launch.count != layout.size()) return "xla: the launch's parameter count is not the layout's";
   std::vector<uint64_t> words(layout.size(), 0);
+  std::vector<MapReach> maps;
   for (uint32_t i = 0; i < layout.size(); ++i) {
-    if (layout[i].second != 8) return "xla: a parameter is not an 8-byte pointer";
+    if (layout[i].second != 8 && layout[i].second != kTensorMapBytes) return "xla: a parameter is not an 8-byte pointer";
     if (!launch.params[i]) return "xla: a parameter's bytes could not be read";
-    std::memcpy(&words[i], launch.params[i], 8);
+    if (layout[i].second == 8) {
+      std::memcpy(&words[i], launch.params[i], 8);
+      continue;
+    }
+    const auto map = launch.tensor_maps ? launch.tensor_maps->find(reinterpret_cast<const uint8_t*>(launch.params[i]))
+                                        : std::nullopt;
+    if (!map) return "xla: a 128-byte parameter (a TMA descriptor) nanscope did not see encoded";
+    if (!map->footprint_bytes()) return "xla: a TMA descriptor of an element type or shape nanscope does not know";
+    words[i] = map->global_address;
+    maps.push_back({i, map->footprint_bytes()});
   }
   std::array<const xla::DumpModule*, xla::kMaxModulesPerFunction> among{};
   for (size_t i = 0; i < modules.size(); ++i) among[i] = modules[i].get();
@@ -55,7 +87,8 @@ std::string_view lookup(std::span<const std::shared_ptr<const xla::DumpModule>> 
   std::copy(launch.grid, launch.grid + 3, shape.grid.begin());
   std::copy(launch.block, launch.block + 3, shape.block.begin());
   found = xla::launch_writes(std::span<const xla::DumpModule* const>(among.data(), modules.size()), function, words, &shape);
-  return {};
+  if (found.refusal != xla::Refusal::none) return {};
+  return maps_fit(maps, found);
 }
 
 }  // namespace
