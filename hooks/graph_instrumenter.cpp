@@ -74,6 +74,16 @@ bool followed_by_scan(const std::vector<CUgraphNode>& dependents, const ContextS
 
 }  // namespace
 
+// A node its decoder refused: listed with the reason, once, as an eager launch's is, and said at
+// debug level (a graph-only kernel has no eager launch count to show it by).
+void GraphInstrumenter::note_refused_node(const KernelInfo& k, const LaunchArgs& args, const LaunchPlan& plan,
+                                          uint64_t graph_id) {
+  if (counters_.coverage.refusal_listed(k.id)) return;
+  const std::string why = refusal_detail(k, args, allocs_, plan.refused);
+  counters_.coverage.on_refused_launch(k.id, k.demangled, why);
+  if (log_.debug_enabled()) log_.debug(fmt::format("graph {}: kernel node {} refused: {}", graph_id, k.demangled, why));
+}
+
 // Adds the scan of kernel node `node` right after it; the node's dependents wait for the scan.
 GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t graph_id, ContextState& cs) {
   CUDA_KERNEL_NODE_PARAMS p{};
@@ -103,12 +113,7 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
   LaunchPlan plan;
   if (!tasks_.build(k, args_of_node, cs, task, max_bytes, &plan)) {
     if (plan.inspection != Inspection::mismatch) return NodeScan::nothing_to_scan;
-    // Its decoder refused the node's values: listed with the reason, as an eager launch's is.
-    if (!counters_.coverage.refusal_listed(k.id)) {
-      const std::string why = refusal_detail(k, args_of_node, allocs_, plan.refused);
-      counters_.coverage.on_refused_launch(k.id, k.demangled, why);
-      if (log_.debug_enabled()) log_.debug(fmt::format("graph {}: kernel node {} refused: {}", graph_id, k.demangled, why));
-    }
+    note_refused_node(k, args_of_node, plan, graph_id);
     return NodeScan::refused;
   }
   task.graph_id = graph_id;
