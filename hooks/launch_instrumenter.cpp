@@ -27,6 +27,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   }
   if (xla_autotuning(k, a)) return;
   if (!tasks_.worth_a_look(k)) {
+    const SiteTimer part{profile.on, profile.not_looked_at};
     counters_.coverage.on_launch(k.id, k.excluded          ? Inspection::excluded
                                        : k.layout_mismatch ? Inspection::mismatch
                                        : k.library         ? Inspection::library
@@ -104,6 +105,8 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
   if (words.empty()) return;
+  HostProfile& profile = scans_.profile();
+  const uint64_t t0 = profile.on ? steady_now_ns() : 0;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
   // initial scan named after it files it with its facts.
@@ -112,6 +115,10 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
     if (cs) cs->slots().invalidate(w);
+  }
+  if (profile.on) {
+    profile.note_opaque_ns.fetch_add(steady_now_ns() - t0, std::memory_order_relaxed);
+    profile.note_opaque_calls.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -25,6 +25,12 @@ void ScanSubmitter::log_host_profile() {
                          per_us(p.enter.ns, e), e, per_us(p.enter_resolve_ns, all), per_us(p.enter_model_ns, all),
                          per_us(p.enter_event_ns, all), p.enter.slow.load(), HostProfile::kSlowCallNs / 1000,
                          p.enter.slow_ns.load() / 1e6));
+  if (const uint64_t k = p.not_looked_at.calls + p.not_looked_at.slow)
+    log_.debug(fmt::format("of the exit site, launches not looked at (library, opaque, excluded): {:.2f} us each ({}), "
+                           "plus {} over {} us; noting their possible writes {:.2f} us each ({})",
+                           per_us(p.not_looked_at.ns, p.not_looked_at.calls), k, p.not_looked_at.slow.load(),
+                           HostProfile::kSlowCallNs / 1000, per_us(p.note_opaque_ns, p.note_opaque_calls),
+                           p.note_opaque_calls.load()));
   if (const std::string flushes = batch_.profile_line(); !flushes.empty()) log_.debug(flushes);
 }
 

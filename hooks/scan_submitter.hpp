@@ -38,6 +38,10 @@ struct HostProfile {
     }
   };
   Site enter, exit;
+  // Of the exit site: the launches not looked at (library, opaque, excluded), and within them
+  // noting what their parameter words may point at (LaunchInstrumenter::note_opaque).
+  Site not_looked_at;
+  std::atomic<uint64_t> note_opaque_ns{0}, note_opaque_calls{0};
   std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0};
 };
 
