@@ -194,8 +194,14 @@ def test_jax_fusions():
     # The autotuner's other candidates share the kernels' names and stay not inspected (no dump
     # module holds their launch): the first finding says whether the step's own were inspected.
     check_sick("jax_pool", "jit_step", ("log",), ("jnp.log(h - 1.0)",), events, dumps, said)
+    # The candidates' launches are XLA's autotuning, counted apart (compile_time), not opaque
+    # program launches (docs/jax.md#autotuning; session 24 on the benchmark's steps: opaque 0).
+    by = [e for e in events if e["event"] == "summary"][-1]["coverage"]["by_inspection"]
+    if not by.get("compile_time") or by.get("opaque"):
+        fail(f"jax_pool autotuned: want the autotuner's launches counted compile_time and none opaque; got {by}")
     done.append(f"jax_pool autotuned under nanscope: first {found[0]['kernel']} {found[0]['origin']}; "
-                f"XLA kernel names inspected {len(inspected)}, with a not_inspected event {len(refused)}")
+                f"XLA kernel names inspected {len(inspected)}, with a not_inspected event {len(refused)}; "
+                f"launches compile_time {by['compile_time']}, opaque {by['opaque']}")
     print("ok: " + " | ".join(done))
 
 
