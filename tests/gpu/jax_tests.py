@@ -116,7 +116,8 @@ def xla_coverage(events, dumps):
     names = set()
     for path in glob.glob(os.path.join(dumps, "*.thunk_sequence*.txt")):
         with open(path) as f:
-            names |= set(re.findall(r"k(?:Custom)?Kernel \[[^\]]*\] (\S+)", f.read()))
+            # Kinds are padded to the widest of the sequence (jaxlib 0.11.2, beside kCublasLtMatmul).
+            names |= set(re.findall(r"k(?:Custom)?Kernel\s+\[[^\]]*\] (\S+)", f.read()))
     not_inspected = {e["kernel_mangled"]: e["reason"] for e in events if e["event"] == "not_inspected"}
     return sorted(n for n in names if n not in not_inspected), {n: not_inspected[n] for n in names if n in not_inspected}
 
@@ -202,6 +203,47 @@ def test_jax_fusions():
     done.append(f"jax_pool autotuned under nanscope: first {found[0]['kernel']} {found[0]['origin']}; "
                 f"XLA kernel names inspected {len(inspected)}, with a not_inspected event {len(refused)}; "
                 f"launches compile_time {by['compile_time']}, opaque {by['opaque']}")
+    print("ok: " + " | ".join(done))
+
+
+def test_jax_user_libraries():
+    """A network built and trained with JAX's own example libraries (jax.example_libraries.stax and
+    .optimizers: code the JAX team wrote), under `nanscope --` with no code change. Sick: the loss
+    is log(softmax(logits)) at a bad temperature (softmax underflows, its gradient overflows, 0 *
+    inf is NaN); its twin uses stax's LogSoftmax. The first finding must be introduced by a kernel
+    of the jitted update at the loss line (the HLO metadata's), the twin must give none, and the
+    trained parameters must be bit-identical (autotuning pinned)."""
+    work = tempfile.mkdtemp(prefix="nanscope_jax_user_")
+    app, done = "jax_stax_train", []
+    # The planted bug's two lines: the loss's log(softmax), and the bad temperature that drives it
+    # (the backward's overflowing ops carry either line, as JAX attributes them).
+    loss_lines = lines_of(app, ("jnp.log(jax.nn.softmax(logits))", "* TEMPERATURE"))
+    for healthy in (True, False):
+        want, got, events, dumps = run_app(app, healthy, work)
+        label = app + (" --healthy" if healthy else "")
+        if got["checksum"] != want["checksum"]:
+            fail(f"{label}: parameters differ under nanscope (autotuning pinned): {want} {got}")
+        found = [e for e in events if e["event"] == "nonfinite"]
+        inspected, refused = xla_coverage(events, dumps)
+        said = "\n  ".join(json.dumps({k: e.get(k) for k in ("id", "kernel", "origin", "counts", "python")})
+                           for e in found[:8])
+        if not inspected:
+            fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}")
+        if healthy and found:
+            fail(f"{label}: the clean program got findings:\n  {said}")
+        if not healthy:
+            if want["nonfinite"] == 0:
+                fail(f"{label}: the planted NaN did not happen: {want}")
+            first = found[0] if found else {}
+            line = first.get("python") or {}
+            if (first.get("origin") != "introduced" or first.get("kernel") not in inspected
+                    or not line.get("file", "").endswith(app + ".py") or line.get("line") not in loss_lines):
+                fail(f"{label}: want the first finding introduced by an inspected XLA kernel at {app}.py:"
+                     f"{sorted(loss_lines)}; nanscope said:\n  {said}")
+        by = [e for e in events if e["event"] == "summary"][-1]["coverage"]["by_inspection"]
+        done.append(f"{label}: {len(found)} finding(s)"
+                    + (f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else "")
+                    + f"; XLA kernels inspected {len(inspected)}, not {len(refused)}; launches {by}")
     print("ok: " + " | ".join(done))
 
 
