@@ -218,8 +218,13 @@ ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const 
   }
   out.modules = usable;
   if (!out.modules.empty()) return out;
-  out.reason = functions.size() == 1 ? fmt::format("no dump module in {} has a kernel named {}", dir, *functions.begin())
-                                     : fmt::format("no dump module in {} holds its module's {} kernels", dir, functions.size());
+  // XLA dumps what it compiles: an executable JAX's persistent compilation cache gave back was
+  // not compiled in this process, so none of its files are there (docs/jax.md).
+  constexpr std::string_view kNotCompiledHere =
+      " (XLA dumps only what it compiles: an executable from JAX's persistent compilation cache has no dump)";
+  out.reason = functions.size() == 1
+                   ? fmt::format("no dump module in {} has a kernel named {}{}", dir, *functions.begin(), kNotCompiledHere)
+                   : fmt::format("no dump module in {} holds its module's {} kernels{}", dir, functions.size(), kNotCompiledHere);
   return out;
 }
 
