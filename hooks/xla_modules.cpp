@@ -56,7 +56,7 @@ void XlaModules::read_new_modules() {
   xla::DumpDirRead read = xla::read_dump_dir(dir_, known_, kMaxFileBytes);
   for (std::string& e : read.errors)  // a file still too big at the next read is not said again
     if (said_.size() < kMaxSaid && said_.insert(e).second) errors_.push_back(std::move(e));
-  dir_exists_ = read.exists;
+  compiling_began_ = read.compiling_began;
   optimizing_ = std::move(read.optimizing);
   const size_t before = modules_.size();
   for (xla::DumpModule& m : read.modules) {
@@ -121,7 +121,7 @@ XlaModules::Found XlaModules::find(CUmodule module) {
     }
     f.modules = it->second.modules;
     f.reason = it->second.reason;
-  } else if (dir_exists_) {
+  } else if (compiling_began_) {
     // XLA began its first compile but finished none: nothing is remembered, a later launch
     // matches again (KernelTable::resolve, after generation_ moved).
     f.reason = fmt::format("no module in {} is dumped yet", dir_);

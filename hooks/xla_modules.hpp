@@ -85,7 +85,7 @@ class XlaModules {
   std::unordered_map<CUmodule, Match> by_module_;                // each CUmodule, matched once
   std::filesystem::file_time_type last_read_mtime_{};            // the directory's, at the last read
   bool read_once_ = false;
-  bool dir_exists_ = false;         // at the last read: XLA made it (its first compile began)
+  bool compiling_began_ = false;    // at the last read: a module's file is there (DumpDirRead)
   std::string optimizing_;          // at the last read: module_being_optimized
   std::set<std::string> optimizing_said_;  // modules whose autotuning launches were said (bounded: kMaxSaid)
   std::atomic<uint64_t> generation_{0};

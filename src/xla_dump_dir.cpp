@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -109,7 +110,7 @@ DumpDirRead read_dump_dir(const std::string& dir, const std::set<std::string>& k
     out.errors.push_back(fmt::format("{}: {}", dir, ec.message()));
     return out;
   }
-  out.exists = true;
+  out.compiling_began = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("module_"); });
   out.optimizing = module_being_optimized(names);
   for (const DumpFiles& f : group_dump_files(names)) {
     if (!f.complete() || known.count(f.module)) continue;

@@ -37,7 +37,9 @@ std::string module_being_optimized(const std::vector<std::string>& names);
 struct DumpDirRead {
   std::vector<DumpModule> modules;  // the complete modules not in `known`, read
   std::vector<std::string> errors;  // the directory or a file that could not be read, named
-  bool exists = false;              // the directory is there (XLA made it at its first dump)
+  // Some module's file is there: XLA began compiling. Not the directory alone, which the launcher
+  // makes for any program (a PyTorch one's untyped kernels must not wait for XLA's dumps).
+  bool compiling_began = false;
   std::string optimizing;           // module_being_optimized of its files
 };
 // Reads the complete modules of `dir` whose names are not in `known`; a directory that does not

@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "decode/xla.hpp"
 #include "xla_dump_dir.hpp"
 
@@ -48,8 +50,23 @@ TEST(XlaDumpDir, ReadsTheCompleteModulesOnce) {
   EXPECT_EQ(all.modules[0].name, "module_0000.jit_stage");
   EXPECT_EQ(all.modules[1].name, "module_5968.jit_step");
   EXPECT_EQ(all.modules[1].kernels.size(), 4u);
+  EXPECT_TRUE(all.compiling_began);
+  EXPECT_EQ(all.optimizing, "");  // both finished
   const DumpDirRead later = read_dump_dir(kGpu + "jax_pool-sick", {"module_5968.jit_step", "module_0000.jit_stage"}, 1 << 24);
   EXPECT_TRUE(later.modules.empty());
+  EXPECT_TRUE(later.compiling_began);
+}
+
+// The launcher makes the directory for any program: empty, it says nothing of XLA (a PyTorch
+// program's untyped kernels keep their reasons and are not looked up again).
+TEST(XlaDumpDir, AnEmptyDirectoryIsNoCompile) {
+  char tmpl[] = "/tmp/nanscope-xla-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const DumpDirRead empty = read_dump_dir(tmpl, {}, 1 << 24);
+  EXPECT_TRUE(empty.errors.empty());
+  EXPECT_FALSE(empty.compiling_began);
+  rmdir(tmpl);
+  EXPECT_FALSE(read_dump_dir(kGpu + "no-such-dump", {}, 1 << 24).compiling_began);
 }
 
 TEST(XlaDumpDir, WhatCannotBeReadIsNamed) {
