@@ -125,7 +125,8 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
   std::string triton_why = "no Triton modules", xla_why;
   if (triton_ && (k.triton = triton_->lookup(handle, k.mangled, triton_why))) return true;
   const uint64_t generation = xla_ && xla_->on() ? xla_->generation() : 0;
-  if (xla_ && xla_->on() && !(k.xla = xla_->lookup(handle, xla_why, k.xla_module)).empty()) {
+  bool none_hold = false;
+  if (xla_ && xla_->on() && !(k.xla = xla_->lookup(handle, xla_why, k.xla_module, none_hold)).empty()) {
     std::vector<const xla::DumpModule*> among;
     for (const auto& m : k.xla) among.push_back(m.get());
     if (const std::optional<xla::SourceLine> line = xla::kernel_source(among, k.mangled))
@@ -136,6 +137,7 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
   if (!xla_why.empty()) {
     k.reason += "; no XLA dump module (" + xla_why + ")";
     k.xla_missed = k.xla_module != nullptr;
+    k.xla_unheld = k.xla_missed && none_hold;
     k.xla_generation.value.store(generation, std::memory_order_relaxed);
   }
   k.reason += "; use a watch";
@@ -197,7 +199,7 @@ const KernelInfo* KernelTable::cached(void* handle, const char* symbol_name) con
 
 std::string KernelTable::xla_optimizing(const KernelInfo& k, bool& first) const {
   first = false;
-  if (!k.xla_missed || k.inspected || !xla_) return {};
+  if (!k.xla_unheld || k.inspected || !xla_) return {};
   return xla_->optimizing_now(first);
 }
 

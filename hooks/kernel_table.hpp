@@ -58,6 +58,9 @@ struct KernelInfo {
   // Its CUmodule matched no dump module while XLA had dumped some (XlaModules::generation then):
   // looked up again once more modules are dumped (resolve).
   bool xla_missed = false;
+  // And no dump module holds its name at all (xla::ModulesFor::none_hold): only such a kernel's
+  // launch during a compile is taken for XLA's autotuning (xla_optimizing).
+  bool xla_unheld = false;
   // Moved forward, on the shared entry, when a lookup again found nothing (any thread may).
   struct Generation {
     mutable std::atomic<uint64_t> value{0};
@@ -119,7 +122,7 @@ class KernelTable {
   void set_triton(const TritonModules* modules) { triton_ = modules; }
   // Where XLA kernels' dump modules come from (set once, before the first launch).
   void set_xla(XlaModules* modules) { xla_ = modules; }
-  // The module XLA is optimizing while `k`, a kernel no dump module holds (KernelInfo::xla_missed),
+  // The module XLA is optimizing while `k`, a kernel no dump module holds (KernelInfo::xla_unheld),
   // is launched: the launch is XLA's autotuning, not the program's. Empty otherwise, and for
   // every other kernel. `first`: the first such launch said of that module.
   std::string xla_optimizing(const KernelInfo& k, bool& first) const;

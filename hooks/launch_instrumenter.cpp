@@ -77,7 +77,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
 // scanned, and not noted as a writer: what it writes is the autotuner's scratch, and naming it a
 // candidate writer of the program's NaN would be the redzone mistake again (docs/jax.md).
 bool LaunchInstrumenter::xla_autotuning(const KernelInfo& k, const LaunchArgs& a) {
-  if (!k.xla_missed || !surely_not_capturing(a.stream)) return false;
+  if (!k.xla_unheld || !surely_not_capturing(a.stream)) return false;
   bool first = false;
   const std::string module = kernels_.xla_optimizing(k, first);
   if (module.empty()) return false;

@@ -94,7 +94,7 @@ XlaModules::Match XlaModules::match(CUmodule module) {
   const std::set<std::string> names = function_names(module, why);
   if (names.empty()) return {{}, why};
   xla::ModulesFor usable = xla::modules_for(kernel_names_, names, dir_);
-  Match m{{}, std::move(usable.reason), generation_.load(std::memory_order_relaxed)};
+  Match m{{}, std::move(usable.reason), generation_.load(std::memory_order_relaxed), usable.none_hold};
   for (size_t i : usable.modules) m.modules.push_back(modules_[i]);
   return m;
 }
@@ -121,7 +121,9 @@ XlaModules::Found XlaModules::find(CUmodule module) {
     }
     f.modules = it->second.modules;
     f.reason = it->second.reason;
+    f.none_hold = it->second.none_hold;
   } else if (compiling_began_) {
+    f.none_hold = true;
     // XLA began its first compile but finished none: nothing is remembered, a later launch
     // matches again (KernelTable::resolve, after generation_ moved).
     f.reason = fmt::format("no module in {} is dumped yet", dir_);
@@ -130,9 +132,10 @@ XlaModules::Found XlaModules::find(CUmodule module) {
   return f;
 }
 
-XlaModules::Modules XlaModules::lookup(void* function, std::string& reason, CUmodule& module) {
+XlaModules::Modules XlaModules::lookup(void* function, std::string& reason, CUmodule& module, bool& none_hold) {
   module = nullptr;
   reason.clear();
+  none_hold = false;
   if (!on()) return {};
   {
     ToolScope tool;
@@ -146,6 +149,7 @@ XlaModules::Modules XlaModules::lookup(void* function, std::string& reason, CUmo
     log_.warning(schema::warning_what::xla_dumps, "XLA dumps: " + e + " (its kernels stay not inspected)");
   if (f.matched_now && log_.debug_enabled()) say_match(f);
   reason = f.reason;
+  none_hold = f.none_hold;
   return f.modules;
 }
 

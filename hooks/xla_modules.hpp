@@ -34,7 +34,8 @@ class XlaModules {
   // The dump modules `function` (a CUfunction about to be decoded) may be, or none with `reason`
   // (empty when no XLA module was dumped at all: nothing to say of a program that is not XLA's);
   // `module` is its CUmodule (the kernel table forgets the function when it is unloaded).
-  Modules lookup(void* function, std::string& reason, CUmodule& module);
+  // `none_hold`: no dump module holds its functions at all (not too many, not another reason).
+  Modules lookup(void* function, std::string& reason, CUmodule& module, bool& none_hold);
   // Enter site of cuModuleUnload: its handle may come back for another module.
   void on_unload(CUmodule module);
   // How many times modules were added from the directory: a kernel whose lookup found none is
@@ -59,12 +60,14 @@ class XlaModules {
     Modules modules;
     std::string reason;
     uint64_t generation = 0;  // generation_ when matched: a miss is matched again once it moved
+    bool none_hold = false;   // xla::ModulesFor::none_hold
   };
   Match match(CUmodule module);
   struct Found {
     Modules modules;
     std::string reason;
     bool matched_now = false;
+    bool none_hold = false;  // no dump module holds its functions (or none is dumped yet)
     std::vector<std::string> errors;
   };
   Found find(CUmodule module);

@@ -222,6 +222,7 @@ ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const 
   // not compiled in this process, so none of its files are there (docs/jax.md).
   constexpr std::string_view kNotCompiledHere =
       " (XLA dumps only what it compiles: an executable from JAX's persistent compilation cache has no dump)";
+  out.none_hold = true;
   out.reason = functions.size() == 1
                    ? fmt::format("no dump module in {} has a kernel named {}{}", dir, *functions.begin(), kNotCompiledHere)
                    : fmt::format("no dump module in {} holds its module's {} kernels{}", dir, functions.size(), kNotCompiledHere);

@@ -123,6 +123,9 @@ inline constexpr size_t kMaxModulesPerFunction = 64;
 struct ModulesFor {
   std::vector<size_t> modules;
   std::string reason;
+  // No dump module holds the functions at all (not: too many hold them). Only such a kernel's
+  // launch during a compile can be XLA's autotuning (KernelTable::xla_optimizing).
+  bool none_hold = false;
 };
 ModulesFor modules_for(std::span<const std::set<std::string>> kernels_of, const std::set<std::string>& functions,
                        std::string_view dir);

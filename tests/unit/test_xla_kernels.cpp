@@ -321,16 +321,19 @@ TEST(XlaModuleMatch, AOneKernelModuleMayBeEveryDumpModuleHoldingIt) {
   const ModulesFor usable = modules_for(names, {"gemm_fusion_dot_1"}, "/dumps");
   EXPECT_EQ(usable.modules, (std::vector<size_t>{0, 1}));
   EXPECT_TRUE(usable.reason.empty());
+  EXPECT_FALSE(usable.none_hold);
   const ModulesFor none = modules_for(names, {"no_such_kernel"}, "/dumps");
   EXPECT_TRUE(none.modules.empty());
   EXPECT_EQ(none.reason,
             "no dump module in /dumps has a kernel named no_such_kernel (XLA dumps only what it compiles: an "
             "executable from JAX's persistent compilation cache has no dump)");
+  EXPECT_TRUE(none.none_hold);  // only such a kernel's launch during a compile is taken for autotuning
   EXPECT_TRUE(modules_for(names, {"a", "b"}, "/dumps").reason.starts_with("no dump module in /dumps holds its module's 2 kernels ("));
   std::vector<std::set<std::string>> many(kMaxModulesPerFunction + 1, std::set<std::string>{"loop_add_fusion", "x"});
   const ModulesFor too_many = modules_for(many, {"loop_add_fusion"}, "/dumps");
   EXPECT_TRUE(too_many.modules.empty());
   EXPECT_NE(too_many.reason.find("65 dump modules of /dumps"), std::string::npos) << too_many.reason;
+  EXPECT_FALSE(too_many.none_hold);  // held, by too many: a program's kernel, never autotuning
   // A whole module's kernels still match it exactly, and only it.
   const ModuleMatch whole = match_module(dumps, {"gemm_fusion_dot", "loop_reduce_fusion", "gemm_fusion_dot_1", "loop_reduce_fusion_1"});
   EXPECT_EQ(whole.usable(), (std::vector<size_t>{0}));
