@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "safe_file.hpp"
+#include "xla_text.hpp"
 
 namespace nanscope::xla {
 
@@ -74,10 +75,9 @@ namespace {
 // "module_0662.jit__threefry_seed..." -> 662; nullopt for a name of another form.
 std::optional<uint64_t> module_number(std::string_view name) {
   if (!name.starts_with("module_")) return std::nullopt;
+  const size_t dot = name.find('.', 7);
   uint64_t n = 0;
-  size_t i = 7;
-  for (; i < name.size() && i < 7 + 18 && name[i] >= '0' && name[i] <= '9'; ++i) n = n * 10 + static_cast<uint64_t>(name[i] - '0');
-  if (i == 7 || i >= name.size() || name[i] != '.') return std::nullopt;
+  if (dot == std::string_view::npos || !text::number(name.substr(7, dot - 7), n)) return std::nullopt;
   return n;
 }
 

@@ -70,16 +70,12 @@ void mark_in_place(std::vector<KernelArgument>& all) {
         if (output.written && same_slice(operand, output)) operand.read = false;
 }
 
-// An operand's shape: its instruction's in the HLO; a tuple element's (value_name), its value's in
-// the buffer assignment. Empty when neither says (its argument is then refused by slice_of).
-std::string operand_shape(const std::string& operand, const HloInstructions& hlo, const BufferAssignment& buffers) {
-  if (const auto o = hlo.by_name.find(operand); o != hlo.by_name.end()) return o->second.shape_text;
-  const std::string value = value_name(operand);
-  if (value == operand) return "";
-  for (const Allocation& a : buffers.allocations)
-    for (const Value& v : a.values)
-      if (v.instruction == value && v.index == "@0") return v.shape_text;
-  return "";
+// An operand's shape in the HLO, its instruction's; empty for a tuple element ("custom-call.1#0",
+// value_name), whose value in the buffer assignment gives it. False when neither can.
+bool hlo_shape(const std::string& operand, const HloInstructions& hlo, std::string& shape) {
+  if (const auto o = hlo.by_name.find(operand); o != hlo.by_name.end()) return shape = o->second.shape_text, true;
+  shape.clear();
+  return value_name(operand) != operand;
 }
 
 // The arguments of the fusion `fusion` (`all`: before de-duplication); an empty return value means mapped.
@@ -87,17 +83,19 @@ std::string fusion_arguments(const Instruction& fusion, const HloInstructions& h
                              std::vector<KernelArgument>& args, std::vector<KernelArgument>& all) {
   if (fusion.opcode != "fusion") return fusion.name + " is a " + fusion.opcode + ", not a fusion";
   if (fusion.shape_text.starts_with('(')) return fusion.name + " has a tuple output " + fusion.shape_text;
-  const auto argument = [&](const std::string& name, const std::string& shape_text, bool written) -> std::string {
+  // `shape_text` empty: the slice's value's own (a tuple element, which the HLO has no line for).
+  const auto argument = [&](const std::string& name, const std::string& given_shape, bool written) -> std::string {
     Slice s;
     if (std::string why = slice_of(name, hlo, buffers, s); !why.empty()) return why;
+    const std::string& shape_text = given_shape.empty() ? s.value->shape_text : given_shape;
     all.push_back(KernelArgument{name, s.value->instruction, !written, written, shape_text, parse_shape(shape_text),
                                  s.allocation, s.value->offset, s.value->size});
     add_argument(args, all.back());
     return "";
   };
   for (const std::string& operand : fusion.operands) {
-    const std::string shape = operand_shape(operand, hlo, buffers);
-    if (shape.empty()) return "operand " + operand + " is not in the HLO";
+    std::string shape;
+    if (!hlo_shape(operand, hlo, shape)) return "operand " + operand + " is not in the HLO";
     if (std::string why = argument(operand, shape, false); !why.empty()) return "operand " + why;
   }
   if (std::string why = argument(fusion.name, fusion.shape_text, true); !why.empty()) return "output " + why;

@@ -35,14 +35,6 @@ void split_no_nan(std::vector<LaunchWrite>& args, std::vector<LaunchWrite>& no_n
   std::erase_if(args, [](const LaunchWrite& a) { return a.shape.dtype == DType::none; });
 }
 
-bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype || a[i].shape.dims != b[i].shape.dims ||
-        a[i].intended_inf != b[i].intended_inf)
-      return false;
-  return true;
-}
 
 // The same arguments, dtypes and element counts: thunks that differ at most in how the elements are
 // arranged (one jnp op compiled for f32[512,2048] and for f32[2048,512] runs one kernel, and the
@@ -53,6 +45,14 @@ bool same_extents(const std::vector<LaunchWrite>& a, const std::vector<LaunchWri
     if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype ||
         a[i].shape.elements() != b[i].shape.elements() || a[i].intended_inf != b[i].intended_inf)
       return false;
+  return true;
+}
+
+// The same arguments with the same shapes, dimension by dimension.
+bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
+  if (!same_extents(a, b)) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].shape.dims != b[i].shape.dims) return false;
   return true;
 }
 
