@@ -74,14 +74,13 @@ bool followed_by_scan(const std::vector<CUgraphNode>& dependents, const ContextS
 
 }  // namespace
 
-// A node its decoder refused: listed with the reason, once, as an eager launch's is, and said at
-// debug level (a graph-only kernel has no eager launch count to show it by).
+// A node its decoder refused: listed once, as an eager launch's refusal is (list_refusal), and
+// said at debug level (a graph-only kernel has no eager launch count to show it by).
 void GraphInstrumenter::note_refused_node(const KernelInfo& k, const LaunchArgs& args, const LaunchPlan& plan,
                                           uint64_t graph_id) {
-  if (counters_.coverage.refusal_listed(k.id)) return;
-  const std::string why = refusal_detail(k, args, allocs_, plan.refused);
-  counters_.coverage.on_refused_launch(k.id, k.demangled, why);
-  if (log_.debug_enabled()) log_.debug(fmt::format("graph {}: kernel node {} refused: {}", graph_id, k.demangled, why));
+  const std::string why = list_refusal(counters_.coverage, k, args, allocs_, plan.refused);
+  if (!why.empty() && log_.debug_enabled())
+    log_.debug(fmt::format("graph {}: kernel node {} refused: {}", graph_id, k.demangled, why));
 }
 
 // Adds the scan of kernel node `node` right after it; the node's dependents wait for the scan.

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "contexts.hpp"
+#include "coverage.hpp"
 #include "decode/xla.hpp"
 #include "kernel_table.hpp"
 #include "launch_record.hpp"
@@ -44,6 +45,14 @@ std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, const Alloc
   const char* params[kMaxDecodedParams];
   const std::string detail = decode::xla_refusal(k.xla, k.mangled, k.params, launch_view(k, a, allocs, params));
   return detail.empty() ? std::string(reason) : std::string(reason) + " (" + detail + ")";
+}
+
+std::string list_refusal(Coverage& coverage, const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
+                         std::string_view reason) {
+  if (coverage.refusal_listed(k.id)) return {};
+  std::string why = refusal_detail(k, a, allocs, reason);
+  coverage.on_refused_launch(k.id, k.demangled, why);
+  return why;
 }
 
 bool decoded_io(const std::optional<decode::Decoded>& decoded, std::vector<overlap::KnownWrite>& exact,

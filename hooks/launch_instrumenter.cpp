@@ -52,8 +52,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
               fmt::format("a decoded extent of {} runs past its allocation; such buffers are not scanned (a decoder "
                           "whose layout facts do not fit this build: please report it)", k.demangled));
   counters_.coverage.on_launch(k.id, plan.inspection, plan.written_bytes, plan.scanned_bytes);
-  if (plan.inspection == Inspection::mismatch && !counters_.coverage.refusal_listed(k.id))
-    counters_.coverage.on_refused_launch(k.id, k.demangled, refusal_detail(k, a, allocs_, plan.refused));
+  if (plan.inspection == Inspection::mismatch) list_refusal(counters_.coverage, k, a, allocs_, plan.refused);
   // A launch whose decode was refused writes what nanscope cannot say: as opaque as no decoder.
   if ((k.decoder == Decoder::none && k.hidden_reads) || plan.inspection == Inspection::mismatch)
     note_opaque(k, a, launch_id, cb.context);

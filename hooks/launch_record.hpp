@@ -17,6 +17,7 @@
 namespace nanscope {
 
 class Allocations;  // contexts.hpp
+class Coverage;     // coverage.hpp
 struct KernelInfo;  // kernel_table.hpp
 
 // What a kernel-family decoder (src/decode: ATen, Triton) says one launch writes and reads;
@@ -26,6 +27,10 @@ std::optional<decode::Decoded> decode_launch(const KernelInfo& k, const LaunchAr
 // A refused launch's reason in full, for its kernel's one not_inspected line: an XLA kernel's
 // names the thunks it was looked up in, the words' count and the grid; others' is `reason`.
 std::string refusal_detail(const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs, std::string_view reason);
+// A refused launch's kernel listed in the coverage once, with its refusal_detail (eager launches
+// and graph nodes alike); returns that detail when it was listed now, else empty.
+std::string list_refusal(Coverage& coverage, const KernelInfo& k, const LaunchArgs& a, const Allocations& allocs,
+                         std::string_view reason);
 
 // A decode as the write models see it (overlap::launch_writes): the decoder's writes whose extent
 // it knows, appended to `exact`, and the inputs it names, appended to `inputs`. False (nothing
