@@ -153,6 +153,29 @@ def check_sick(app, jitted, opcodes, texts, events, dumps, said):
         fail(f"{app}: want the first finding to name {app}.py:{sorted(want)}, got {line}")
 
 
+def run_checked(app, healthy, work):
+    """run_app (autotuning pinned), then what every program and its twin must show: outputs
+    bit-identical, some XLA kernel inspected, no finding for the twin, the planted NaN made by the
+    sick one's plain run. Returns (label, events, dumps, findings, XLA kernels inspected, not
+    inspected, the first findings said)."""
+    want, got, events, dumps = run_app(app, healthy, work)
+    label = app + (" --healthy" if healthy else "")
+    if got["checksum"] != want["checksum"]:
+        fail(f"{label}: outputs differ under nanscope (autotuning pinned): {want} {got}")
+    if not healthy and want["nonfinite"] == 0:
+        fail(f"{label}: the planted NaN did not happen: {want}")
+    found = [e for e in events if e["event"] == "nonfinite"]
+    inspected, refused = xla_coverage(events, dumps)
+    said = "\n  ".join(json.dumps({k: e.get(k) for k in ("id", "kernel", "origin", "counts", "buffer", "python")})
+                       for e in found[:8])
+    if not inspected:
+        warnings = [e.get("message", "")[:200] for e in events if e["event"] == "warning"]
+        fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}; warnings {warnings}")
+    if healthy and found:
+        fail(f"{label}: the clean program got findings:\n  {said}")
+    return label, events, dumps, found, inspected, refused, said
+
+
 def test_jax_fusions():
     """JAX programs with a planted NaN, under `nanscope --` with no code change: the fusion that
     makes the NaN is the first finding, introduced, with the user's line; nothing is scanned over
@@ -162,23 +185,9 @@ def test_jax_fusions():
     done = []
     for app, jitted, opcodes, texts in APPS:
         for healthy in (True, False):
-            want, got, events, dumps = run_app(app, healthy, work)
-            label = app + (" --healthy" if healthy else "")
-            if got["checksum"] != want["checksum"]:
-                fail(f"{label}: outputs differ under nanscope (autotuning pinned): {want} {got}")
-            if not healthy and want["nonfinite"] == 0:
-                fail(f"{label}: the planted NaN did not happen: {want}")
-            found = [e for e in events if e["event"] == "nonfinite"]
-            inspected, refused = xla_coverage(events, dumps)
-            said = "\n  ".join(json.dumps({k: e.get(k) for k in ("id", "kernel", "origin", "counts", "buffer", "python")})
-                               for e in found[:8])
-            warnings = [e.get("message", "")[:200] for e in events if e["event"] == "warning"]
-            if not inspected:
-                fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}; warnings {warnings}")
+            label, events, dumps, found, inspected, refused, said = run_checked(app, healthy, work)
             if any(e["buffer"].get("elements", 0) > (1 << 28) or AUTOTUNER.search(e["kernel"]) for e in found):
                 fail(f"{label}: scanned a pool or blamed an autotuner kernel:\n  {said}")
-            if healthy and found:
-                fail(f"{label}: the clean program got findings:\n  {said}")
             if not healthy:
                 check_sick(app, jitted, opcodes, texts, events, dumps, said)
             first = f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else ""
@@ -219,21 +228,8 @@ def test_jax_user_libraries():
     # (the backward's overflowing ops carry either line, as JAX attributes them).
     loss_lines = lines_of(app, ("jnp.log(jax.nn.softmax(logits))", "* TEMPERATURE"))
     for healthy in (True, False):
-        want, got, events, dumps = run_app(app, healthy, work)
-        label = app + (" --healthy" if healthy else "")
-        if got["checksum"] != want["checksum"]:
-            fail(f"{label}: parameters differ under nanscope (autotuning pinned): {want} {got}")
-        found = [e for e in events if e["event"] == "nonfinite"]
-        inspected, refused = xla_coverage(events, dumps)
-        said = "\n  ".join(json.dumps({k: e.get(k) for k in ("id", "kernel", "origin", "counts", "python")})
-                           for e in found[:8])
-        if not inspected:
-            fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}")
-        if healthy and found:
-            fail(f"{label}: the clean program got findings:\n  {said}")
+        label, events, _, found, inspected, refused, said = run_checked(app, healthy, work)
         if not healthy:
-            if want["nonfinite"] == 0:
-                fail(f"{label}: the planted NaN did not happen: {want}")
             first = found[0] if found else {}
             line = first.get("python") or {}
             if (first.get("origin") != "introduced" or first.get("kernel") not in inspected
