@@ -216,4 +216,6 @@ void set_get_stream(void* fn) { g_get_stream.store(reinterpret_cast<GetStreamFn>
 
 void* wrapper(const char* name) { return Lib::wrapper(name); }
 
+void* adopt(const char* name, void* fn) { return Lib::adopt(name, fn); }
+
 }  // namespace nanscope::cudnn

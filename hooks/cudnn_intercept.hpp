@@ -41,5 +41,7 @@ got::Report patch_all(bool force = false);
 bool set_original(const char* name, void* fn);
 void set_get_stream(void* cudnn_get_stream);
 void* wrapper(const char* name);
+// What dlsym hands a program looking `name` up (got::Library::adopt): the wrapper, or nullptr.
+void* adopt(const char* name, void* fn);
 
 }  // namespace nanscope::cudnn

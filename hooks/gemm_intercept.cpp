@@ -349,4 +349,6 @@ void set_helpers(void* cublas_get_stream, void* lt_layout_get_attribute) {
 
 void* wrapper(const char* name) { return Lib::wrapper(name); }
 
+void* adopt(const char* name, void* fn) { return Lib::adopt(name, fn); }
+
 }  // namespace nanscope::gemm

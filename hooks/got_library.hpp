@@ -60,6 +60,19 @@ struct Library {
     if (report.walked) Traits::after_walk();
     return report;
   }
+  // A function the program looked up at run time (dlsym: XLA's and CuPy's loaders,
+  // hooks/dlsym_intercept.hpp): the wrapper to hand it instead, when `name` is hooked here and
+  // `fn` is the hook's one original (it becomes the original when none is yet, and the helpers
+  // beside it are found); else nullptr, and the program keeps `fn` (a second copy of the
+  // library is never wrapped: the wrapper would call the first).
+  static void* adopt(const char* name, void* fn) {
+    const Hook* h = find_hook(Traits::table(), Traits::kCount, name);
+    if (!h || !fn || fn == h->wrapper) return nullptr;
+    void* expected = nullptr;
+    if (!h->original->compare_exchange_strong(expected, fn) && expected != fn) return nullptr;
+    if (!expected) Traits::after_walk();
+    return h->wrapper;
+  }
   static bool set_original(const char* name, void* fn) {
     return got::set_original(Traits::table(), Traits::kCount, name, fn);
   }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cudnn_intercept.hpp"
+#include "dlsym_intercept.hpp"
 #include "gemm_intercept.hpp"
 #include "library_scans.hpp"
 #include "nccl_intercept.hpp"
@@ -67,6 +68,9 @@ void LibraryScans::on_module_loaded() {
   log_patched(log_, gemm::patch_all(), "GEMM");
   log_patched(log_, cudnn::patch_all(), "cuDNN backend");
   log_patched(log_, nccl::patch_all(), "NCCL");
+  // Last: a program that looks the functions up (XLA) then gets the wrappers, and their originals
+  // are those the importers patched above call.
+  log_patched(log_, dlsym_hook::patch_all(), "dlsym");
 }
 
 bool LibraryScans::claim_kernel(const KernelInfo& k, uint64_t launch_id, uint32_t correlation, CUstream stream) {

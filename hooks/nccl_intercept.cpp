@@ -262,4 +262,6 @@ void set_helpers(void* comm_user_rank, void* comm_count) {
 
 void* wrapper(const char* name) { return Lib::wrapper(name); }
 
+void* adopt(const char* name, void* fn) { return Lib::adopt(name, fn); }
+
 }  // namespace nanscope::nccl

@@ -65,5 +65,7 @@ CommTable& comms();
 bool set_original(const char* name, void* fn);
 void set_helpers(void* comm_user_rank, void* comm_count);
 void* wrapper(const char* name);
+// What dlsym hands a program looking `name` up (got::Library::adopt): the wrapper, or nullptr.
+void* adopt(const char* name, void* fn);
 
 }  // namespace nanscope::nccl

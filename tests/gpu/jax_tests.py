@@ -122,6 +122,15 @@ def xla_coverage(events, dumps):
     return sorted(n for n in names if n not in not_inspected), {n: not_inspected[n] for n in names if n in not_inspected}
 
 
+def library_thunks(dumps):
+    """How many cuBLAS / cuBLASLt thunks the dumped modules run (kCublasLtMatmul, kGemm)."""
+    count = 0
+    for path in glob.glob(os.path.join(dumps, "*.thunk_sequence.txt")):
+        with open(path) as f:
+            count += len(re.findall(r"^\d+: (?:kCublasLtMatmul|kGemm)\b", f.read(), re.M))
+    return count
+
+
 # The programs, each with its twin: (app, jitted function, the HLO opcodes that make its NaN,
 # the source text of the lines a finding may name). jax_pool: log of values below 1, fused by XLA
 # into the second GEMM's prologue; jax_attention: a softmax over a row whose every key is masked
@@ -173,6 +182,11 @@ def run_checked(app, healthy, work):
         fail(f"{label}: no XLA kernel inspected; not inspected: {json.dumps(refused)[:1500]}; warnings {warnings}")
     if healthy and found:
         fail(f"{label}: the clean program got findings:\n  {said}")
+    # XLA looks cuBLASLt up with dlsym: its GEMMs are scanned once that lookup is intercepted
+    # (hooks/dlsym_intercept.hpp); before, every one was an opaque library launch.
+    calls = [e for e in events if e["event"] == "summary"][-1]["coverage"].get("library_calls", {})
+    if library_thunks(dumps) and not calls.get("scanned"):
+        fail(f"{label}: its modules run {library_thunks(dumps)} cuBLAS thunks, no library call was scanned: {calls}")
     return label, events, dumps, found, inspected, refused, said
 
 
