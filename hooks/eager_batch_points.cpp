@@ -73,13 +73,15 @@ bool EagerFlushPoints::known_launch_writes(LaunchRecord& launch, std::vector<eag
 // Before a kernel goes onto its stream: the held scans it may overwrite go first, and every scan
 // its stream held when nanscope cannot bound what it writes.
 void EagerFlushPoints::on_launch_enter(const CUpti_CallbackData& cb, LaunchRecord& launch) {
+  using Part = HostProfile::Part;
   if (!scans_.batcher().holding()) return;
   const LaunchArgs& a = launch.args;
   HostProfile& p = scans_.profile();
-  const uint64_t t0 = p.on ? steady_now_ns() : 0;
+  const SiteTimer timer{p.on, p.enter};
+  PartClock clock(p);
   ToolScope scope;  // a first sight of the kernel asks the driver for its parameter layout
   const KernelInfo& k = tasks_.kernel_info(launch, cb.symbolName);  // its exit site reuses it, and the decode
-  const uint64_t t1 = p.on ? steady_now_ns() : 0;
+  clock.lap(Part::enter_lookup);
   eager::Event e;
   if (known_launch_writes(launch, e.ranges)) {
     e.point = eager::Point::launch;
@@ -88,14 +90,9 @@ void EagerFlushPoints::on_launch_enter(const CUpti_CallbackData& cb, LaunchRecor
     const bool words = launch_writes(k, a, e.ranges);
     e.point = words && writes_bounded(k) ? eager::Point::launch : eager::Point::opaque_launch;
   }
-  const uint64_t t2 = p.on ? steady_now_ns() : 0;
+  clock.lap(Part::enter_model);
   scans_.on_event(e, a.stream);
-  if (!p.on) return;
-  const uint64_t t3 = steady_now_ns();
-  p.enter_resolve_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
-  p.enter_model_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
-  p.enter_event_ns.fetch_add(t3 - t2, std::memory_order_relaxed);
-  p.enter.add(t3 - t0);
+  clock.lap(Part::enter_flush);
 }
 
 void EagerFlushPoints::on_copy_enter(const CopyArgs& c) {

@@ -8,7 +8,6 @@
 #include <cuda.h>
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -16,14 +15,10 @@
 #include "context_state.hpp"
 #include "counters.hpp"
 #include "eager_batch.hpp"
+#include "host_profile.hpp"
 
 namespace nanscope {
 
-// Monotonic nanoseconds: the held scans' age bound and the debug host profile.
-inline uint64_t steady_now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 class EagerBatcher {
  public:

@@ -11,28 +11,34 @@
 namespace nanscope {
 
 void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& launch) {
+  using Part = HostProfile::Part;
   HostProfile& profile = scans_.profile();
   const SiteTimer timer{profile.on, profile.exit};
+  PartClock clock(profile);
   const LaunchArgs& a = launch.args;
   const uint64_t launch_id = counters_.launches.fetch_add(1, std::memory_order_relaxed) + 1;
   if (cb.functionReturnValue && *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
     return;  // the kernel did not run; its error is the app's to see
   watch_torch();  // before any nanscope lock: attaching takes torch's allocator locks
+  clock.lap(Part::torch_watch);
 
   const KernelInfo& k = tasks_.kernel_info(launch, cb.symbolName);  // the enter site may have resolved it
+  clock.lap(Part::kernel_lookup);
   ToolScope scope;  // everything below is our own driver work
-  if (LibraryScans::claim_kernel(k, launch_id, cb.correlationId, a.stream)) {
-    counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);
-    return;
-  }
-  if (xla_autotuning(k, a)) return;
+  const bool claimed = LibraryScans::claim_kernel(k, launch_id, cb.correlationId, a.stream);
+  clock.lap(Part::library_claim);
+  if (claimed) return counters_.coverage.on_launch(k.id, Inspection::library, 0, 0);
+  const bool autotuning = xla_autotuning(k, a);
+  clock.lap(Part::autotuning_check);
+  if (autotuning) return;
   if (!tasks_.worth_a_look(k)) {
     const SiteTimer part{profile.on, profile.not_looked_at};
     counters_.coverage.on_launch(k.id, k.excluded          ? Inspection::excluded
                                        : k.layout_mismatch ? Inspection::mismatch
                                        : k.library         ? Inspection::library
                                                            : Inspection::opaque, 0, 0);
-    note_opaque(k, a, launch_id, cb.context);
+    clock.lap(Part::coverage_count);
+    note_opaque(k, a, launch_id, cb.context, &clock);
     return;
   }
   if (eager_tier_.on() && sampled_out(k, a, launch_id)) return;
@@ -45,7 +51,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   task.correlation_id = cb.correlationId;
   uint64_t max_bytes = 0;
   LaunchPlan plan;
-  const uint64_t t0 = profile.on ? steady_now_ns() : 0;
+  clock.skip();
   const bool scan = tasks_.build(launch, *cs, task, max_bytes, &plan);  // its decode too
   if (plan.refused_extent)
     warn_once(log_, schema::Once::decoded_extent,
@@ -57,18 +63,13 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   if ((k.decoder == Decoder::none && k.hidden_reads) || plan.inspection == Inspection::mismatch)
     note_opaque(k, a, launch_id, cb.context);
   for (uint32_t i = 0; i < plan.initial_count; ++i) scans_.submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
+  clock.lap(Part::build);
   if (!scan) return;
 
-  const uint64_t t1 = profile.on ? steady_now_ns() : 0;
   LaunchFacts facts = scans_.facts_of(task, plan, &k);  // the Python line: before the scan, which carries its slot
-  const uint64_t t2 = profile.on ? steady_now_ns() : 0;
+  clock.lap(Part::facts);
   scans_.submit(*cs, task, a.stream, max_bytes, &facts);
-  if (profile.on) {
-    profile.scanned.fetch_add(1, std::memory_order_relaxed);
-    profile.build_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
-    profile.findings_ns.fetch_add(t2 - t1, std::memory_order_relaxed);
-    profile.submit_ns.fetch_add(steady_now_ns() - t2, std::memory_order_relaxed);
-  }
+  clock.lap(Part::submit);
 }
 
 // A launch of a kernel no XLA dump module holds, made while XLA optimizes a module: its autotuner
@@ -90,7 +91,9 @@ bool LaunchInstrumenter::xla_autotuning(const KernelInfo& k, const LaunchArgs& a
 // A launch nanscope cannot see into may write any buffer its parameter words point into: those
 // buffers' states are unknown from here on, and the launch is remembered as their last possible
 // writer, so their next reader's initial scan names it rather than the reader.
-void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx) {
+void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
+                                     PartClock* clock) {
+  using Part = HostProfile::Part;
   if (!cfg_.origin || !k.params_known || k.excluded) return;
   const AddressRange span = allocs_.span();
   if (!span.size) return;
@@ -103,22 +106,19 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
     if (role == ParamRole::input || role == ParamRole::output) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
+  if (clock) clock->lap(Part::opaque_words);
   if (words.empty()) return;
-  HostProfile& profile = scans_.profile();
-  const uint64_t t0 = profile.on ? steady_now_ns() : 0;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
   // initial scan named after it files it with its facts.
   OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key(&k)};
+  if (clock) clock->lap(Part::opaque_python);
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
     if (cs) cs->slots().invalidate(w);
   }
-  if (profile.on) {
-    profile.note_opaque_ns.fetch_add(steady_now_ns() - t0, std::memory_order_relaxed);
-    profile.note_opaque_calls.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (clock) clock->lap(Part::opaque_notes);
 }
 
 // The sentinel tier in eager mode (eager_tier.hpp): a launch outside the sample is not scanned,

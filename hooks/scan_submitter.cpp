@@ -4,34 +4,9 @@
 
 namespace nanscope {
 
-namespace {
-
-double per_us(uint64_t ns, uint64_t count) { return count ? static_cast<double>(ns) / count / 1000.0 : 0.0; }
-
-}  // namespace
-
 void ScanSubmitter::log_host_profile() {
-  const HostProfile& p = profile_;
-  const uint64_t n = p.scanned.load(), e = p.enter.calls.load(), all = e + p.enter.slow.load();
-  if (!p.on || (!n && !all)) return;
-  log_.debug(fmt::format("host time per scanned launch ({}): build {:.2f} us, scan submit or hold {:.2f} us, "
-                         "findings' facts (Python line) {:.2f} us",
-                         n, per_us(p.build_ns, n), per_us(p.submit_ns, n), per_us(p.findings_ns, n)));
-  log_.debug(fmt::format("launch exit site, all of it: {:.2f} us each ({}), plus {} over {} us taking {:.1f} ms",
-                         per_us(p.exit.ns, p.exit.calls), p.exit.calls.load(), p.exit.slow.load(),
-                         HostProfile::kSlowCallNs / 1000, p.exit.slow_ns.load() / 1e6));
-  log_.debug(fmt::format("launch enter site while scans are held: {:.2f} us each ({}: kernel lookup {:.2f}, write model "
-                         "{:.2f}, flush check and its launches {:.2f}), plus {} over {} us taking {:.1f} ms",
-                         per_us(p.enter.ns, e), e, per_us(p.enter_resolve_ns, all), per_us(p.enter_model_ns, all),
-                         per_us(p.enter_event_ns, all), p.enter.slow.load(), HostProfile::kSlowCallNs / 1000,
-                         p.enter.slow_ns.load() / 1e6));
-  if (const uint64_t k = p.not_looked_at.calls + p.not_looked_at.slow)
-    log_.debug(fmt::format("of the exit site, launches not looked at (library, opaque, excluded): {:.2f} us each ({}), "
-                           "plus {} over {} us; noting their possible writes {:.2f} us each ({})",
-                           per_us(p.not_looked_at.ns, p.not_looked_at.calls), k, p.not_looked_at.slow.load(),
-                           HostProfile::kSlowCallNs / 1000, per_us(p.note_opaque_ns, p.note_opaque_calls),
-                           p.note_opaque_calls.load()));
-  if (const std::string flushes = batch_.profile_line(); !flushes.empty()) log_.debug(flushes);
+  for (const std::string& line : profile_.lines()) log_.debug(line);
+  if (const std::string flushes = batch_.profile_line(); profile_.on && !flushes.empty()) log_.debug(flushes);
 }
 
 // One list for every buffer of the task: a launch's candidates are those of its inputs.

@@ -15,35 +15,12 @@
 #include "eager_batcher.hpp"
 #include "event_log.hpp"
 #include "graph_instrumenter.hpp"
+#include "host_profile.hpp"
 #include "kernel_table.hpp"
 #include "python_frames.hpp"
 #include "task_builder.hpp"
 
 namespace nanscope {
-
-// NANSCOPE_LEVEL=debug: where a scanned launch's host time goes (said once, at exit). Kernel
-// launches fill the exit site's part, the eager flush points the enter site's.
-struct HostProfile {
-  static constexpr uint64_t kSlowCallNs = 100'000;  // a first sight or a driver stall, counted apart
-  bool on = false;
-  std::atomic<uint64_t> scanned{0}, build_ns{0}, submit_ns{0}, findings_ns{0};
-  // The enter site in parts (kernel lookup, write model, flush decision with its launches), the
-  // slow ones apart (a kernel's first sight asks the driver for its layout), and the whole exit
-  // site of every launch.
-  struct Site {  // calls and their time, those over kSlowCallNs apart
-    std::atomic<uint64_t> calls{0}, ns{0}, slow{0}, slow_ns{0};
-    void add(uint64_t dt) {
-      (dt > kSlowCallNs ? slow : calls).fetch_add(1, std::memory_order_relaxed);
-      (dt > kSlowCallNs ? slow_ns : ns).fetch_add(dt, std::memory_order_relaxed);
-    }
-  };
-  Site enter, exit;
-  // Of the exit site: the launches not looked at (library, opaque, excluded), and within them
-  // noting what their parameter words may point at (LaunchInstrumenter::note_opaque).
-  Site not_looked_at;
-  std::atomic<uint64_t> note_opaque_ns{0}, note_opaque_calls{0};
-  std::atomic<uint64_t> enter_resolve_ns{0}, enter_model_ns{0}, enter_event_ns{0};
-};
 
 class ScanSubmitter {
  public:
@@ -97,16 +74,6 @@ class ScanSubmitter {
   EventLog& log_;
   HostProfile profile_;
   EagerBatcher batch_;
-};
-
-// Adds the time since construction to `site` when profiling.
-struct SiteTimer {
-  bool on;
-  HostProfile::Site& site;
-  uint64_t t0 = on ? steady_now_ns() : 0;
-  ~SiteTimer() {
-    if (on) site.add(steady_now_ns() - t0);
-  }
 };
 
 }  // namespace nanscope
