@@ -12,7 +12,7 @@ using Part = HostProfile::Part;
 constexpr const char* kPartNames[] = {
     "torch watch", "kernel lookup", "library claim", "autotuning check",
     "coverage count", "opaque words", "opaque Python line", "opaque writer notes",
-    "build (decode, task, initial scans)", "findings' facts (Python line)", "scan submit or hold",
+    "build (decode, task)", "initial scans", "findings' facts (Python line)", "scan submit or hold",
     "kernel lookup", "write model", "flush check and its launches"};
 static_assert(std::size(kPartNames) == static_cast<size_t>(Part::kCount));
 

@@ -34,8 +34,10 @@ struct HostProfile {
     torch_watch, kernel_lookup, library_claim, autotuning_check,
     // a launch not looked at (library, opaque, excluded): its count, then noting its possible writes,
     coverage_count, opaque_words, opaque_python, opaque_notes,
-    // a launch looked at: its decode and task, its findings' facts (the Python line), its scan.
-    build, facts, submit,
+    // a launch looked at: its decode and task, the initial scans of its inputs (with its count,
+    // and a refused decode's opaque notes when it has none), its findings' facts (the Python
+    // line), its scan.
+    build, initial_scans, facts, submit,
     // The enter site while scans are held: the kernel, the launch's write model, the flush check
     // with the held scans' launches.
     enter_lookup, enter_model, enter_flush,

@@ -38,7 +38,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
                                        : k.library         ? Inspection::library
                                                            : Inspection::opaque, 0, 0);
     clock.lap(Part::coverage_count);
-    note_opaque(k, a, launch_id, cb.context, &clock);
+    note_opaque(k, a, launch_id, cb.context, clock);
     return;
   }
   if (eager_tier_.on() && sampled_out(k, a, launch_id)) return;
@@ -53,6 +53,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   LaunchPlan plan;
   clock.skip();
   const bool scan = tasks_.build(launch, *cs, task, max_bytes, &plan);  // its decode too
+  clock.lap(Part::build);
   if (plan.refused_extent)
     warn_once(log_, schema::Once::decoded_extent,
               fmt::format("a decoded extent of {} runs past its allocation; such buffers are not scanned (a decoder "
@@ -61,9 +62,9 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
   if (plan.inspection == Inspection::mismatch) list_refusal(counters_.coverage, k, a, allocs_, plan.refused);
   // A launch whose decode was refused writes what nanscope cannot say: as opaque as no decoder.
   if ((k.decoder == Decoder::none && k.hidden_reads) || plan.inspection == Inspection::mismatch)
-    note_opaque(k, a, launch_id, cb.context);
+    note_opaque(k, a, launch_id, cb.context, clock);
   for (uint32_t i = 0; i < plan.initial_count; ++i) scans_.submit_initial(*cs, plan.initial[i], a.stream, cb.correlationId);
-  clock.lap(Part::build);
+  clock.lap(Part::initial_scans);
   if (!scan) return;
 
   LaunchFacts facts = scans_.facts_of(task, plan, &k);  // the Python line: before the scan, which carries its slot
@@ -92,7 +93,7 @@ bool LaunchInstrumenter::xla_autotuning(const KernelInfo& k, const LaunchArgs& a
 // buffers' states are unknown from here on, and the launch is remembered as their last possible
 // writer, so their next reader's initial scan names it rather than the reader.
 void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
-                                     PartClock* clock) {
+                                     PartClock& clock) {
   using Part = HostProfile::Part;
   if (!cfg_.origin || !k.params_known || k.excluded) return;
   const AddressRange span = allocs_.span();
@@ -106,19 +107,19 @@ void LaunchInstrumenter::note_opaque(const KernelInfo& k, const LaunchArgs& a, u
     if (role == ParamRole::input || role == ParamRole::output) continue;
     OpaqueWriters::candidate_words(param_bytes(a, k.params, i), k.params[i].second, span.base, span.base + span.size, words);
   }
-  if (clock) clock->lap(Part::opaque_words);
+  clock.lap(Part::opaque_words);
   if (words.empty()) return;
   ContextState* cs = contexts_.get(ctx);
   // Its Python line travels with it: a candidate is named with it, in graph replays too, and an
   // initial scan named after it files it with its facts.
   OpaqueWrite writer{k.id, launch_id, false, reinterpret_cast<uint64_t>(a.stream), scans_.python_key(&k)};
-  if (clock) clock->lap(Part::opaque_python);
+  clock.lap(Part::opaque_python);
   if (cs) note_judged_inputs(*cs, words, writer);
   for (uint64_t w : words) {
     if (!allocs_.note_writer(w, writer)) continue;
     if (cs) cs->slots().invalidate(w);
   }
-  if (clock) clock->lap(Part::opaque_notes);
+  clock.lap(Part::opaque_notes);
 }
 
 // The sentinel tier in eager mode (eager_tier.hpp): a launch outside the sample is not scanned,

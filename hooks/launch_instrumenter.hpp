@@ -37,9 +37,8 @@ class LaunchInstrumenter {
  private:
   // Only the words that may hide a pointer: a typed output is judged by its own scan, a typed
   // input is only read.
-  // `clock`: the exit site's, whose opaque parts it laps (null elsewhere).
-  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx,
-                   PartClock* clock = nullptr);
+  // `clock`: the exit site's, whose opaque parts it laps.
+  void note_opaque(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id, CUcontext ctx, PartClock& clock);
   bool sampled_out(const KernelInfo& k, const LaunchArgs& a, uint64_t launch_id);
   bool xla_autotuning(const KernelInfo& k, const LaunchArgs& a);
   static void note_judged_inputs(ContextState& cs, const std::vector<uint64_t>& words, OpaqueWrite& writer);
