@@ -43,9 +43,11 @@ bool EagerFlushPoints::known_launch_writes(LaunchRecord& launch, std::vector<eag
   if (!k.params_known) return false;
   std::vector<overlap::KnownWrite> exact;
   std::vector<uint64_t> inputs;
-  if (const libcall::LibraryCall* call = libcall::current()) {
+  const libcall::LibraryCall* call = libcall::current();
+  if (call) {
     if (!call->writes_bounded) return false;
     inputs.assign(call->reads, call->reads + call->read_count);
+    for (uint32_t i = 0; i < call->write_count; ++i) exact.push_back({call->writes[i].ptr, call->writes[i].bytes});
   } else {
     if (k.decoder == Decoder::none || !writes_bounded(k) || !decoded_io(launch.decoded(allocs_), exact, inputs))
       return false;
@@ -58,8 +60,13 @@ bool EagerFlushPoints::known_launch_writes(LaunchRecord& launch, std::vector<eag
   // OffsetCalculator holds hundreds of such words).
   const AddressRange span = allocs_.span();
   const eager::Range hull = scans_.batcher().held_hull();
+  // A library call's kernels write through an interior pointer of D or of the workspace no
+  // further than the call's own writes (LibraryCall::writes), which `exact` holds.
   words.erase(std::remove_if(words.begin(), words.end(),
-                             [&](uint64_t v) { return !span.contains(v) && !(v >= hull.lo && v < hull.hi); }),
+                             [&](uint64_t v) {
+                               return (!span.contains(v) && !(v >= hull.lo && v < hull.hi)) ||
+                                      (call && call->writes_within(v));
+                             }),
               words.end());
   out = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
     const auto alloc = allocs_.allocation(v);  // no driver call for words that are not pointers

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "got_library.hpp"
+#include "signature.hpp"
 
 // Headers only, for the exact prototypes: nothing here links against cuBLAS.
 #include <cublasLt.h>
@@ -64,6 +65,14 @@ uint64_t stream_of(cublasHandle_t handle) {
   return reinterpret_cast<uint64_t>(stream);
 }
 
+// The bytes D's layout spans from D (a strided D is written inside them), or nothing when the
+// layout is not decoded: the call's kernels then may write through D's word to its allocation's end.
+libcall::LibraryCall::Span d_span(const GemmCall& c) {
+  const GemmExtent e = gemm_extent(c);
+  if (!e.ok || !c.d_ptr) return {0, 0};
+  return {c.d_ptr, e.total_span * dtype_size(e.dtype)};
+}
+
 // The common path: mark the thread, describe the call, call through, unmark, report on success.
 // An unobserved call (no sink) pays nothing.
 // `stream` is a callable too: cublasGetStream_v2 is only asked when someone observes.
@@ -83,6 +92,8 @@ cublasStatus_t intercept(Id id, Stream&& stream_of_call, Call&& call, Describe&&
     if (!c.pointer_array) {
       const uint64_t reads[] = {c.a.ptr, c.b.ptr, c.c_is_d ? 0 : c.c_ptr};
       libcall::set_reads(reads, 3);
+      const libcall::LibraryCall::Span writes[] = {d_span(c), {c.workspace, c.workspace_bytes}};
+      libcall::set_writes(writes, 2);
     }
   } catch (...) {  // described after the call, then
   }
@@ -158,8 +169,9 @@ bool lt_layout(cublasLtMatrixLayout_t desc, GemmOperand& o, bool& pointer_array)
 }
 
 GemmCall lt_call(const void* a, cublasLtMatrixLayout_t adesc, const void* b, cublasLtMatrixLayout_t bdesc,
-                 const void* c, void* d, cublasLtMatrixLayout_t ddesc) {
+                 const void* c, void* d, cublasLtMatrixLayout_t ddesc, void* ws, size_t ws_size) {
   GemmCall g;
+  g.workspace = reinterpret_cast<uint64_t>(ws), g.workspace_bytes = ws ? ws_size : 0;
   g.d_ptr = reinterpret_cast<uint64_t>(d), g.c_ptr = reinterpret_cast<uint64_t>(c);
   g.c_is_d = c != nullptr && c == d;
   GemmOperand dm;
@@ -186,7 +198,7 @@ cublasStatus_t w_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, con
         return Lib::original<decltype(&w_cublasLtMatmul)>(k_cublasLtMatmul)(h, op, alpha, A, Adesc, B, Bdesc, beta, C,
                                                                       Cdesc, D, Ddesc, algo, ws, ws_size, stream);
       },
-      [&] { return lt_call(A, Adesc, B, Bdesc, C, D, Ddesc); });
+      [&] { return lt_call(A, Adesc, B, Bdesc, C, D, Ddesc, ws, ws_size); });
 }
 
 // cublasGemmEx / _64: C is D, type Ctype.

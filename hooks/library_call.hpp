@@ -20,6 +20,21 @@ struct LibraryCall {
   uint64_t reads[kMaxReads];
   uint32_t read_count;
   bool writes_bounded;
+  // What the call writes, when its arguments bound it: a GEMM's D over its layout's span and
+  // cuBLASLt's workspace. Its kernels' parameter words inside these write no further (an
+  // interior pointer of D or of the workspace); any other word still may, to its allocation's end.
+  struct Span {
+    uint64_t ptr, bytes;
+  };
+  static constexpr uint32_t kMaxWrites = 2;
+  Span writes[kMaxWrites];
+  uint32_t write_count;
+  // Whether `word` lies inside one of `writes`.
+  bool writes_within(uint64_t word) const {
+    for (uint32_t i = 0; i < write_count; ++i)
+      if (word >= writes[i].ptr && word - writes[i].ptr < writes[i].bytes) return true;
+    return false;
+  }
 };
 
 // The open call of this thread, or nullptr.
@@ -34,6 +49,8 @@ bool enter(const char* api, uint64_t stream);
 // The open call's inputs (see LibraryCall::reads); marks its kernels' writes bounded. No-op
 // outside a call.
 void set_reads(const uint64_t* reads, uint32_t count);
+// The open call's writes (see LibraryCall::writes; empty spans are left out). No-op outside a call.
+void set_writes(const LibraryCall::Span* writes, uint32_t count);
 LibraryCall leave();
 
 }  // namespace nanscope::libcall

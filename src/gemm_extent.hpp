@@ -51,6 +51,7 @@ struct GemmCall {
   uint8_t order = kGemmOrderCol;
   uint32_t kernels_launched = 0;  // kernels the launch callback counted inside the call
   GemmOperand a, b;               // the inputs (C, when it is not D, is c_ptr)
+  uint64_t workspace = 0, workspace_bytes = 0;  // cublasLtMatmul's workspace: its kernels may write it
 };
 
 // DType of one scalar of a cudaDataType_t, and whether the type is complex (two scalars per

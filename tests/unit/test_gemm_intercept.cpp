@@ -59,11 +59,13 @@ using LtMatmulFn = cublasStatus_t (*)(cublasLtHandle_t, cublasLtMatmulDesc_t, co
                                       cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*,
                                       const void*, cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
                                       const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t);
+libcall::LibraryCall g_call_inside{};  // the marker as the call's kernels see it
 cublasStatus_t fake_lt_matmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
                               cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*, const void*,
                               cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*,
                               void*, size_t, cudaStream_t) {
   libcall::note_kernel_launch();
+  if (const libcall::LibraryCall* call = libcall::current()) g_call_inside = *call;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -236,6 +238,48 @@ TEST(GemmInterceptLt, LayoutReadBackFromTheRealLibrary) {
   EXPECT_EQ(e.inner, 3u);
   EXPECT_EQ(e.lines, 100u);
   EXPECT_EQ(e.written, 4u * 300u);
+  lt.destroy(d);
+}
+
+// While the call runs, its kernels' enter sites know what it writes: D over its layout's span
+// (a bf16 100 x 3 column-major D, ld 128: two full columns and 100 rows of the third) and the
+// workspace; a word inside either is an interior pointer, one just past them is not.
+TEST(GemmInterceptLt, TheCallsWritesAreDsSpanAndItsWorkspace) {
+  RealLt& lt = real_lt();
+  if (!lt.ok()) GTEST_SKIP() << "libcublasLt.so.13 not loadable: " << dlerror();
+  cublasLtMatrixLayout_t d = nullptr;
+  ASSERT_EQ(lt.create(&d, CUDA_R_16BF, 100, 3, 128), CUBLAS_STATUS_SUCCESS);
+  SinkGuard sink;
+  LtMatmulFn fn = lt_matmul_with_real_layouts();
+  struct Memory {  // D, then the workspace, each followed by memory the call does not write
+    uint16_t d[3 * 128];
+    char gap[64];
+    char ws[4096];
+    char after[64];
+  };
+  alignas(16) static Memory m;
+  uint16_t* dbuf = m.d;
+  char* ws = m.ws;
+  g_call_inside = {};
+  EXPECT_EQ(fn(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, d, dbuf, d, nullptr,
+               ws, sizeof(m.ws), kStream),
+            CUBLAS_STATUS_SUCCESS);
+  const auto base = reinterpret_cast<uint64_t>(dbuf), work = reinterpret_cast<uint64_t>(ws);
+  ASSERT_EQ(g_call_inside.write_count, 2u);
+  EXPECT_EQ(g_call_inside.writes[0].ptr, base);
+  EXPECT_EQ(g_call_inside.writes[0].bytes, (2 * 128 + 100) * 2u);
+  EXPECT_EQ(g_call_inside.writes[1].ptr, work);
+  EXPECT_EQ(g_call_inside.writes[1].bytes, sizeof(m.ws));
+  EXPECT_TRUE(g_call_inside.writes_bounded);
+  EXPECT_TRUE(g_call_inside.writes_within(base + 2 * 128 * 2));  // the third column's start
+  EXPECT_FALSE(g_call_inside.writes_within(base + (2 * 128 + 100) * 2));
+  EXPECT_TRUE(g_call_inside.writes_within(work + 4095));
+  EXPECT_FALSE(g_call_inside.writes_within(work + 4096));
+  // No workspace: D alone.
+  EXPECT_EQ(fn(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, d, dbuf, d, nullptr,
+               nullptr, 4096, kStream),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(g_call_inside.write_count, 1u);
   lt.destroy(d);
 }
 
