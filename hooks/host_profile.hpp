@@ -5,19 +5,14 @@
 #pragma once
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace nanscope {
+#include "steady_clock.hpp"
 
-// Monotonic nanoseconds: the held scans' age bound and the debug host profile.
-inline uint64_t steady_now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
+namespace nanscope {
 
 struct HostProfile {
   static constexpr uint64_t kSlowCallNs = 100'000;

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <filesystem>
 
 #include "log_schema.hpp"
+#include "steady_clock.hpp"
 #include "tool_scope.hpp"
 #include "xla_dump_dir.hpp"
 
@@ -70,8 +70,7 @@ void XlaModules::read_new_modules() {
 
 void XlaModules::poll() {
   if (!on()) return;
-  const auto now = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  const uint64_t now = steady_now_ns();
   uint64_t next = next_poll_ns_.load(std::memory_order_relaxed);
   if (now < next || !next_poll_ns_.compare_exchange_strong(next, now + kPollNs)) return;  // one thread polls
   std::lock_guard lock(mu_);
