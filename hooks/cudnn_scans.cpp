@@ -17,6 +17,13 @@ namespace nanscope {
 void LibraryScans::on_cudnn_call(const cudnn::CudnnCall& c) {
   ToolScope scope;
   const cudnn::Execution& x = c.execution;
+  if (kernels_.autotuning_on_this_thread()) {  // XLA's cuDNN candidates
+    LibraryScan autotuning;
+    autotuning.api = c.api, autotuning.call_id = c.call_id, autotuning.stream = c.stream;
+    autotuning.refused = kXlaAutotuning;
+    scan_output(autotuning);
+    return;
+  }
   if (x.why) {
     const uint64_t dropped = cudnn::graphs().dropped();
     if (dropped)

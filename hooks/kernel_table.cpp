@@ -7,6 +7,7 @@
 #include "builtin_exclusions.hpp"
 #include "coverage.hpp"
 #include "triton_modules.hpp"
+#include "xla_autotuning.hpp"
 #include "xla_modules.hpp"
 #include <mutex>
 
@@ -68,6 +69,7 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
   if (const auto tool = builtin_exclusion(k.demangled)) {
     k.reason = std::string(*tool);
     k.excluded = true;
+    k.xla_autotuner = is_xla_autotuner(*tool);
     return k;
   }
   if (filter_ && !filter_->search(k.demangled)) {
@@ -201,6 +203,20 @@ std::string KernelTable::xla_optimizing(const KernelInfo& k, bool& first) const 
   first = false;
   if (!k.xla_unheld || k.inspected || !xla_) return {};
   return xla_->optimizing_now(first);
+}
+
+namespace {
+// This thread's autotuning (xla_autotuning.hpp); constant-initialised: no TLS constructor runs.
+thread_local xla::AutotuningThread t_autotuning;
+}  // namespace
+
+void KernelTable::note_autotuner_launch() const {
+  if (xla_) t_autotuning.autotuner_launched(xla_->optimizing_now());
+}
+
+bool KernelTable::autotuning_on_this_thread() const {
+  if (!t_autotuning.may_be_autotuning() || !xla_) return false;  // a thread that never autotuned: no lookup
+  return t_autotuning.call_is_autotuning(xla_->optimizing_now());
 }
 
 const KernelInfo& KernelTable::resolve(void* handle, const char* symbol_name, bool& is_new) {

@@ -61,6 +61,8 @@ struct KernelInfo {
   // And no dump module holds its name at all (xla::ModulesFor::none_hold): only such a kernel's
   // launch during a compile is taken for XLA's autotuning (xla_optimizing).
   bool xla_unheld = false;
+  // One of XLA's autotuner kernels (builtin_exclusion): the thread launching it is autotuning.
+  bool xla_autotuner = false;
   // Moved forward, on the shared entry, when a lookup again found nothing (any thread may).
   struct Generation {
     mutable std::atomic<uint64_t> value{0};
@@ -126,6 +128,13 @@ class KernelTable {
   // is launched: the launch is XLA's autotuning, not the program's. Empty otherwise, and for
   // every other kernel. `first`: the first such launch said of that module.
   std::string xla_optimizing(const KernelInfo& k, bool& first) const;
+  // XLA's autotuning through a library (its cuBLAS and cuDNN candidates, which no dump holds and
+  // whose kernels are the library's): a library call is taken for it when XLA is optimizing a
+  // module and the calling thread launched one of XLA's autotuner kernels (a buffer fill, a
+  // redzone check) while XLA optimized that same module. The exit site of an autotuner kernel
+  // notes the module on its thread; the check forgets it once that module is optimized.
+  void note_autotuner_launch() const;
+  bool autotuning_on_this_thread() const;
   uint64_t inspected_count() const { return inspected_.load(std::memory_order_relaxed); }
   uint64_t not_inspected_count() const { return not_inspected_.load(std::memory_order_relaxed); }
 

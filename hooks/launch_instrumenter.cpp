@@ -37,6 +37,7 @@ void LaunchInstrumenter::on_launch(const CUpti_CallbackData& cb, LaunchRecord& l
                                        : k.layout_mismatch ? Inspection::mismatch
                                        : k.library         ? Inspection::library
                                                            : Inspection::opaque, 0, 0);
+    if (k.xla_autotuner) kernels_.note_autotuner_launch();  // its thread's library calls are autotuning
     clock.lap(Part::coverage_count);
     note_opaque(k, a, launch_id, cb.context, clock);
     return;

@@ -94,7 +94,7 @@ void LibraryScans::on_gemm_call(const GemmCall& c) {
   LibraryScan s;
   s.api = c.api, s.call_id = c.call_id, s.stream = c.stream, s.outside = "D outside its allocation";
   s.ptr = c.d_ptr, s.dtype = e.dtype, s.elements = e.ok ? e.written : 0;
-  s.refused = !e.ok ? e.why : !e.contiguous ? "D not contiguous" : nullptr;
+  s.refused = kernels_.autotuning_on_this_thread() ? kXlaAutotuning : !e.ok ? e.why : !e.contiguous ? "D not contiguous" : nullptr;
   LibraryInput inputs[3];
   inputs[s.input_count++] = gemm_input(c.a.ptr, operand_extent(c.a));
   inputs[s.input_count++] = gemm_input(c.b.ptr, operand_extent(c.b));

@@ -21,6 +21,10 @@ namespace nccl {
 struct CollectiveCall;
 }
 
+// Why a library call XLA makes while it autotunes (KernelTable::autotuning_on_this_thread) is not
+// scanned: its output is the autotuner's scratch, and a NaN there is no finding of the program's.
+inline constexpr const char* kXlaAutotuning = "XLA's autotuning: a candidate run while XLA compiles";
+
 // An input of a library call whose state a scan of its output is judged from.
 struct LibraryInput {
   uint64_t ptr = 0;

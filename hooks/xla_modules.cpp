@@ -86,6 +86,13 @@ std::string XlaModules::optimizing_now(bool& first) {
   return optimizing_;
 }
 
+std::string XlaModules::optimizing_now() {
+  if (!on()) return {};
+  std::lock_guard lock(mu_);
+  read_if_changed();
+  return optimizing_;
+}
+
 // Under mu_, with the directory read since its last change: a module holding its kernels may
 // have been dumped after another one that holds them too (jax.random's jit__normal, once per shape).
 XlaModules::Match XlaModules::match(CUmodule module) {

@@ -51,6 +51,7 @@ class XlaModules {
   // autotuning (LaunchInstrumenter: counted compile_time, neither scanned nor a candidate writer).
   // `first` is set for the first launch said of that module (a debug line per compile).
   std::string optimizing_now(bool& first);
+  std::string optimizing_now();  // the same, said of no launch
   // At exit: the launcher's own directory (nanscope-xla-XXXXXX) is removed when XLA wrote nothing
   // in it (a program that is not XLA's); one with dumps stays, what the findings were read against.
   void remove_if_unused() const;

@@ -6,6 +6,7 @@ namespace nanscope {
 
 namespace {
 
+constexpr std::string_view kAutotuner = "XLA autotuner kernel";
 constexpr std::string_view kRedzoneCheck = "XLA autotuner kernel (redzone check)";
 constexpr std::string_view kBufferComparison = "XLA autotuner kernel (buffer comparison)";
 constexpr std::string_view kBufferFill = "XLA autotuner kernel (buffer fill)";
@@ -142,5 +143,7 @@ std::optional<std::string_view> builtin_exclusion(std::string_view demangled) {
     if (matches(p, parts)) return p.reason;
   return std::nullopt;
 }
+
+bool is_xla_autotuner(std::string_view reason) { return reason.starts_with(kAutotuner); }
 
 }  // namespace nanscope

@@ -25,5 +25,8 @@ KernelNameParts kernel_name_parts(std::string_view demangled);
 // Why the kernel named `demangled` (or a C name) is never scanned, e.g. "XLA autotuner kernel
 // (buffer comparison)"; nullopt for every other kernel.
 std::optional<std::string_view> builtin_exclusion(std::string_view demangled);
+// Whether a builtin_exclusion reason is one of XLA's autotuner kernels': the thread launching it
+// is autotuning (KernelTable::autotuning_on_this_thread).
+bool is_xla_autotuner(std::string_view reason);
 
 }  // namespace nanscope

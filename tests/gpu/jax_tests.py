@@ -223,9 +223,10 @@ def test_jax_fusions():
     by = [e for e in events if e["event"] == "summary"][-1]["coverage"]["by_inspection"]
     if not by.get("compile_time") or by.get("opaque"):
         fail(f"jax_pool autotuned: want the autotuner's launches counted compile_time and none opaque; got {by}")
+    calls = [e for e in events if e["event"] == "summary"][-1]["coverage"].get("library_calls", {})
     done.append(f"jax_pool autotuned under nanscope: first {found[0]['kernel']} {found[0]['origin']}; "
                 f"XLA kernel names inspected {len(inspected)}, with a not_inspected event {len(refused)}; "
-                f"launches compile_time {by['compile_time']}, opaque {by['opaque']}")
+                f"launches compile_time {by['compile_time']}, opaque {by['opaque']}; library calls {json.dumps(calls)}")
     print("ok: " + " | ".join(done))
 
 

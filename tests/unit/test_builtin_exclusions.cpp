@@ -126,5 +126,23 @@ TEST(BuiltinExclusion, OrdinaryKernelsAreNotExcluded) {
   }
 }
 
+// The kernels the jaxlib 0.11.2 run launched while autotuning (session 23, 24): each one's reason
+// marks its thread as autotuning (KernelTable::autotuning_on_this_thread); no other reason does.
+TEST(BuiltinExclusion, EveryAutotunerReasonMarksItsThreadAutotuning) {
+  for (const char* name : {"stream_executor::gpu::RepeatBufferKernelImpl(char*, long, long)",
+                           "stream_executor::gpu::RedzoneAllocatorKernelImpl(unsigned char*, unsigned char, unsigned "
+                           "long, unsigned int*)",
+                           "void stream_executor::gpu::xla_fp_comparison<float>(float*, float*, float, unsigned long, "
+                           "int*)",
+                           "stream_executor::gpu::(anonymous namespace)::DelayKernel(stream_executor::GpuSemaphoreState "
+                           "volatile*, stream_executor::GpuSemaphoreState)"}) {
+    const auto why = builtin_exclusion(name);
+    ASSERT_TRUE(why) << name;
+    EXPECT_TRUE(is_xla_autotuner(*why)) << *why;
+  }
+  EXPECT_FALSE(is_xla_autotuner("excluded by NANSCOPE_KERNEL_FILTER"));
+  EXPECT_FALSE(is_xla_autotuner(""));
+}
+
 }  // namespace
 }  // namespace nanscope
