@@ -275,11 +275,18 @@ def self_check():
             got = {kernel_name(x) for x in fusions_holding(f.read(), op)}
         if got != want:
             raise SystemExit(f"self-check: {capture}'s {op}: want {want}, got {got}")
+    # The cuBLAS thunks run_checked asks to see scanned: the benchmark's MLP step runs two
+    # cuBLASLt GEMMs, its transformer step sixteen, jax_pool's none (XLA made both GEMMs Triton).
+    for capture, want in (("jax_bench_mlp-sick-jaxlib0.11", 2), ("jax_bench_transformer-sick-jaxlib0.11", 16),
+                          ("jax_pool-sick", 0)):
+        got = library_thunks(os.path.join(FIXTURES, capture))
+        if got != want:
+            raise SystemExit(f"self-check: {capture} runs {got} cuBLAS thunks, want {want}")
     for app, _, _, texts in APPS:
         if not lines_of(app, texts):
             raise SystemExit(f"self-check: {app}.py has none of the lines {texts}")
     print("self-check: the planted ops' fusions are gemm_fusion_dot_1, loop_subtract_fusion and triton_softmax_2; "
-          "each app holds its planted lines (jax_tests.py)")
+          "the captures' cuBLAS thunks are counted; each app holds its planted lines (jax_tests.py)")
 
 
 if __name__ == "__main__":
