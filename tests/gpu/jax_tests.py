@@ -258,6 +258,27 @@ def test_jax_user_libraries():
     print("ok: " + " | ".join(done))
 
 
+def test_jax_cudnn_attention():
+    """JAX attention through cuDNN (XLA's cuDNN fused attention, looked up with dlsym), then a mean
+    over each sequence's valid rows that divides by the padding sequence's length 0. The healthy
+    twin gives no finding (the cuDNN call's outputs are scanned, or refused with their reason, but
+    never a finding); the sick one's first finding is the divide's fusion, introduced, at its line.
+    The call itself must have been seen: a library call in the summary."""
+    work = tempfile.mkdtemp(prefix="nanscope_jax_cudnn_")
+    app, done = "jax_cudnn_attention", []
+    for healthy in (True, False):
+        label, events, dumps, found, inspected, refused, said = run_checked(app, healthy, work)
+        calls = [e for e in events if e["event"] == "summary"][-1]["coverage"].get("library_calls", {})
+        if not calls.get("calls"):
+            fail(f"{label}: XLA's cuDNN attention call was not seen (hooks/dlsym_intercept.hpp): {calls}")
+        if not healthy:
+            check_sick(app, "jit_pooled", ("divide",), ("summed / count",), events, dumps, said)
+        done.append(f"{label}: {len(found)} finding(s)"
+                    + (f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else "")
+                    + f"; XLA kernels inspected {len(inspected)}, not {len(refused)}; library calls {json.dumps(calls)}")
+    print("ok: " + " | ".join(done))
+
+
 def self_check():
     """fusions_holding on the H200 capture of jax_pool.py: XLA fused the planted log into the
     second GEMM's prologue (a nested fusion), so that GEMM's kernel is the one to name."""
