@@ -2,8 +2,10 @@
 XLA's cuDNN fused attention, whose cuDNN functions XLA looks up with dlsym) over a padded batch,
 then each sequence's mean output over its valid query rows. The sick program divides by the
 sequence's length, which is 0 for the batch's padding sequence (0/0 = NaN in its row), as a padded
-batch's bookkeeping often does; its twin divides by max(length, 1). The attention itself is finite
-in both: cuDNN masks by the sequence lengths (given at least 1, so cuDNN never sees an empty one).
+batch's bookkeeping often does; its twin divides by max(length, 1). The attention runs over every
+position of every sequence, padding included, so cuDNN writes every row and its output is finite
+in both (with sequence lengths cuDNN may leave padded rows unwritten, whose stale bytes would make
+the twin's outcome depend on the pool's history).
 
 Usage: jax_cudnn_attention.py [--healthy]
 The last stdout line is one JSON object: `checksum`, `nonfinite` and `finite_sum`, as in
@@ -24,12 +26,10 @@ def main():
 
     @jax.jit
     def pooled(q, k, v, lengths):
-        seen = jnp.maximum(lengths, 1)
-        att = jax.nn.dot_product_attention(q, k, v, query_seq_lengths=seen, key_value_seq_lengths=seen,
-                                           implementation="cudnn")
+        att = jax.nn.dot_product_attention(q, k, v, implementation="cudnn")
         valid = jnp.arange(t)[None, :] < lengths[:, None]  # [b, t]
         summed = jnp.sum(jnp.where(valid[:, :, None, None], att.astype(jnp.float32), 0.0), axis=1)  # [b, h, d]
-        count = seen if healthy else lengths
+        count = jnp.maximum(lengths, 1) if healthy else lengths
         return summed / count[:, None, None].astype(jnp.float32)  # the planted NaN: 0/0 for the padding
 
     try:
