@@ -279,6 +279,31 @@ def test_jax_cudnn_attention():
     print("ok: " + " | ".join(done))
 
 
+def test_jax_optax():
+    """A network trained with optax (its clip_by_global_norm and adamw: code the optax team wrote),
+    under `nanscope --` with no code change. Sick: an L2-norm penalty on a gate that starts at zero,
+    whose gradient there is inf * 0 = NaN; optax's global-norm clip carries it into every
+    parameter. The first finding must be introduced by an inspected XLA kernel at the penalty's
+    line (the HLO metadata gives the backward ops their forward line); the twin (the squared
+    norm) gives none; the trained parameters are bit-identical (autotuning pinned)."""
+    work = tempfile.mkdtemp(prefix="nanscope_jax_optax_")
+    app, done = "jax_optax_train", []
+    penalty = lines_of(app, ('jnp.sqrt(jnp.sum(p["gate"]',))
+    for healthy in (True, False):
+        label, events, _, found, inspected, refused, said = run_checked(app, healthy, work)
+        if not healthy:
+            first = found[0] if found else {}
+            line = first.get("python") or {}
+            if (first.get("origin") != "introduced" or first.get("kernel") not in inspected
+                    or not line.get("file", "").endswith(app + ".py") or line.get("line") not in penalty):
+                fail(f"{label}: want the first finding introduced by an inspected XLA kernel at {app}.py:"
+                     f"{sorted(penalty)}; nanscope said:\n  {said}")
+        done.append(f"{label}: {len(found)} finding(s)"
+                    + (f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else "")
+                    + f"; XLA kernels inspected {len(inspected)}, not {len(refused)}")
+    print("ok: " + " | ".join(done))
+
+
 def self_check():
     """fusions_holding on the H200 capture of jax_pool.py: XLA fused the planted log into the
     second GEMM's prologue (a nested fusion), so that GEMM's kernel is the one to name."""

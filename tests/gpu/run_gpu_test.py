@@ -1669,7 +1669,8 @@ sys.path.insert(0, HERE)
 from verdict_tests import (test_verdicts_healthy, test_verdicts_jax_pool, test_verdicts_sick_kernels,  # noqa: E402,F401
                            test_verdicts_sick_models)
 from tier_tests import test_tier_models, test_tier_replay7  # noqa: E402,F401
-from jax_tests import test_jax_cudnn_attention, test_jax_fusions, test_jax_user_libraries  # noqa: E402,F401
+from jax_tests import (test_jax_cudnn_attention, test_jax_fusions, test_jax_optax,  # noqa: E402,F401
+                       test_jax_user_libraries)
 
 
 def gpu_tests():

@@ -26,6 +26,18 @@ else echo "stage.sh: warning: no $shim: torch extents fall back (configure with 
 wheels=("$build"/wheel-check/wheelhouse/nanscope-*.whl)
 if [ -f "${wheels[0]}" ]; then mkdir -p "$root/.stage/wheel" && cp "${wheels[@]}" "$root/.stage/wheel/"
 else echo "stage.sh: note: no wheel in $build/wheel-check/wheelhouse (.ci/wheel_check.sh builds it): test wheel skips" >&2; fi
+# Pure-Python libraries the GPU tests' programs import and the device lacks (it has no network):
+# optax and its dependencies for jax_optax_train.py, unpacked into .stage/pylib (the app adds it
+# to its path). Pinned; kept in a cache between stagings.
+pylib_cache=${XDG_CACHE_HOME:-$HOME/.cache}/nanscope-stage-wheels
+pylib_wheels=(optax==0.2.8 chex==0.1.92 absl-py==2.5.1 toolz==1.2.0)
+if python3 -m pip download -q --no-deps --dest "$pylib_cache" "${pylib_wheels[@]}" >/dev/null 2>&1; then
+  mkdir -p "$root/.stage/pylib"
+  for w in "$pylib_cache"/optax-0.2.8-*.whl "$pylib_cache"/chex-0.1.92-*.whl "$pylib_cache"/absl_py-2.5.1-*.whl \
+           "$pylib_cache"/toolz-1.2.0-*.whl; do
+    python3 -m zipfile -e "$w" "$root/.stage/pylib"
+  done
+else echo "stage.sh: note: could not download ${pylib_wheels[*]}: jax_optax_train skips" >&2; fi
 # The binaries the GPU tests and benchmarks run, as their scripts name them: a stage without
 # one would only fail on the device.
 needed=$( { echo nanscope
