@@ -70,9 +70,14 @@ const got::Hook* hooks(std::size_t* count) {
   return kHooks;
 }
 
+// The intercepted libraries (libcudnn.so.9's shim looks its sub-libraries' functions up: one call,
+// one report) and NVIDIA's runtime libraries, which look up no library function by name that
+// nanscope hooks: their pages are left as they are.
 got::Report patch_all(bool force) {
   return got::patch_all(kHooks, std::size(kHooks),
-                        got::Options{{"libnanscope", "libcublas", "libcudnn", "libnccl"}, force});
+                        got::Options{{"libnanscope", "libcublas", "libcudnn", "libnccl", "libcuda.so", "libcudart",
+                                      "libcupti", "libnvidia-", "libnvrtc", "libnvJitLink"},
+                                     force});
 }
 
 }  // namespace nanscope::dlsym_hook

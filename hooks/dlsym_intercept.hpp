@@ -28,8 +28,9 @@ void* adopted(std::span<const Adopt> adopters, const char* name, void* fn);
 // The hook table ("dlsym") handed to got::patch_all.
 const got::Hook* hooks(std::size_t* count);
 
-// Patches the dlsym slots of every loaded object except libnanscope and the intercepted
-// libraries (libcudnn's shim looks its sub-libraries' functions up: one call, one report).
+// Patches the dlsym slots of every loaded object except libnanscope, the intercepted libraries
+// (libcudnn's shim looks its sub-libraries' functions up: one call, one report) and NVIDIA's
+// driver and runtime libraries (libcuda, libcudart, libcupti, libnvidia-*, libnvrtc, libnvJitLink).
 // Cheap when nothing new was loaded; call it where the library interceptors' patch_all is called.
 got::Report patch_all(bool force = false);
 
