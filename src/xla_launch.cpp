@@ -1,5 +1,7 @@
 // What one XLA kernel launch writes (issue 38, docs/jax.md): the kernel thunks it fits, and the
 // floating-point outputs they agree on. See xla_kernels.hpp: launch_writes.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -46,6 +48,30 @@ bool same_extents(const std::vector<LaunchWrite>& a, const std::vector<LaunchWri
         a[i].shape.elements() != b[i].shape.elements() || a[i].intended_inf != b[i].intended_inf)
       return false;
   return true;
+}
+
+// The same arguments and dtypes, whatever their element counts: thunks that run one kernel on
+// operands of different sizes (one jnp op jitted for f32[512,512] and for f32[512,2048], at the
+// same grid). Every one of them writes or reads the first elements of each argument, as many as
+// the fewest any of them has.
+bool same_arguments(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype || a[i].intended_inf != b[i].intended_inf)
+      return false;
+  return true;
+}
+
+// Into `into`, what both `into` and `other` surely touch (the fewer elements, flattened) and the
+// most either may (the larger byte count).
+void keep_prefix(std::vector<LaunchWrite>& into, const std::vector<LaunchWrite>& other) {
+  for (size_t i = 0; i < into.size(); ++i) {
+    const uint64_t size = dtype_size(into[i].shape.dtype);
+    const uint64_t most = std::max({into[i].bytes, other[i].bytes, into[i].shape.elements() * size,
+                                    other[i].shape.elements() * size});
+    into[i].shape.dims = {static_cast<int64_t>(std::min(into[i].shape.elements(), other[i].shape.elements()))};
+    into[i].bytes = most;
+  }
 }
 
 // The same arguments with the same shapes, dimension by dimension.
@@ -122,12 +148,17 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
     std::optional<std::vector<LaunchWrite>> r = w ? thunk_args(k, parameter_words, false, out.refused) : std::nullopt;
     if (!w || !r) return refuse(Refusal::unknown_shape);
     if (writes && !(same_writes(*writes, *w) && same_writes(*reads, *r))) {
-      if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
+      if (!same_arguments(*writes, *w) || !same_arguments(*reads, *r)) {
         out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
                                   fits.size(), out.instructions.front(), k.instruction);
         return refuse(Refusal::thunks_disagree);
       }
       out.flattened = true;
+      if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
+        out.prefix = true;
+        keep_prefix(*writes, *w);
+        keep_prefix(*reads, *r);
+      }
     }
     if (!writes) writes = std::move(w), reads = std::move(r);
   }

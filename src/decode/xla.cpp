@@ -24,13 +24,19 @@ std::string_view refusal_reason(xla::Refusal r) {
   return "xla: refused";
 }
 
-Write slice_write(const xla::LaunchWrite& w) {
+// `prefix` (xla::LaunchWrites::prefix): the launch surely writes the first `elements` and may
+// write up to the slice's most bytes: the span the write model takes, of which the prefix is scanned.
+Write slice_write(const xla::LaunchWrite& w, bool prefix) {
   Write out;
   out.ptr = w.ptr;
   out.dtype = w.shape.dtype;
   out.elem_size = static_cast<uint32_t>(dtype_size(w.shape.dtype));
   out.elements = w.shape.elements();
   out.span_bytes = out.elements * out.elem_size;
+  if (prefix && w.bytes > out.span_bytes) {
+    out.span_bytes = w.bytes;
+    out.prefix_only = true;
+  }
   out.arg = w.arg;
   out.intended_inf = w.intended_inf;
   return out;
@@ -88,6 +94,8 @@ std::string_view lookup(std::span<const std::shared_ptr<const xla::DumpModule>> 
   std::copy(launch.block, launch.block + 3, shape.block.begin());
   found = xla::launch_writes(std::span<const xla::DumpModule* const>(among.data(), modules.size()), function, words, &shape);
   if (found.refusal != xla::Refusal::none) return {};
+  // A map is checked against its argument's slice, which thunks that differ in extent do not agree on.
+  if (found.prefix && !maps.empty()) return "xla: a tensor map parameter of kernel thunks that differ in extent";
   return maps_fit(maps, found);
 }
 
@@ -128,7 +136,7 @@ Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modul
   Decoded d;
   d.source = found.source;
   for (const xla::LaunchWrite& w : found.writes)
-    if (w.shape.elements()) d.add_write(slice_write(w));
+    if (w.shape.elements()) d.add_write(slice_write(w, found.prefix));
   for (const xla::LaunchWrite& w : found.no_nan_writes) {
     Write exact;
     exact.ptr = w.ptr;
