@@ -62,12 +62,11 @@ bool EagerFlushPoints::known_launch_writes(LaunchRecord& launch, std::vector<eag
   const eager::Range hull = scans_.batcher().held_hull();
   // A library call's kernels write through an interior pointer of D or of the workspace no
   // further than the call's own writes (LibraryCall::writes), which `exact` holds.
-  words.erase(std::remove_if(words.begin(), words.end(),
-                             [&](uint64_t v) {
-                               return (!span.contains(v) && !(v >= hull.lo && v < hull.hi)) ||
-                                      (call && call->writes_within(v));
-                             }),
-              words.end());
+  const auto writes_nothing_held = [&](uint64_t v) {
+    const bool pointer_or_held = span.contains(v) || (v >= hull.lo && v < hull.hi);
+    return !pointer_or_held || (call && call->writes_within(v));
+  };
+  words.erase(std::remove_if(words.begin(), words.end(), writes_nothing_held), words.end());
   out = overlap::launch_writes(words, exact, inputs, [this](uint64_t v) -> uint64_t {
     const auto alloc = allocs_.allocation(v);  // no driver call for words that are not pointers
     if (!alloc) return 0;

@@ -82,6 +82,22 @@ bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrit
   return true;
 }
 
+// Another fitting thunk's writes and reads into the first one's: the same shapes as they are,
+// dimensions that differ flattened, element counts that differ to their common prefix
+// (LaunchWrites::flattened, prefix). False when their arguments or dtypes differ.
+bool merge_fit(std::vector<LaunchWrite>& writes, std::vector<LaunchWrite>& reads, const std::vector<LaunchWrite>& w,
+               const std::vector<LaunchWrite>& r, LaunchWrites& out) {
+  if (same_writes(writes, w) && same_writes(reads, r)) return true;
+  if (!same_arguments(writes, w) || !same_arguments(reads, r)) return false;
+  out.flattened = true;
+  if (!same_extents(writes, w) || !same_extents(reads, r)) {
+    out.prefix = true;
+    keep_prefix(writes, w);
+    keep_prefix(reads, r);
+  }
+  return true;
+}
+
 void flatten(std::vector<LaunchWrite>& args) {
   for (LaunchWrite& a : args) a.shape.dims = {static_cast<int64_t>(a.shape.elements())};
 }
@@ -147,20 +163,13 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
     std::optional<std::vector<LaunchWrite>> w = thunk_args(k, parameter_words, true, out.refused);
     std::optional<std::vector<LaunchWrite>> r = w ? thunk_args(k, parameter_words, false, out.refused) : std::nullopt;
     if (!w || !r) return refuse(Refusal::unknown_shape);
-    if (writes && !(same_writes(*writes, *w) && same_writes(*reads, *r))) {
-      if (!same_arguments(*writes, *w) || !same_arguments(*reads, *r)) {
-        out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
-                                  fits.size(), out.instructions.front(), k.instruction);
-        return refuse(Refusal::thunks_disagree);
-      }
-      out.flattened = true;
-      if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
-        out.prefix = true;
-        keep_prefix(*writes, *w);
-        keep_prefix(*reads, *r);
-      }
+    if (!writes) {
+      writes = std::move(w), reads = std::move(r);
+    } else if (!merge_fit(*writes, *reads, *w, *r, out)) {
+      out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
+                                fits.size(), out.instructions.front(), k.instruction);
+      return refuse(Refusal::thunks_disagree);
     }
-    if (!writes) writes = std::move(w), reads = std::move(r);
   }
   out.writes = std::move(*writes);
   out.reads = std::move(*reads);

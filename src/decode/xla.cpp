@@ -52,6 +52,8 @@ struct MapReach {
 // Every tensor map reaches no further than its argument's slice: otherwise the map is not the
 // argument the dump describes (a stale entry, another kernel's map), and nothing is scanned.
 std::string_view maps_fit(std::span<const MapReach> maps, const xla::LaunchWrites& found) {
+  // A map is checked against its argument's slice, which thunks that differ in extent do not agree on.
+  if (found.prefix && !maps.empty()) return "xla: a tensor map parameter of kernel thunks that differ in extent";
   for (const MapReach& m : maps) {
     uint64_t slice = 0;
     for (const auto* list : {&found.writes, &found.reads, &found.no_nan_writes})
@@ -94,8 +96,6 @@ std::string_view lookup(std::span<const std::shared_ptr<const xla::DumpModule>> 
   std::copy(launch.block, launch.block + 3, shape.block.begin());
   found = xla::launch_writes(std::span<const xla::DumpModule* const>(among.data(), modules.size()), function, words, &shape);
   if (found.refusal != xla::Refusal::none) return {};
-  // A map is checked against its argument's slice, which thunks that differ in extent do not agree on.
-  if (found.prefix && !maps.empty()) return "xla: a tensor map parameter of kernel thunks that differ in extent";
   return maps_fit(maps, found);
 }
 
