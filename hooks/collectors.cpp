@@ -122,10 +122,7 @@ void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w)
   }
   draft.written_bytes += span;
   // Only dense extents of a known type: never a neighbour's bytes, never a guessed type.
-  // A prefix (Write::prefix_only) is dense within its larger span.
-  const uint64_t dense = elements * dtype_size(dtype);
-  if (dtype == DType::none || elements == 0 || (w.prefix_only ? dense > span : dense != span) || draft.covered(w.ptr))
-    return;
+  if (dtype == DType::none || elements == 0 || elements * dtype_size(dtype) != span || draft.covered(w.ptr)) return;
   if (cfg_.max_scan_bytes) elements = std::min<uint64_t>(elements, cfg_.max_scan_bytes / dtype_size(dtype));
   if (!allocs_.holds(w.ptr, elements * dtype_size(dtype))) {  // a decoder's extent past the allocation
     draft.refused_extent = true;

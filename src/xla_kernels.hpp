@@ -190,11 +190,6 @@ struct LaunchWrites {
   // The fitting thunks agree on each argument's dtype and element count but not its dimensions:
   // every shape is then one dimension, its element count (no rows to tell apart).
   bool flattened = false;
-  // They agree on each argument's dtype but not its element count (one kernel run on operands of
-  // different sizes): flattened, each shape is the fewest elements any of them has, which the
-  // launch surely writes or reads whichever it is, and `bytes` the most it may (for a write
-  // model). Only that prefix is scanned; the rest counts as written and not scanned.
-  bool prefix = false;
 };
 LaunchWrites launch_writes(const DumpModule& module, std::string_view function,
                            std::span<const uint64_t> parameter_words);

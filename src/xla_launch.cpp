@@ -1,7 +1,5 @@
 // What one XLA kernel launch writes (issue 38, docs/jax.md): the kernel thunks it fits, and the
 // floating-point outputs they agree on. See xla_kernels.hpp: launch_writes.
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -50,51 +48,11 @@ bool same_extents(const std::vector<LaunchWrite>& a, const std::vector<LaunchWri
   return true;
 }
 
-// The same arguments and dtypes, whatever their element counts: thunks that run one kernel on
-// operands of different sizes (one jnp op jitted for f32[512,512] and for f32[512,2048], at the
-// same grid). Every one of them writes or reads the first elements of each argument, as many as
-// the fewest any of them has.
-bool same_arguments(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].arg != b[i].arg || a[i].shape.dtype != b[i].shape.dtype || a[i].intended_inf != b[i].intended_inf)
-      return false;
-  return true;
-}
-
-// Into `into`, what both `into` and `other` surely touch (the fewer elements, flattened) and the
-// most either may (the larger byte count).
-void keep_prefix(std::vector<LaunchWrite>& into, const std::vector<LaunchWrite>& other) {
-  for (size_t i = 0; i < into.size(); ++i) {
-    const uint64_t size = dtype_size(into[i].shape.dtype);
-    const uint64_t most = std::max({into[i].bytes, other[i].bytes, into[i].shape.elements() * size,
-                                    other[i].shape.elements() * size});
-    into[i].shape.dims = {static_cast<int64_t>(std::min(into[i].shape.elements(), other[i].shape.elements()))};
-    into[i].bytes = most;
-  }
-}
-
 // The same arguments with the same shapes, dimension by dimension.
 bool same_writes(const std::vector<LaunchWrite>& a, const std::vector<LaunchWrite>& b) {
   if (!same_extents(a, b)) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].shape.dims != b[i].shape.dims) return false;
-  return true;
-}
-
-// Another fitting thunk's writes and reads into the first one's: the same shapes as they are,
-// dimensions that differ flattened, element counts that differ to their common prefix
-// (LaunchWrites::flattened, prefix). False when their arguments or dtypes differ.
-bool merge_fit(std::vector<LaunchWrite>& writes, std::vector<LaunchWrite>& reads, const std::vector<LaunchWrite>& w,
-               const std::vector<LaunchWrite>& r, LaunchWrites& out) {
-  if (same_writes(writes, w) && same_writes(reads, r)) return true;
-  if (!same_arguments(writes, w) || !same_arguments(reads, r)) return false;
-  out.flattened = true;
-  if (!same_extents(writes, w) || !same_extents(reads, r)) {
-    out.prefix = true;
-    keep_prefix(writes, w);
-    keep_prefix(reads, r);
-  }
   return true;
 }
 
@@ -163,13 +121,15 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
     std::optional<std::vector<LaunchWrite>> w = thunk_args(k, parameter_words, true, out.refused);
     std::optional<std::vector<LaunchWrite>> r = w ? thunk_args(k, parameter_words, false, out.refused) : std::nullopt;
     if (!w || !r) return refuse(Refusal::unknown_shape);
-    if (!writes) {
-      writes = std::move(w), reads = std::move(r);
-    } else if (!merge_fit(*writes, *reads, *w, *r, out)) {
-      out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
-                                fits.size(), out.instructions.front(), k.instruction);
-      return refuse(Refusal::thunks_disagree);
+    if (writes && !(same_writes(*writes, *w) && same_writes(*reads, *r))) {
+      if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
+        out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
+                                  fits.size(), out.instructions.front(), k.instruction);
+        return refuse(Refusal::thunks_disagree);
+      }
+      out.flattened = true;
     }
+    if (!writes) writes = std::move(w), reads = std::move(r);
   }
   out.writes = std::move(*writes);
   out.reads = std::move(*reads);

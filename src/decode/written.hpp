@@ -60,10 +60,6 @@ struct Write {
   // planner takes it instead of "to the end of the allocation", but it holds no NaN: never
   // scanned, and not counted among the bytes decoded launches wrote (coverage's denominator).
   bool no_nan = false;
-  // Only the first `elements` are surely written; the launch may write up to `span_bytes` (XLA
-  // thunks that run one kernel on operands of different sizes: decode_xla). The prefix is
-  // scanned, the span is what a write model takes, and the rest counts as written, not scanned.
-  bool prefix_only = false;
   // Infinities the launch writes here on purpose (kIntend* bits): a fill or masked_fill whose
   // value is +-inf, an attention kernel's logsumexp for rows that see no key. An infinity-only
   // finding they cover is intended, not a fault (docs/origin.md#nan-first-verdicts).

@@ -24,19 +24,13 @@ std::string_view refusal_reason(xla::Refusal r) {
   return "xla: refused";
 }
 
-// `prefix` (xla::LaunchWrites::prefix): the launch surely writes the first `elements` and may
-// write up to the slice's most bytes: the span the write model takes, of which the prefix is scanned.
-Write slice_write(const xla::LaunchWrite& w, bool prefix) {
+Write slice_write(const xla::LaunchWrite& w) {
   Write out;
   out.ptr = w.ptr;
   out.dtype = w.shape.dtype;
   out.elem_size = static_cast<uint32_t>(dtype_size(w.shape.dtype));
   out.elements = w.shape.elements();
   out.span_bytes = out.elements * out.elem_size;
-  if (prefix && w.bytes > out.span_bytes) {
-    out.span_bytes = w.bytes;
-    out.prefix_only = true;
-  }
   out.arg = w.arg;
   out.intended_inf = w.intended_inf;
   return out;
@@ -52,8 +46,6 @@ struct MapReach {
 // Every tensor map reaches no further than its argument's slice: otherwise the map is not the
 // argument the dump describes (a stale entry, another kernel's map), and nothing is scanned.
 std::string_view maps_fit(std::span<const MapReach> maps, const xla::LaunchWrites& found) {
-  // A map is checked against its argument's slice, which thunks that differ in extent do not agree on.
-  if (found.prefix && !maps.empty()) return "xla: a tensor map parameter of kernel thunks that differ in extent";
   for (const MapReach& m : maps) {
     uint64_t slice = 0;
     for (const auto* list : {&found.writes, &found.reads, &found.no_nan_writes})
@@ -136,7 +128,7 @@ Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modul
   Decoded d;
   d.source = found.source;
   for (const xla::LaunchWrite& w : found.writes)
-    if (w.shape.elements()) d.add_write(slice_write(w, found.prefix));
+    if (w.shape.elements()) d.add_write(slice_write(w));
   for (const xla::LaunchWrite& w : found.no_nan_writes) {
     Write exact;
     exact.ptr = w.ptr;

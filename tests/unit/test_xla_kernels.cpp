@@ -362,9 +362,8 @@ TEST(XlaLaunchWrites, TheLaunchShapePicksTheThunkAmongModules) {
   EXPECT_EQ(none.refusal, Refusal::no_thunk);
   EXPECT_NE(none.refused.find("2 dump modules"), std::string::npos) << none.refused;
   EXPECT_NE(none.refused.find("grid [128, 1, 1] block [128, 1, 1]"), std::string::npos) << none.refused;
-  // Two modules whose same-named thunks take the same words and shape but write different sizes
-  // (the same jit function compiled for another batch, say): never one picked; what both surely
-  // write, the smaller output's elements, is scanned (test_xla_jaxlib011.cpp has the decode).
+  // Two modules whose same-named thunks take the same words and shape but write different shapes
+  // (the same jit function compiled for another batch, say): refused, never one picked.
   DumpModule twin = pool_step;
   twin.name = "module_9999.jit_step";
   for (KernelThunk& k : twin.kernels)
@@ -372,18 +371,8 @@ TEST(XlaLaunchWrites, TheLaunchShapePicksTheThunkAmongModules) {
       if (k.kernel == "gemm_fusion_dot_1" && arg.written) arg.shape->dims.back() *= 2;
   const DumpModule* clash[] = {&pool_step, &twin};
   const LaunchWrites clashed = launch_writes(clash, "gemm_fusion_dot_1", words, &pool_shape);
-  ASSERT_EQ(clashed.refusal, Refusal::none) << clashed.refused;
-  EXPECT_TRUE(clashed.prefix);
-  ASSERT_EQ(clashed.writes.size(), 1u);
-  EXPECT_EQ(clashed.writes[0].shape.elements(), alone.writes[0].shape.elements());
-  EXPECT_EQ(clashed.writes[0].bytes, 2 * alone.writes[0].shape.elements() * 4);  // the most either may write
-  // Ones whose output dtypes differ: refused.
-  for (KernelThunk& k : twin.kernels)
-    for (KernelArgument& arg : k.arguments)
-      if (k.kernel == "gemm_fusion_dot_1" && arg.written) arg.shape->dtype = DType::bf16;
-  const LaunchWrites typed = launch_writes(clash, "gemm_fusion_dot_1", words, &pool_shape);
-  EXPECT_EQ(typed.refusal, Refusal::thunks_disagree) << typed.refused;
-  EXPECT_TRUE(typed.writes.empty());
+  EXPECT_EQ(clashed.refusal, Refusal::thunks_disagree) << clashed.refused;
+  EXPECT_TRUE(clashed.writes.empty());
   const DumpModule same = pool_step;
   const DumpModule* agree[] = {&pool_step, &same};  // identical twins agree: scanned, line kept
   const LaunchWrites agreed = launch_writes(agree, "gemm_fusion_dot_1", words, &pool_shape);
@@ -495,19 +484,11 @@ TEST(XlaLaunchWrites, SharedKernelsAgreeAndPredicatesHoldNoNaN) {
   EXPECT_EQ(w.writes[0].ptr, 0x7f0000240000u);
   EXPECT_EQ(w.writes[0].shape.dtype, DType::f32);
   EXPECT_EQ(w.writes[0].shape.elements(), 4u * 4 * 32 * 64);
-  // Thunks that disagree on how much they write: never one of them guessed; the elements both
-  // write are scanned (ones that differ only in their dimensions are scanned flat, whole:
-  // test_xla_jaxlib011.cpp). Ones that disagree on a dtype are refused.
+  // Thunks that disagree on how much they write: refused, never one of them guessed (ones that
+  // differ only in their dimensions are scanned flat: test_xla_jaxlib011.cpp).
   DumpModule odd = m;
   for (KernelThunk& k : odd.kernels)
     if (k.instruction == "wrapped_transpose") k.arguments[1].shape->dims = {4, 4, 64, 32, 2};
-  const LaunchWrites prefix = launch_writes(odd, "wrapped_transpose_2", words);
-  ASSERT_EQ(prefix.refusal, Refusal::none) << prefix.refused;
-  EXPECT_TRUE(prefix.prefix);
-  ASSERT_EQ(prefix.writes.size(), 1u);
-  EXPECT_EQ(prefix.writes[0].shape.elements(), 4u * 4 * 32 * 64);
-  for (KernelThunk& k : odd.kernels)
-    if (k.instruction == "wrapped_transpose") k.arguments[1].shape->dtype = DType::f16;
   const LaunchWrites refused = launch_writes(odd, "wrapped_transpose_2", words);
   EXPECT_TRUE(refused.writes.empty());
   EXPECT_NE(refused.refused.find("write or read different arguments"), std::string::npos) << refused.refused;
