@@ -184,10 +184,31 @@ def run_checked(app, healthy, work):
         fail(f"{label}: the clean program got findings:\n  {said}")
     # XLA looks cuBLASLt up with dlsym: its GEMMs are scanned once that lookup is intercepted
     # (hooks/dlsym_intercept.hpp); before, every one was an opaque library launch.
-    calls = [e for e in events if e["event"] == "summary"][-1]["coverage"].get("library_calls", {})
+    calls = coverage_of(events).get("library_calls", {})
     if library_thunks(dumps) and not calls.get("scanned"):
         fail(f"{label}: its modules run {library_thunks(dumps)} cuBLAS thunks, no library call was scanned: {calls}")
     return label, events, dumps, found, inspected, refused, said
+
+
+def coverage_of(events):
+    """The last summary's coverage."""
+    return [e for e in events if e["event"] == "summary"][-1]["coverage"]
+
+
+def run_said(label, found, inspected, refused):
+    """A run's line for the test's "ok:" output: its findings, its first, its XLA coverage."""
+    first = f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else ""
+    return f"{label}: {len(found)} finding(s){first}; XLA kernels inspected {len(inspected)}, not {len(refused)}"
+
+
+def check_first_at_lines(label, app, found, inspected, want, said):
+    """The first finding is introduced by an inspected XLA kernel at one of the lines `want` of app."""
+    first = found[0] if found else {}
+    line = first.get("python") or {}
+    if (first.get("origin") != "introduced" or first.get("kernel") not in inspected
+            or not line.get("file", "").endswith(app + ".py") or line.get("line") not in want):
+        fail(f"{label}: want the first finding introduced by an inspected XLA kernel at {app}.py:"
+             f"{sorted(want)}; nanscope said:\n  {said}")
 
 
 def test_jax_fusions():
@@ -204,9 +225,7 @@ def test_jax_fusions():
                 fail(f"{label}: scanned a pool or blamed an autotuner kernel:\n  {said}")
             if not healthy:
                 check_sick(app, jitted, opcodes, texts, events, dumps, said)
-            first = f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else ""
-            done.append(f"{label}: {len(found)} finding(s){first}; XLA kernels inspected {len(inspected)}, "
-                        f"not {len(refused)} {json.dumps(refused)[:300]}")
+            done.append(f"{run_said(label, found, inspected, refused)} {json.dumps(refused)[:300]}")
     # XLA autotuning under nanscope: the autotuner's candidate is launched before the step is
     # dumped and shares the step's CUmodule (stream_executor loads an identical cubin once); the
     # step's kernels must still be looked up once it is (session 23: they stayed not inspected).
@@ -220,10 +239,10 @@ def test_jax_fusions():
     check_sick("jax_pool", "jit_step", ("log",), ("jnp.log(h - 1.0)",), events, dumps, said)
     # The candidates' launches are XLA's autotuning, counted apart (compile_time), not opaque
     # program launches (docs/jax.md#autotuning; session 24 on the benchmark's steps: opaque 0).
-    by = [e for e in events if e["event"] == "summary"][-1]["coverage"]["by_inspection"]
+    by = coverage_of(events)["by_inspection"]
     if not by.get("compile_time") or by.get("opaque"):
         fail(f"jax_pool autotuned: want the autotuner's launches counted compile_time and none opaque; got {by}")
-    calls = [e for e in events if e["event"] == "summary"][-1]["coverage"].get("library_calls", {})
+    calls = coverage_of(events).get("library_calls", {})
     done.append(f"jax_pool autotuned under nanscope: first {found[0]['kernel']} {found[0]['origin']}; "
                 f"XLA kernel names inspected {len(inspected)}, with a not_inspected event {len(refused)}; "
                 f"launches compile_time {by['compile_time']}, opaque {by['opaque']}; library calls {json.dumps(calls)}")
@@ -245,16 +264,8 @@ def test_jax_user_libraries():
     for healthy in (True, False):
         label, events, _, found, inspected, refused, said = run_checked(app, healthy, work)
         if not healthy:
-            first = found[0] if found else {}
-            line = first.get("python") or {}
-            if (first.get("origin") != "introduced" or first.get("kernel") not in inspected
-                    or not line.get("file", "").endswith(app + ".py") or line.get("line") not in loss_lines):
-                fail(f"{label}: want the first finding introduced by an inspected XLA kernel at {app}.py:"
-                     f"{sorted(loss_lines)}; nanscope said:\n  {said}")
-        by = [e for e in events if e["event"] == "summary"][-1]["coverage"]["by_inspection"]
-        done.append(f"{label}: {len(found)} finding(s)"
-                    + (f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else "")
-                    + f"; XLA kernels inspected {len(inspected)}, not {len(refused)}; launches {by}")
+            check_first_at_lines(label, app, found, inspected, loss_lines, said)
+        done.append(f"{run_said(label, found, inspected, refused)}; launches {coverage_of(events)['by_inspection']}")
     print("ok: " + " | ".join(done))
 
 
@@ -268,14 +279,12 @@ def test_jax_cudnn_attention():
     app, done = "jax_cudnn_attention", []
     for healthy in (True, False):
         label, events, dumps, found, inspected, refused, said = run_checked(app, healthy, work)
-        calls = [e for e in events if e["event"] == "summary"][-1]["coverage"].get("library_calls", {})
+        calls = coverage_of(events).get("library_calls", {})
         if not calls.get("calls"):
             fail(f"{label}: XLA's cuDNN attention call was not seen (hooks/dlsym_intercept.hpp): {calls}")
         if not healthy:
             check_sick(app, "jit_pooled", ("divide",), ("summed / count",), events, dumps, said)
-        done.append(f"{label}: {len(found)} finding(s)"
-                    + (f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else "")
-                    + f"; XLA kernels inspected {len(inspected)}, not {len(refused)}; library calls {json.dumps(calls)}")
+        done.append(f"{run_said(label, found, inspected, refused)}; library calls {json.dumps(calls)}")
     print("ok: " + " | ".join(done))
 
 
@@ -292,15 +301,8 @@ def test_jax_optax():
     for healthy in (True, False):
         label, events, _, found, inspected, refused, said = run_checked(app, healthy, work)
         if not healthy:
-            first = found[0] if found else {}
-            line = first.get("python") or {}
-            if (first.get("origin") != "introduced" or first.get("kernel") not in inspected
-                    or not line.get("file", "").endswith(app + ".py") or line.get("line") not in penalty):
-                fail(f"{label}: want the first finding introduced by an inspected XLA kernel at {app}.py:"
-                     f"{sorted(penalty)}; nanscope said:\n  {said}")
-        done.append(f"{label}: {len(found)} finding(s)"
-                    + (f" first {found[0]['kernel']} {found[0]['origin']} at {found[0].get('python')}" if found else "")
-                    + f"; XLA kernels inspected {len(inspected)}, not {len(refused)}")
+            check_first_at_lines(label, app, found, inspected, penalty, said)
+        done.append(run_said(label, found, inspected, refused))
     print("ok: " + " | ".join(done))
 
 
