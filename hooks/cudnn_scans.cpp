@@ -17,13 +17,12 @@ namespace nanscope {
 void LibraryScans::on_cudnn_call(const cudnn::CudnnCall& c) {
   ToolScope scope;
   const cudnn::Execution& x = c.execution;
-  if (kernels_.autotuning_on_this_thread()) {  // XLA's cuDNN candidates
-    LibraryScan autotuning;
-    autotuning.api = c.api, autotuning.call_id = c.call_id, autotuning.stream = c.stream;
-    autotuning.refused = kXlaAutotuning;
-    scan_output(autotuning);
-    return;
-  }
+  const auto refuse = [&](const char* why) {  // counted among the calls not scanned, with why
+    LibraryScan refused;
+    refused.api = c.api, refused.call_id = c.call_id, refused.stream = c.stream, refused.refused = why;
+    scan_output(refused);
+  };
+  if (kernels_.autotuning_on_this_thread()) return refuse(kXlaAutotuning);  // XLA's cuDNN candidates
   if (x.why) {
     const uint64_t dropped = cudnn::graphs().dropped();
     if (dropped)
@@ -35,10 +34,7 @@ void LibraryScans::on_cudnn_call(const cudnn::CudnnCall& c) {
               fmt::format("cuDNN: a {} graph cannot be mapped ({}); such calls' outputs are not scanned, and "
                           "their kernels are blamed as opaque kernels (origin candidate)",
                           x.ops.empty() ? "backend" : x.ops, x.why));
-    LibraryScan refused;
-    refused.api = c.api, refused.call_id = c.call_id, refused.stream = c.stream, refused.refused = x.why;
-    scan_output(refused);
-    return;
+    return refuse(x.why);
   }
   // An input nanscope cannot judge (an integer seed, a broadcast bias) is not decoded.
   thread_local std::vector<LibraryInput> inputs;

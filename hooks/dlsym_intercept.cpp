@@ -1,10 +1,7 @@
 // See dlsym_intercept.hpp.
 #include "dlsym_intercept.hpp"
 
-#include <dlfcn.h>
-
 #include <atomic>
-#include <cstring>
 #include <string_view>
 
 #include "cudnn_intercept.hpp"
@@ -82,7 +79,8 @@ got::Report patch_all(bool force) {
 
 }  // namespace nanscope::dlsym_hook
 
-// No allocation and no lock of ours: any thread may look anything up at any time.
+// No allocation and no lock of ours, but once per hooked function: its first adoption looks the
+// helpers beside it up (got::Library::adopt). Any thread may look anything up at any time.
 void* ns_dlsym_explicit(void* handle, const char* name) {
   const auto real = reinterpret_cast<nanscope::dlsym_hook::DlsymFn>(ns_dlsym_original.load(std::memory_order_acquire));
   if (!real) return nullptr;  // never: the slots are patched after the original is known

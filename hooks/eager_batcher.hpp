@@ -19,7 +19,6 @@
 
 namespace nanscope {
 
-
 class EagerBatcher {
  public:
   EagerBatcher(const eager::Limits& limits, Counters& counters, ScanFailures& failures)

@@ -29,7 +29,7 @@ std::string site_text(const HostProfile::Site& s) {
   return out;
 }
 
-// "parts, us each: kernel lookup 0.41 (2086), ..." over [first, last); empty when none ran.
+// "exit site parts: kernel lookup 0.41 us each (2086); ..." over [first, last); empty when none ran.
 std::string parts_text(const HostProfile& p, const char* site, Part first, Part last) {
   std::string parts;
   for (auto i = static_cast<size_t>(first); i < static_cast<size_t>(last); ++i) {

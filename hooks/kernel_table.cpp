@@ -202,7 +202,7 @@ const KernelInfo* KernelTable::cached(void* handle, const char* symbol_name) con
 std::string KernelTable::xla_optimizing(const KernelInfo& k, bool& first) const {
   first = false;
   if (!k.xla_unheld || k.inspected || !xla_) return {};
-  return xla_->optimizing_now(first);
+  return xla_->optimizing_now(&first);
 }
 
 namespace {

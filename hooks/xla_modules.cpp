@@ -77,21 +77,16 @@ void XlaModules::poll() {
   read_if_changed();
 }
 
-std::string XlaModules::optimizing_now(bool& first) {
-  first = false;
+std::string XlaModules::optimizing_now(bool* first) {
+  if (first) *first = false;
   if (!on()) return {};
   std::lock_guard lock(mu_);
   read_if_changed();  // a stat; the directory is listed again only when it changed
-  if (!optimizing_.empty() && optimizing_said_.size() < kMaxSaid) first = optimizing_said_.insert(optimizing_).second;
+  if (first && !optimizing_.empty() && optimizing_said_.size() < kMaxSaid)
+    *first = optimizing_said_.insert(optimizing_).second;
   return optimizing_;
 }
 
-std::string XlaModules::optimizing_now() {
-  if (!on()) return {};
-  std::lock_guard lock(mu_);
-  read_if_changed();
-  return optimizing_;
-}
 
 // Under mu_, with the directory read since its last change: a module holding its kernels may
 // have been dumped after another one that holds them too (jax.random's jit__normal, once per shape).

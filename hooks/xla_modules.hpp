@@ -49,9 +49,8 @@ class XlaModules {
   // The module XLA is optimizing now (xla::module_being_optimized of the directory, read again if
   // it changed), or empty. A launch of a kernel no dump module holds, made meanwhile, is XLA's
   // autotuning (LaunchInstrumenter: counted compile_time, neither scanned nor a candidate writer).
-  // `first` is set for the first launch said of that module (a debug line per compile).
-  std::string optimizing_now(bool& first);
-  std::string optimizing_now();  // the same, said of no launch
+  // `first`, when given, is set for the first launch said of that module (a debug line per compile).
+  std::string optimizing_now(bool* first = nullptr);
   // At exit: the launcher's own directory (nanscope-xla-XXXXXX) is removed when XLA wrote nothing
   // in it (a program that is not XLA's); one with dumps stays, what the findings were read against.
   void remove_if_unused() const;
