@@ -45,7 +45,7 @@ Engine::Engine(Config cfg)
       start_ns_(wall_clock_ns()),
       log_(open_log(cfg_)),
       watches_(cfg_.mode, *log_),
-      xla_modules_(cfg_.xla_dump, *log_),
+      xla_modules_(cfg_.xla_dump, cfg_.xla_dumps_off, *log_),
       kernels_(cfg_.kernel_filter, cfg_.kernel_exclude, &watches_.rules()),
       contexts_(ContextLimits{cfg_.channel_records, 4096, cfg_.max_captured_scans, cfg_.origin}, *log_),
       allocs_(contexts_, cfg_.max_whole_alloc_bytes),

@@ -142,14 +142,25 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
     k.xla_unheld = k.xla_missed && none_hold;
     k.xla_generation.value.store(generation, std::memory_order_relaxed);
   }
-  k.reason += "; use a watch";
+  if (!xla_without_dumps(k)) k.reason += "; use a watch";
   return false;
+}
+
+// An untyped kernel, not a library's, in a process where XLA runs but no dumps are read: its
+// reason names the variable that makes XLA's kernels inspected (XlaModules::without_dumps).
+bool KernelTable::xla_without_dumps(KernelInfo& k) const {
+  if (!xla_ || xla_->on() || k.library) return false;
+  const std::string why = xla_->without_dumps();
+  if (why.empty()) return false;
+  k.reason += "; " + why;
+  return true;
 }
 
 // Kernels no decoder claims: floating pointers the mangled signature types.
 void KernelTable::decode_signature(const KernelSignature& sig, KernelInfo& k) const {
   if (!sig.has_params) {
-    k.reason = "name carries no parameter types (extern \"C\" or Triton); use a watch";
+    k.reason = "name carries no parameter types (extern \"C\", Triton or XLA)";
+    if (!xla_without_dumps(k)) k.reason += "; use a watch";
     return;
   }
   if (!k.params_known) {

@@ -144,6 +144,7 @@ class KernelTable {
   bool decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const;
   void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
   bool untyped_family(void* handle, KernelInfo& k) const;
+  bool xla_without_dumps(KernelInfo& k) const;
   bool xla_retry(const KernelInfo& k) const;
   const KernelInfo* cached(void* handle, const char* symbol_name) const;  // the entry, if any
 

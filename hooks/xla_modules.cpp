@@ -9,6 +9,7 @@
 #include "steady_clock.hpp"
 #include "tool_scope.hpp"
 #include "xla_dump_dir.hpp"
+#include "xla_flags.hpp"
 
 namespace nanscope {
 
@@ -163,6 +164,22 @@ void XlaModules::say_match(const Found& f) const {
                                                  f.modules[0]->kernels.size())
                                    : fmt::format("XLA: a loaded module may be {} dump modules ({}): each launch picks",
                                                  f.modules.size(), names));
+}
+
+std::string XlaModules::loaded_xla_runtime() {
+  std::lock_guard lock(runtime_mu_);
+  if (runtime_.empty()) runtime_ = xla::loaded_xla_runtime(runtime_loads_seen_);
+  return runtime_;
+}
+
+std::string XlaModules::without_dumps() {
+  if (on()) return {};
+  const std::string runtime = loaded_xla_runtime();
+  if (runtime.empty()) return {};
+  std::string reason = xla::no_dumps_reason(runtime, dumps_off_);
+  if (!dumps_off_ && !advised_.exchange(true))
+    log_.warning(schema::warning_what::xla_no_dumps, reason + "; until then XLA's kernels are not inspected");
+  return reason;
 }
 
 void XlaModules::remove_if_unused() const {

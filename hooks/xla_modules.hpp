@@ -28,8 +28,15 @@ namespace nanscope {
 
 class XlaModules {
  public:
-  XlaModules(std::string dump_dir, EventLog& log) : dir_(std::move(dump_dir)), log_(log) {}
+  // `dumps_off`: the user turned the dumps off (NANSCOPE_XLA_DUMP=off); `dump_dir` is then empty.
+  XlaModules(std::string dump_dir, bool dumps_off, EventLog& log)
+      : dir_(std::move(dump_dir)), dumps_off_(dumps_off), log_(log) {}
   bool on() const { return !dir_.empty(); }
+  // With no dumps read (not on()): why an untyped kernel is not inspected when an XLA runtime is
+  // loaded in the process (xla::no_dumps_reason), said once as a warning `xla_no_dumps` unless
+  // the dumps are off; empty when no XLA runtime is loaded. The loaded objects are listed again
+  // only when one was loaded since (dl_phdr_info's load count).
+  std::string without_dumps();
   using Modules = std::vector<std::shared_ptr<const xla::DumpModule>>;
   // The dump modules `function` (a CUfunction about to be decoded) may be, or none with `reason`
   // (empty when no XLA module was dumped at all: nothing to say of a program that is not XLA's);
@@ -75,7 +82,10 @@ class XlaModules {
   void read_if_changed();
   void read_new_modules();
 
+  std::string loaded_xla_runtime();
+
   const std::string dir_;
+  const bool dumps_off_;
   EventLog& log_;  // what could not be read is said once, after mu_ is released
   static constexpr uint64_t kMaxFileBytes = 256ull << 20;  // one dump file; larger: an error, not read
   static constexpr size_t kMaxModules = 4096;               // modules kept (a long run compiles many)
@@ -94,6 +104,12 @@ class XlaModules {
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> next_poll_ns_{0};
   static constexpr uint64_t kPollNs = 50'000'000;
+  // Level 4, alone: the XLA runtime found among the loaded objects (without_dumps), and the
+  // loader's load count at the last look.
+  Ranked<std::mutex, LockLevel::container> runtime_mu_{"XlaModules::runtime_mu_"};
+  std::string runtime_;
+  unsigned long long runtime_loads_seen_ = 0;
+  std::atomic<bool> advised_{false};
   std::vector<std::string> errors_;  // to say, each once (said_)
   std::set<std::string> said_;
   static constexpr size_t kMaxSaid = 256;

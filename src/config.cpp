@@ -227,8 +227,12 @@ ConfigResult parse_config(const EnvLookup& getenv_fn, long pid) {
   // Abort mode stops the app at the first finding: a held scan would let it run on further.
   if (c.mode == Mode::abort) c.eager_batch = 0;
   if (auto v = p.raw("NANSCOPE_RULES")) c.rules_path = *v;
-  if (auto v = p.raw("NANSCOPE_XLA_DUMP")) c.xla_dump = *v;
-  else if (auto flags = getenv_fn("XLA_FLAGS")) c.xla_dump = xla::dump_dir_in_flags(*flags);
+  if (auto v = p.raw("NANSCOPE_XLA_DUMP")) {
+    c.xla_dumps_off = *v == xla::kDumpsOff;
+    if (!c.xla_dumps_off) c.xla_dump = *v;
+  } else if (auto flags = getenv_fn("XLA_FLAGS")) {
+    c.xla_dump = xla::dump_dir_in_flags(*flags);
+  }
   p.dump_dir(c.dump_dir);
   p.integer<uint32_t>("NANSCOPE_DUMP_MAX", c.dump_max, 0, 1u << 20);
   p.integer<uint64_t>("NANSCOPE_DUMP_MAX_BYTES", c.dump_max_bytes, 0, UINT64_MAX);

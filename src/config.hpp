@@ -67,6 +67,7 @@ struct Config {
   std::string rules_path;           // NANSCOPE_RULES
   std::string dump_dir;             // NANSCOPE_DUMP_DIR: tensor dumps (.npy + .json sidecar)
   std::string xla_dump;             // NANSCOPE_XLA_DUMP, else XLA_FLAGS' --xla_dump_to: XLA's dumps, read (docs/jax.md)
+  bool xla_dumps_off = false;       // NANSCOPE_XLA_DUMP=off: none read, even where XLA_FLAGS names some
   uint32_t dump_max = 16;           // NANSCOPE_DUMP_MAX: dumps per process
   uint64_t dump_max_bytes = 256ull << 20;  // NANSCOPE_DUMP_MAX_BYTES: bytes of dumps per process
 

@@ -194,6 +194,7 @@ inline constexpr char cupti_subscribe[] = "cupti_subscribe";
 inline constexpr char rules[] = "rules";
 inline constexpr char rule[] = "rule";
 inline constexpr char xla_dumps[] = "xla_dumps";  // a dump directory or file that could not be read
+inline constexpr char xla_no_dumps[] = "xla_no_dumps";  // XLA runs, no dumps are read: the variable to set
 }  // namespace warning_what
 namespace buffer_key {  // nonfinite.buffer
 inline constexpr char arg[] = "arg";

@@ -1,6 +1,9 @@
 // See xla_flags.hpp.
 #include "xla_flags.hpp"
 
+#include <fmt/format.h>
+#include <link.h>
+
 #include <vector>
 
 namespace nanscope::xla {
@@ -64,6 +67,43 @@ FlagsWithDumps flags_with_dumps(std::string_view flags, const std::string& dir) 
   }
   if (!text_set) add("--xla_dump_hlo_as_text");
   return out;
+}
+
+bool is_xla_runtime(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view file = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return file.starts_with("xla_cuda_plugin") || file.starts_with("xla_extension") ||
+         file.starts_with("libtensorflow_framework");
+}
+
+std::string loaded_xla_runtime(unsigned long long& loads_seen) {
+  struct Walk {
+    unsigned long long seen = 0, now = 0;
+    std::string found;
+  } walk{loads_seen, 0, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& w = *static_cast<Walk*>(data);
+        w.now = info->dlpi_adds;
+        if (w.now == w.seen) return 1;  // nothing loaded since the last look
+        if (info->dlpi_name && is_xla_runtime(info->dlpi_name)) w.found = info->dlpi_name;
+        return w.found.empty() ? 0 : 1;
+      },
+      &walk);
+  loads_seen = walk.now;
+  return walk.found;
+}
+
+std::string no_dumps_reason(std::string_view runtime, bool off) {
+  const size_t slash = runtime.rfind('/');
+  const std::string_view file = slash == std::string_view::npos ? runtime : runtime.substr(slash + 1);
+  if (off)
+    return fmt::format("XLA runs in this process ({}) and nanscope reads no XLA dumps (NANSCOPE_XLA_DUMP=off, the "
+                       "launcher's --no-xla-dumps)", file);
+  return fmt::format("XLA runs in this process ({}) and writes no dumps nanscope reads, which say what its kernels "
+                     "write: set XLA_FLAGS=--xla_dump_to=DIR before the program starts (XLA reads it once), or run "
+                     "the program under `nanscope --`, which sets it",
+                     file);
 }
 
 }  // namespace nanscope::xla

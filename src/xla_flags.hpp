@@ -22,4 +22,23 @@ struct FlagsWithDumps {
 // (theirs is read instead), and `--xla_dump_hlo_as_text` when they do not set it.
 FlagsWithDumps flags_with_dumps(std::string_view flags, const std::string& dir);
 
+// NANSCOPE_XLA_DUMP's value for "read no XLA dumps" (the launcher's --no-xla-dumps), even where
+// XLA_FLAGS names a dump directory.
+inline constexpr std::string_view kDumpsOff = "off";
+
+// Whether a loaded object is a runtime that launches XLA's kernels on the GPU, by its path:
+// jaxlib's CUDA plugin (jax_plugins/xla_cuda*/xla_cuda_plugin.so), the xla_extension.so of older
+// jaxlib wheels, TensorFlow's framework library (XLA under jit_compile).
+bool is_xla_runtime(std::string_view object_path);
+// The path of the first loaded object is_xla_runtime accepts (dl_iterate_phdr), or empty.
+// `loads_seen`: the loader's count of loads at the previous call, updated; when nothing was
+// loaded since, the objects are not listed again and the answer is empty.
+std::string loaded_xla_runtime(unsigned long long& loads_seen);
+
+// Said of an untyped kernel (which may be XLA's, or not) in a process where `runtime` (an object
+// is_xla_runtime accepted) runs and nanscope reads no dumps: in its not_inspected reason, and
+// once as a warning. `off`: the user turned the dumps off (kDumpsOff); otherwise it names the one
+// variable to set, which XLA reads once, at its start.
+std::string no_dumps_reason(std::string_view runtime, bool off);
+
 }  // namespace nanscope::xla

@@ -98,7 +98,8 @@ void add_options(CLI::App& app, LaunchOptions& o) {
   app.add_option("--xla-dumps", o.xla_dumps, "where XLA writes the dumps nanscope reads to know what a JAX/XLA kernel writes "
                  "(added to XLA_FLAGS; the program's own --xla_dump_to is kept and read instead); by default a new "
                  "directory under $TMPDIR [NANSCOPE_XLA_DUMP]");
-  app.add_flag("--no-xla-dumps", o.no_xla_dumps, "leave XLA_FLAGS as it is: XLA kernels are not inspected");
+  app.add_flag("--no-xla-dumps", o.no_xla_dumps, "leave XLA_FLAGS as it is and read no XLA dumps: XLA kernels are not "
+               "inspected [NANSCOPE_XLA_DUMP=off]");
   app.add_flag("--no-aggregate", o.no_aggregate, "log every finding; by default identical findings fold into repeat events [NANSCOPE_AGGREGATE=0]");
   app.add_flag("-q,--quiet", o.quiet, "no console lines, JSON log only [NANSCOPE_CONSOLE=0]");
   app.add_flag("--preload", o.preload, "attach with LD_PRELOAD instead of CUDA_INJECTION64_PATH");
@@ -202,7 +203,9 @@ int run_launcher(int argc, char** argv) {
     return 2;
   }
   auto env = launch_env(o, lib);
-  if (!o.no_xla_dumps) {
+  if (o.no_xla_dumps) {
+    env.emplace_back("NANSCOPE_XLA_DUMP", std::string(xla::kDumpsOff));  // not XLA_FLAGS' own dumps either
+  } else {
     // --print-env makes nothing: it names the directory a run would make.
     const std::string dir = !o.xla_dumps.empty() ? o.xla_dumps
                             : o.print_env        ? std::string("$TMPDIR/nanscope-xla-XXXXXX")

@@ -26,14 +26,16 @@ grep -q "libnanscope.so" <<<"$env_out" || fail "the injection path does not name
 "$bin" --print-env -- true | grep -q "^NANSCOPE_TIER" && fail "no --tier must leave NANSCOPE_TIER unset (full by default)"
 
 # XLA's dumps: added to the user's XLA_FLAGS, their own dump directory kept and read; a run makes
-# a private directory; --no-xla-dumps leaves XLA_FLAGS alone.
+# a private directory; --no-xla-dumps leaves XLA_FLAGS alone and reads none (NANSCOPE_XLA_DUMP=off).
 xla=$(XLA_FLAGS=--xla_gpu_autotune_level=0 "$bin" --print-env --xla-dumps /tmp/xd -- true)
 grep -qx "XLA_FLAGS=--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/xd --xla_dump_hlo_as_text" <<<"$xla" ||
   fail "XLA_FLAGS must keep the user's flags and add the dumps: $xla"
 grep -qx "NANSCOPE_XLA_DUMP=/tmp/xd" <<<"$xla" || fail "NANSCOPE_XLA_DUMP must name the dump directory: $xla"
 own=$(XLA_FLAGS="--xla_dump_to=/data/mine" "$bin" --print-env -- true)
 grep -qx "NANSCOPE_XLA_DUMP=/data/mine" <<<"$own" || fail "the user's own --xla_dump_to must be the one read: $own"
-"$bin" --print-env --no-xla-dumps -- true | grep -q "^XLA_FLAGS\|^NANSCOPE_XLA_DUMP" && fail "--no-xla-dumps must set neither"
+off=$(XLA_FLAGS="--xla_dump_to=/data/mine" "$bin" --print-env --no-xla-dumps -- true)
+grep -q "^XLA_FLAGS" <<<"$off" && fail "--no-xla-dumps must leave XLA_FLAGS alone: $off"
+grep -qx "NANSCOPE_XLA_DUMP=off" <<<"$off" || fail "--no-xla-dumps must turn the dumps off, the user's own too: $off"
 made=$(TMPDIR=$(mktemp -d) "$bin" -- sh -c 'echo "$NANSCOPE_XLA_DUMP"' 2>/dev/null)
 case $made in */nanscope-xla-??????) [ -d "$made" ] || fail "the run's XLA dump directory $made was not made" ;;
   *) fail "a run must make a new directory for XLA's dumps, got '$made'" ;; esac

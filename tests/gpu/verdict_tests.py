@@ -233,6 +233,15 @@ def test_verdicts_jax_pool():
         if healthy and any(e["event"] == "nonfinite" for e in events):
             fail(f"{label}: the clean program got findings: "
                  f"{json.dumps([e for e in events if e['event'] == 'nonfinite'][:3])[:2000]}")
+        # Attached without the launcher and with no dump flags: the user is told, once, the
+        # variable that makes XLA's kernels inspected, and each untyped kernel's reason says it.
+        advice = [e for e in events if e["event"] == "warning" and e.get("what") == "xla_no_dumps"]
+        if len(advice) != 1 or "XLA_FLAGS=--xla_dump_to=DIR" not in advice[0]["message"] or \
+                "xla_cuda_plugin" not in advice[0]["message"]:
+            fail(f"{label}: want one xla_no_dumps warning naming the plugin and XLA_FLAGS: {json.dumps(advice)[:1500]}")
+        untyped = [e for e in events if e["event"] == "not_inspected" and "no parameter types" in e.get("reason", "")]
+        if not untyped or any("XLA_FLAGS=--xla_dump_to=DIR" not in e["reason"] for e in untyped):
+            fail(f"{label}: every untyped kernel's reason must name XLA_FLAGS: {json.dumps(untyped[:3])[:1500]}")
         summary = [e for e in events if e["event"] == "summary"]
         cov = summary[0].get("coverage", {}) if summary else {}
         pools = sum(1 for e in events if e["event"] == "not_inspected" and "pool" in e.get("reason", ""))

@@ -240,3 +240,17 @@ TEST(Config, InfinityPolicy) {
   EXPECT_NE(bad.errors[0].find("NANSCOPE_INF"), std::string::npos) << bad.errors[0];
   EXPECT_NE(parse({{"NANSCOPE_INF", "fault"}}).config.describe().find("inf=fault"), std::string::npos);
 }
+
+// XLA's dumps (docs/jax.md): NANSCOPE_XLA_DUMP names them, else XLA_FLAGS' --xla_dump_to; `off`
+// reads none, the user's own dump directory included (the launcher's --no-xla-dumps).
+TEST(Config, XlaDumpsFromTheirVariableOrXlaFlagsOrOff) {
+  EXPECT_EQ(parse({{"NANSCOPE_XLA_DUMP", "/tmp/nanscope-xla-1"}}).config.xla_dump, "/tmp/nanscope-xla-1");
+  const Config flags = parse({{"XLA_FLAGS", "--xla_gpu_autotune_level=0 --xla_dump_to=/data/d"}}).config;
+  EXPECT_EQ(flags.xla_dump, "/data/d");
+  EXPECT_FALSE(flags.xla_dumps_off);
+  const auto off = parse({{"NANSCOPE_XLA_DUMP", "off"}, {"XLA_FLAGS", "--xla_dump_to=/data/d"}});
+  EXPECT_TRUE(off.errors.empty());
+  EXPECT_EQ(off.config.xla_dump, "");
+  EXPECT_TRUE(off.config.xla_dumps_off);
+  EXPECT_FALSE(parse({}).config.xla_dumps_off);
+}
