@@ -94,6 +94,24 @@ const SourceLine* agreed_source(const std::vector<Fit>& fits) {
   return agreed;
 }
 
+// How a shape is written in HLO text: f32[1024,4096] (the element's name and the dimensions).
+std::string shape_text(const Shape& s) { return fmt::format("{}[{}]", s.element, fmt::join(s.dims, ",")); }
+
+// Where two fitting thunks part: the first argument they write or read differently, named with
+// each thunk's module and instruction (identical names from different modules say nothing).
+std::string disagreement(const Fit& a, const Fit& b, const std::vector<LaunchWrite>& a_args,
+                         const std::vector<LaunchWrite>& b_args, const char* role) {
+  const auto who = [](const Fit& f) { return fmt::format("{}'s {}", f.module->name, f.module->kernels[f.kernel].instruction); };
+  if (a_args.size() != b_args.size())
+    return fmt::format("{} {} {} arguments, {} {}", who(a), role, a_args.size(), who(b), b_args.size());
+  for (size_t i = 0; i < a_args.size(); ++i)
+    if (a_args[i].arg != b_args[i].arg || a_args[i].shape.dtype != b_args[i].shape.dtype ||
+        a_args[i].shape.elements() != b_args[i].shape.elements() || a_args[i].intended_inf != b_args[i].intended_inf)
+      return fmt::format("{} {} {} as parameter {}, {} {} as parameter {}", who(a), role, shape_text(a_args[i].shape),
+                         a_args[i].arg, who(b), shape_text(b_args[i].shape), b_args[i].arg);
+  return {};
+}
+
 }  // namespace
 
 LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::string_view function,
@@ -123,8 +141,10 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
     if (!w || !r) return refuse(Refusal::unknown_shape);
     if (writes && !(same_writes(*writes, *w) && same_writes(*reads, *r))) {
       if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
-        out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({} and {})",
-                                  fits.size(), out.instructions.front(), k.instruction);
+        const std::string part = !same_extents(*writes, *w) ? disagreement(fits.front(), fit, *writes, *w, "writes")
+                                                            : disagreement(fits.front(), fit, *reads, *r, "reads");
+        out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({})",
+                                  fits.size(), part);
         return refuse(Refusal::thunks_disagree);
       }
       out.flattened = true;

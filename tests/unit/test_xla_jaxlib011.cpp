@@ -149,8 +149,15 @@ TEST(XlaJaxlib011, ThunksDifferingOnlyInDimensionsAreScannedFlat) {
   for (KernelThunk& k : wider.kernels)
     for (KernelArgument& a : k.arguments)
       if (k.kernel == "gemm_fusion_dot_general_2" && a.written) a.shape->dims.back() *= 2;
+  wider.name = "module_5973.jit_step";
   const DumpModule* differ[] = {&m, &wider};
-  EXPECT_EQ(launch_writes(differ, "gemm_fusion_dot_general_2", words, &shape).refusal, Refusal::thunks_disagree);
+  const LaunchWrites refused = launch_writes(differ, "gemm_fusion_dot_general_2", words, &shape);
+  EXPECT_EQ(refused.refusal, Refusal::thunks_disagree);
+  // Which modules, which parameter, both shapes: the two instructions alone have one name.
+  EXPECT_EQ(refused.refused,
+            "the launch fits 2 kernel thunks that write or read different arguments (module_5972.jit_step's "
+            "gemm_fusion_dot_general.2 writes f32[1024,4096] as parameter 2, module_5973.jit_step's "
+            "gemm_fusion_dot_general.2 f32[1024,8192] as parameter 2)");
 }
 
 }  // namespace
