@@ -14,7 +14,7 @@ for v in "${versions[@]}"; do
   if [ ! -s "$plugin" ]; then
     rc=0
     python3 - "$v" "$plugin" <<'EOF' || rc=$?
-import io, json, os, sys, urllib.request, zipfile
+import http.client, io, json, os, sys, urllib.request, zipfile
 version, dest = sys.argv[1], sys.argv[2]
 try:
     index = urllib.request.Request("https://pypi.org/simple/jax-cuda13-pjrt/",  # PEP 691's JSON form
@@ -24,10 +24,11 @@ try:
         urls = [f["url"] for f in json.load(r)["files"] if f["filename"] == wanted]
     with urllib.request.urlopen(urls[0], timeout=300) as r:
         wheel = r.read()
-except (OSError, ValueError, KeyError, IndexError) as e:
-    print(f"xla_plugin_lookups: jax-cuda13-pjrt {version} not fetched from PyPI ({e}): skipped")
+    z = zipfile.ZipFile(io.BytesIO(wheel))
+except (OSError, ValueError, KeyError, IndexError, http.client.HTTPException, zipfile.BadZipFile) as e:
+    print(f"xla_plugin_lookups: jax-cuda13-pjrt {version} not fetched from PyPI ({e!r}): skipped")
     sys.exit(77)
-with zipfile.ZipFile(io.BytesIO(wheel)) as z:
+with z:
     member = [n for n in z.namelist() if n.endswith("/xla_cuda_plugin.so")]
     if not member:
         sys.exit(f"xla_plugin_lookups: no xla_cuda_plugin.so in jax-cuda13-pjrt {version}")
