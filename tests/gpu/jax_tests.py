@@ -306,6 +306,35 @@ def test_jax_optax():
     print("ok: " + " | ".join(done))
 
 
+def while_thunks(dumps):
+    """How many while loops (kWhile thunks, nested ones too) the dumped modules run."""
+    count = 0
+    for path in glob.glob(os.path.join(dumps, "*.thunk_sequence*.txt")):
+        with open(path) as f:
+            count += len(re.findall(r"^\s*\d+: kWhile\b", f.read(), re.M))
+    return count
+
+
+def test_jax_scan():
+    """A recurrent network over 200 time steps in jax.lax.scan, which XLA runs as a while loop whose
+    body's kernels launch once per step (in a command buffer, a conditional node). Sick: the hidden
+    state, zero at the start, is normalised by its standard deviation with no epsilon (0 / 0); the
+    recurrence carries the NaN into every later step. The first finding must be introduced by an
+    inspected XLA kernel at the normalisation's line; the twin gives none; outputs bit-identical.
+    The dumps must hold the loop (else the test would not test one)."""
+    work = tempfile.mkdtemp(prefix="nanscope_jax_scan_")
+    app, done = "jax_scan_rnn", []
+    division = lines_of(app, ("h_norm = centred / jnp.sqrt",))
+    for healthy in (True, False):
+        label, events, dumps, found, inspected, refused, said = run_checked(app, healthy, work)
+        if not while_thunks(dumps):
+            fail(f"{label}: no kWhile thunk in the dumps: XLA unrolled the scan, so no loop was tested")
+        if not healthy:
+            check_first_at_lines(label, app, found, inspected, division, said)
+        done.append(f"{run_said(label, found, inspected, refused)}; while thunks {while_thunks(dumps)}")
+    print("ok: " + " | ".join(done))
+
+
 def self_check():
     """fusions_holding on the H200 capture of jax_pool.py: XLA fused the planted log into the
     second GEMM's prologue (a nested fusion), so that GEMM's kernel is the one to name."""

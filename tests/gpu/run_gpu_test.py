@@ -1670,7 +1670,7 @@ from verdict_tests import (test_verdicts_healthy, test_verdicts_jax_pool, test_v
                            test_verdicts_sick_models)
 from tier_tests import test_tier_models, test_tier_replay7  # noqa: E402,F401
 from jax_tests import (test_jax_cudnn_attention, test_jax_fusions, test_jax_optax,  # noqa: E402,F401
-                       test_jax_user_libraries)
+                       test_jax_scan, test_jax_user_libraries)
 
 
 def gpu_tests():
