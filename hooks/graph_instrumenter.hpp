@@ -114,6 +114,7 @@ class GraphInstrumenter {
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth, NodeTally& tally);
   NodeScan scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs);
   void note_refused_node(const KernelInfo& k, const LaunchArgs& args, const LaunchPlan& plan, uint64_t graph_id);
+  void note_conditional(uint64_t graph_id);
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,
                        ContextState& cs);
   void update_merged_member(CUgraphExec exec, const ScanNode& sn, const nanscope_scan_task& task, ContextState& cs);

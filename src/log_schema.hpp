@@ -426,7 +426,8 @@ inline constexpr std::string_view kEscalationKeys[] = {key::graph_id, key::phase
 // each: the registry of what was said is indexed by this enum (EventLog::first_time).
 #define NS_ONCE_WARNINGS(X)                                                                          \
   X(callback) X(captured_scans) X(channel_overflow) X(context_setup) X(cudnn_graph) X(cudnn_store)   \
-  X(decoded_extent) X(dump_budget) X(dump_copy) X(dump_write) X(graph_merge) X(graph_overlap)       \
+  X(decoded_extent) X(dump_budget) X(dump_copy) X(dump_write) X(graph_conditional) X(graph_merge)   \
+  X(graph_overlap)                                                                                   \
   X(graph_overlap_stale) X(graph_pdl) X(graph_tier) X(graph_update) X(nccl_comm_unseen)             \
   X(python_line) X(scan_buffers) X(scan_launch) X(torch_blocks)
 #define NS_ONCE_ID_(name) name,
