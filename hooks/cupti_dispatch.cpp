@@ -153,6 +153,9 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case DriverHook::tensor_map:
       if (succeeded(cb)) on_tensor_map_encoded(e.allocations().tensor_maps(), cb.functionParams);
       return;
+    case DriverHook::add_node:
+      if (succeeded(cb)) e.graphs().on_node_added(cbid, cb.functionParams);
+      return;
     case DriverHook::none: {
       CopyArgs copy;
       if (decode_copy(cbid, cb.functionParams, copy) && succeeded(cb)) e.launches().on_copy(copy, cb);

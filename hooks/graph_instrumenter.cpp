@@ -53,20 +53,26 @@ void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextSt
         instrument_graph(child, graph_id, cs, depth + 1, tally);
       continue;
     }
-    if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) note_conditional(graph_id);
+    if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL && depth < 16) {
+      // A body's kernels run each iteration: a scan node beside each runs with it.
+      const std::vector<CUgraph> bodies = registry_.bodies_of(node);
+      if (bodies.empty()) note_conditional(graph_id);
+      for (CUgraph body : bodies) instrument_graph(body, graph_id, cs, depth + 1, tally);
+      continue;
+    }
     if (type != CU_GRAPH_NODE_TYPE_KERNEL || registry_.known_node(node)) continue;
     ++tally[static_cast<size_t>(scan_kernel_node(g, node, graph_id, cs))];
   }
 }
 
-// A conditional node (a while loop or a branch: XLA's command buffers may hold them): its bodies'
-// kernels run without scans. The driver (CUDA 13.0) hands a body out only when the node is made
-// (cuGraphAddNode's phGraph_out), which nanscope does not record. Said once, so a clean run is
-// not taken for a looked-at one.
+// A conditional node whose bodies nanscope did not see made (cuGraphAddNode's phGraph_out is the
+// only way the driver, CUDA 13.0, gives them out): a node cloned with its graph (a child graph,
+// cuGraphClone), or one past the registry's bound. Its bodies' kernels run without scans. Said
+// once, so a clean run is not taken for a looked-at one.
 void GraphInstrumenter::note_conditional(uint64_t graph_id) {
   warn_once(log_, schema::Once::graph_conditional,
-            "a CUDA graph holds a conditional node (a while loop or a branch, as XLA's command buffers may): the "
-            "kernels in its bodies are not looked at");
+            "a CUDA graph holds a conditional node (a while loop or a branch) whose bodies nanscope did not see "
+            "made (a cloned graph's): the kernels in its bodies are not looked at");
   if (log_.debug_enabled()) log_.debug(fmt::format("graph {}: a conditional node: its bodies are not looked at", graph_id));
 }
 
@@ -218,6 +224,11 @@ void GraphInstrumenter::on_graph_launch(CUgraphExec exec, CUstream stream) {
 }
 
 void GraphInstrumenter::on_graph_node_destroy(CUgraphNode node) { registry_.forget_node(node); }
+
+void GraphInstrumenter::on_node_added(CUpti_CallbackId cbid, const void* params) {
+  AddedConditional added = added_conditional(cbid, params);
+  if (added.node) registry_.remember_bodies(added.node, std::move(added.bodies));
+}
 
 void GraphInstrumenter::on_graph_destroy(CUgraph graph) { registry_.forget_graph(graph); }
 

@@ -86,6 +86,8 @@ class GraphInstrumenter {
   void on_graph_exec_update(CUgraphExec exec);
   // Handles are reused after destruction: forget them.
   void on_graph_node_destroy(CUgraphNode node);
+  // Exit site of a successful cuGraphAddNode(_v2): a conditional node's bodies are remembered.
+  void on_node_added(CUpti_CallbackId cbid, const void* params);
   void on_graph_destroy(CUgraph graph);
   void on_graph_exec_destroy(CUgraphExec exec);
 

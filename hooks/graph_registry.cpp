@@ -157,12 +157,25 @@ std::vector<PdlEdge> GraphRegistry::take_pdl_edges(CUgraph graph) {
   return edges;
 }
 
+void GraphRegistry::remember_bodies(CUgraphNode conditional, std::vector<CUgraph> bodies) {
+  std::lock_guard lock(mu_);
+  if (bodies_.size() >= kMaxConditionals && !bodies_.count(conditional)) return;
+  bodies_[conditional] = std::move(bodies);
+}
+
+std::vector<CUgraph> GraphRegistry::bodies_of(CUgraphNode conditional) {
+  std::lock_guard lock(mu_);
+  const auto it = bodies_.find(conditional);
+  return it == bodies_.end() ? std::vector<CUgraph>{} : it->second;
+}
+
 void GraphRegistry::forget_node(CUgraphNode node) {
   std::lock_guard lock(mu_);
   scan_after_.erase(node);
   scan_nodes_.erase(node);
   overlapped_.erase(node);
   library_io_.erase(node);
+  bodies_.erase(node);
 }
 
 void GraphRegistry::forget_graph(CUgraph graph) {

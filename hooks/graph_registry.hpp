@@ -82,6 +82,12 @@ class GraphRegistry {
   void add_pdl_edges(CUgraph graph, const std::vector<PdlEdge>& edges);
   std::vector<PdlEdge> take_pdl_edges(CUgraph graph);
 
+  // Conditional nodes' bodies, as cuGraphAddNode made them (added_conditional): the driver gives
+  // them out only then. Bounded (kMaxConditionals): past it, a node's bodies are unknown.
+  void remember_bodies(CUgraphNode conditional, std::vector<CUgraph> bodies);
+  std::vector<CUgraph> bodies_of(CUgraphNode conditional);
+  static constexpr size_t kMaxConditionals = 1u << 16;
+
   // Handles are reused after destruction: forget them.
   void forget_node(CUgraphNode node);
   void forget_graph(CUgraph graph);
@@ -178,6 +184,7 @@ class GraphRegistry {
     std::vector<overlap::KnownWrite> exact;
   };
   std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
+  std::unordered_map<CUgraphNode, std::vector<CUgraph>> bodies_;  // conditional nodes' body graphs
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
   std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
   std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made

@@ -71,6 +71,8 @@ constexpr DriverHookForm kDriverHooks[] = {
     {CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx, H::module_load, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, H::module_unload, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuTensorMapEncodeTiled, H::tensor_map, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, H::add_node, false, kV1, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, H::add_node, false, false, nullptr},
 };
 
 // Row index + 1 per cbid (0: not hooked), so a callback finds its row without a search.
@@ -112,6 +114,26 @@ CUstream hooked_stream(CUpti_CallbackId cbid, CUstream named) {
   if (named) return named;
   const DriverHookForm* f = driver_hook_form(cbid);
   return f && f->per_thread ? CU_STREAM_PER_THREAD : named;
+}
+
+AddedConditional added_conditional(CUpti_CallbackId cbid, const void* params) {
+  AddedConditional out;
+  if (!params) return out;
+  CUgraphNode* node = nullptr;
+  const CUgraphNodeParams* p = nullptr;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode) {
+    const auto* a = static_cast<const cuGraphAddNode_params*>(params);
+    node = a->phGraphNode, p = a->nodeParams;
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2) {
+    const auto* a = static_cast<const cuGraphAddNode_v2_params*>(params);
+    node = a->phGraphNode, p = a->nodeParams;
+  }
+  if (!node || !*node || !p || p->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) return out;
+  const CUDA_CONDITIONAL_NODE_PARAMS& c = p->conditional;
+  if (!c.phGraph_out || c.size == 0 || c.size > AddedConditional::kMaxBodies) return out;
+  out.node = *node;
+  out.bodies.assign(c.phGraph_out, c.phGraph_out + c.size);
+  return out;
 }
 
 bool read_launch_args(CUpti_CallbackId cbid, const void* params, LaunchArgs& out) {

@@ -51,6 +51,7 @@ enum class DriverHook : uint8_t {
   module_load,       // cuModuleLoad, cuModuleLoadData(Ex): exit site (Triton's TTIR beside its cubin)
   module_unload,     // cuModuleUnload: enter site
   tensor_map,        // cuTensorMapEncodeTiled: exit site (what a TMA descriptor describes)
+  add_node,          // cuGraphAddNode*: exit site (a conditional node's bodies, which no later call gives)
 };
 
 struct DriverHookForm {
@@ -67,6 +68,17 @@ const DriverHookForm* driver_hook_form(CUpti_CallbackId cbid);  // null when not
 const std::vector<CUpti_CallbackId>& driver_hook_cbids();
 // The stream a hooked call named: a per-thread form's null stream is CU_STREAM_PER_THREAD.
 CUstream hooked_stream(CUpti_CallbackId cbid, CUstream named);
+
+// A conditional node (a while loop, an if or a switch in a CUDA graph) that a successful
+// cuGraphAddNode or cuGraphAddNode_v2 made, with its body graphs: the driver (CUDA 13.0) writes
+// them into the caller's parameters (phGraph_out) then, and no call returns them later. `node` is
+// null for any other node, call or malformed parameters; at most kMaxBodies bodies are kept.
+struct AddedConditional {
+  static constexpr unsigned kMaxBodies = 64;
+  CUgraphNode node = nullptr;
+  std::vector<CUgraph> bodies;
+};
+AddedConditional added_conditional(CUpti_CallbackId cbid, const void* params);
 
 // A copy or set into device memory (NaN origin: it changes a tracked buffer's state).
 struct CopyArgs {

@@ -267,6 +267,38 @@ def test_graph_manual():
           f"merged scan's kernel, child graph, and a programmatic edge, all at replay 3")
 
 
+def test_graph_conditional():
+    """A while loop inside a CUDA graph (a conditional node: XLA's command buffers, PyTorch's
+    torch.cond under CUDA graphs): its body's kernel is scanned every iteration. Sick: iteration 5
+    writes NaN (sqrt of a negative) into every 4th element, in place; the first finding must be
+    that kernel in a graph replay, introduced, with a quarter of the buffer NaN. The healthy twin
+    gives none. Both: no graph_conditional warning (the bodies were seen made), and the output is
+    the plain run's."""
+    app = os.path.join(BIN_DIR, "graph_conditional_app")
+    done = []
+    for sick in (False, True):
+        args = [app] + (["--sick"] if sick else [])
+        label = "graph_conditional" + (" --sick" if sick else "")
+        plain = run(args).stdout.strip().splitlines()[-1]
+        p, events = under_nanscope(args)
+        scoped = p.stdout.strip().splitlines()[-1]
+        if plain.split(" x=")[1].split(" ", 1)[1] != scoped.split(" x=")[1].split(" ", 1)[1]:
+            fail(f"{label}: the output differs under nanscope: {plain!r} vs {scoped!r}")
+        unseen = [e for e in events if e["event"] == "warning" and e.get("what") == "graph_conditional"]
+        if unseen:
+            fail(f"{label}: the loop's body was not looked at: {unseen[0]['message']}")
+        got = findings(events)
+        if not sick and got:
+            fail(f"{label}: the clean loop got findings: {got[:2]}")
+        if sick:
+            first = got[0] if got else {}
+            if (not first.get("kernel", "").startswith("halve_plus") or first.get("origin") != "introduced"
+                    or "graph_id" not in first or first["counts"]["nan"] != (1 << 14) // 4):
+                fail(f"{label}: want the first finding halve_plus in a graph replay, introduced, 4096 NaN: {first}")
+        done.append(f"{label}: {len(got)} finding(s), output {scoped.split(': ', 1)[1]}")
+    print("ok: a while loop's body scanned each iteration: " + " | ".join(done))
+
+
 def check_totals(events, label):
     """The nonfinite events plus every repeat's count and counts equal the summary's totals
     (issue 19 item 10), and `nanscope report` says so."""

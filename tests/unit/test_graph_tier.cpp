@@ -127,5 +127,24 @@ TEST(FallbackTier, TheInterposerLeavesAnExecWithoutATwinUncounted) {
   EXPECT_EQ(l.twin, nullptr);
 }
 
+// Conditional nodes' bodies (hooks/launch_params.hpp added_conditional): kept per node until the
+// node is destroyed (its handle may come back for another node), and bounded.
+TEST(ConditionalBodies, KeptUntilTheNodeIsDestroyedAndBounded) {
+  GraphRegistry reg;
+  const CUgraphNode loop = handle<CUgraphNode>(0x60);
+  const std::vector<CUgraph> body{handle<CUgraph>(0x70)};
+  EXPECT_TRUE(reg.bodies_of(loop).empty());
+  reg.remember_bodies(loop, body);
+  EXPECT_EQ(reg.bodies_of(loop), body);
+  reg.forget_node(loop);
+  EXPECT_TRUE(reg.bodies_of(loop).empty());
+  for (uintptr_t i = 0; i < GraphRegistry::kMaxConditionals; ++i) reg.remember_bodies(handle<CUgraphNode>(0x1000 + i), body);
+  reg.remember_bodies(loop, body);
+  EXPECT_TRUE(reg.bodies_of(loop).empty()) << "past the bound: unknown, and said as such at instantiate";
+  const std::vector<CUgraph> other{handle<CUgraph>(0x71), handle<CUgraph>(0x72)};
+  reg.remember_bodies(handle<CUgraphNode>(0x1000), other);  // a known node's bodies are replaced
+  EXPECT_EQ(reg.bodies_of(handle<CUgraphNode>(0x1000)), other);
+}
+
 }  // namespace
 }  // namespace nanscope

@@ -224,3 +224,46 @@ TEST(LaunchParams, ALaunchCallbackGivesItsShape) {
 }
 
 }  // namespace
+
+// A conditional node's bodies come only from cuGraphAddNode's own parameters, which the driver
+// fills at creation (phGraph_out): both forms are read there, and nothing else is taken for one.
+TEST(LaunchParams, AConditionalNodesBodiesAreReadAtItsCreation) {
+  EXPECT_EQ(driver_hook(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode), DriverHook::add_node);
+  EXPECT_EQ(driver_hook(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2), DriverHook::add_node);
+  CUgraph bodies[2] = {reinterpret_cast<CUgraph>(0xb0), reinterpret_cast<CUgraph>(0xb1)};
+  CUgraphNode made = reinterpret_cast<CUgraphNode>(0xc0);
+  CUgraphNodeParams np{};
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.type = CU_GRAPH_COND_TYPE_IF;
+  np.conditional.size = 2;
+  np.conditional.phGraph_out = bodies;
+  cuGraphAddNode_v2_params v2{};
+  v2.phGraphNode = &made;
+  v2.nodeParams = &np;
+  AddedConditional a = added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, &v2);
+  EXPECT_EQ(a.node, made);
+  EXPECT_EQ(a.bodies, (std::vector<CUgraph>{bodies[0], bodies[1]}));
+  cuGraphAddNode_params v1{};
+  v1.phGraphNode = &made;
+  v1.nodeParams = &np;
+  np.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+  np.conditional.size = 1;
+  a = added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, &v1);
+  EXPECT_EQ(a.node, made);
+  EXPECT_EQ(a.bodies, (std::vector<CUgraph>{bodies[0]}));
+  // Not a conditional node, no bodies written, too many to be one, a node not made, another call.
+  np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  EXPECT_EQ(added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, &v1).node, nullptr);
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.phGraph_out = nullptr;
+  EXPECT_EQ(added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, &v1).node, nullptr);
+  np.conditional.phGraph_out = bodies;
+  np.conditional.size = AddedConditional::kMaxBodies + 1;
+  EXPECT_EQ(added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, &v1).node, nullptr);
+  np.conditional.size = 1;
+  CUgraphNode none = nullptr;
+  v1.phGraphNode = &none;
+  EXPECT_EQ(added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode, &v1).node, nullptr);
+  EXPECT_EQ(added_conditional(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, nullptr).node, nullptr);
+  EXPECT_EQ(added_conditional(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &v2).node, nullptr);
+}
