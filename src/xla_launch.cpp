@@ -99,8 +99,8 @@ std::string shape_text(const Shape& s) { return fmt::format("{}[{}]", s.element,
 
 // Where two fitting thunks part: the first argument they write or read differently, named with
 // each thunk's module and instruction (identical names from different modules say nothing).
-std::string disagreement(const Fit& a, const Fit& b, const std::vector<LaunchWrite>& a_args,
-                         const std::vector<LaunchWrite>& b_args, const char* role) {
+std::string first_difference(const Fit& a, const Fit& b, const std::vector<LaunchWrite>& a_args,
+                             const std::vector<LaunchWrite>& b_args, const char* role) {
   const auto who = [](const Fit& f) { return fmt::format("{}'s {}", f.module->name, f.module->kernels[f.kernel].instruction); };
   if (a_args.size() != b_args.size())
     return fmt::format("{} {} {} arguments, {} {}", who(a), role, a_args.size(), who(b), b_args.size());
@@ -110,6 +110,16 @@ std::string disagreement(const Fit& a, const Fit& b, const std::vector<LaunchWri
       return fmt::format("{} {} {} as parameter {}, {} {} as parameter {}", who(a), role, shape_text(a_args[i].shape),
                          a_args[i].arg, who(b), shape_text(b_args[i].shape), b_args[i].arg);
   return {};
+}
+
+// The refusal of a launch whose fitting thunks `fits` (the first) and `b` disagree: on their writes
+// if they do, else on their reads.
+std::string disagreement(const std::vector<Fit>& fits, const Fit& b, const std::vector<LaunchWrite>& writes,
+                         const std::vector<LaunchWrite>& b_writes, const std::vector<LaunchWrite>& reads,
+                         const std::vector<LaunchWrite>& b_reads) {
+  const std::string part = !same_extents(writes, b_writes) ? first_difference(fits.front(), b, writes, b_writes, "writes")
+                                                           : first_difference(fits.front(), b, reads, b_reads, "reads");
+  return fmt::format("the launch fits {} kernel thunks that write or read different arguments ({})", fits.size(), part);
 }
 
 }  // namespace
@@ -141,10 +151,7 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
     if (!w || !r) return refuse(Refusal::unknown_shape);
     if (writes && !(same_writes(*writes, *w) && same_writes(*reads, *r))) {
       if (!same_extents(*writes, *w) || !same_extents(*reads, *r)) {
-        const std::string part = !same_extents(*writes, *w) ? disagreement(fits.front(), fit, *writes, *w, "writes")
-                                                            : disagreement(fits.front(), fit, *reads, *r, "reads");
-        out.refused = fmt::format("the launch fits {} kernel thunks that write or read different arguments ({})",
-                                  fits.size(), part);
+        out.refused = disagreement(fits, fit, *writes, *w, *reads, *r);
         return refuse(Refusal::thunks_disagree);
       }
       out.flattened = true;
