@@ -83,14 +83,15 @@ def keep_logs(tag, log, stderr):
         f.write(stderr[-200000:])
 
 
-def run_app(name, healthy, work, pinned=True):
+def run_app(name, healthy, work, pinned=True, variant=()):
     """apps/NAME.py plainly (its autotuning results written) and under `nanscope --` with them
     loaded (`pinned`; else XLA autotunes again under nanscope): (plain truth, nanscope truth,
-    events, dump dir)."""
-    app = [sys.executable, os.path.join(HERE, "apps", name + ".py")] + (["--healthy"] if healthy else [])
-    tag = name + ("-healthy" if healthy else "-sick") + ("" if pinned else "-autotuned")
+    events, dump dir). `variant`: (tag, the app's extra arguments, extra XLA flags), for both runs."""
+    tag_extra, args, xla_extra = variant or ("", [], "")
+    app = [sys.executable, os.path.join(HERE, "apps", name + ".py")] + (["--healthy"] if healthy else []) + list(args)
+    tag = name + tag_extra + ("-healthy" if healthy else "-sick") + ("" if pinned else "-autotuned")
     tuned = os.path.join(work, f"{tag}-autotune.textproto")
-    flags = os.environ.get("XLA_FLAGS", "")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} {xla_extra}".strip()
     plain = subprocess.run(app, env=dict(os.environ, XLA_FLAGS=f"{flags} --xla_gpu_dump_autotune_results_to={tuned}"),
                            capture_output=True, text=True, timeout=300)
     if plain.returncode == SKIP:
@@ -162,13 +163,13 @@ def check_sick(app, jitted, opcodes, texts, events, dumps, said):
         fail(f"{app}: want the first finding to name {app}.py:{sorted(want)}, got {line}")
 
 
-def run_checked(app, healthy, work):
+def run_checked(app, healthy, work, variant=()):
     """run_app (autotuning pinned), then what every program and its twin must show: outputs
     bit-identical, some XLA kernel inspected, no finding for the twin, the planted NaN made by the
     sick one's plain run. Returns (label, events, dumps, findings, XLA kernels inspected, not
     inspected, the first findings said)."""
-    want, got, events, dumps = run_app(app, healthy, work)
-    label = app + (" --healthy" if healthy else "")
+    want, got, events, dumps = run_app(app, healthy, work, variant=variant)
+    label = app + (" " + " ".join(variant[1]) if variant else "") + (" --healthy" if healthy else "")
     if got["checksum"] != want["checksum"]:
         fail(f"{label}: outputs differ under nanscope (autotuning pinned): {want} {got}")
     if not healthy and want["nonfinite"] == 0:
@@ -306,6 +307,9 @@ def test_jax_optax():
     print("ok: " + " | ".join(done))
 
 
+SCAN_DIVISION = ("h_norm = centred / jnp.sqrt",)  # jax_scan_rnn.py's planted 0 / 0
+
+
 def while_thunks(dumps):
     """How many while loops (kWhile thunks, nested ones too) the dumped modules run."""
     count = 0
@@ -317,21 +321,30 @@ def while_thunks(dumps):
 
 def test_jax_scan():
     """A recurrent network over 200 time steps in jax.lax.scan, which XLA runs as a while loop whose
-    body's kernels launch once per step (in a command buffer, a conditional node). Sick: the hidden
+    body's kernels launch once per step; then as a fori_loop with a traced trip count, with XLA's
+    flags putting while loops into command buffers (a CUDA conditional node). Sick: the hidden
     state, zero at the start, is normalised by its standard deviation with no epsilon (0 / 0); the
     recurrence carries the NaN into every later step. The first finding must be introduced by an
     inspected XLA kernel at the normalisation's line; the twin gives none; outputs bit-identical.
     The dumps must hold the loop (else the test would not test one)."""
     work = tempfile.mkdtemp(prefix="nanscope_jax_scan_")
     app, done = "jax_scan_rnn", []
-    division = lines_of(app, ("h_norm = centred / jnp.sqrt",))
-    for healthy in (True, False):
-        label, events, dumps, found, inspected, refused, said = run_checked(app, healthy, work)
-        if not while_thunks(dumps):
-            fail(f"{label}: no kWhile thunk in the dumps: XLA unrolled the scan, so no loop was tested")
-        if not healthy:
-            check_first_at_lines(label, app, found, inspected, division, said)
-        done.append(f"{run_said(label, found, inspected, refused)}; while thunks {while_thunks(dumps)}")
+    division = lines_of(app, SCAN_DIVISION)
+    # XLA's defaults (the loop run by XLA's host), then a fori_loop with a traced trip count with
+    # while loops in command buffers (a CUDA conditional node, which hooks/graph_instrumenter.cpp
+    # instruments through the bodies cuGraphAddNode made).
+    cmd_buffer_loops = ("-cmdbuf", ["--dynamic"], "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL")
+    for variant in ((), cmd_buffer_loops):
+        for healthy in (True, False):
+            label, events, dumps, found, inspected, refused, said = run_checked(app, healthy, work, variant)
+            if not while_thunks(dumps):
+                fail(f"{label}: no kWhile thunk in the dumps: XLA unrolled the loop, so no loop was tested")
+            unseen = [e["message"] for e in events if e["event"] == "warning" and e.get("what") == "graph_conditional"]
+            if unseen:
+                fail(f"{label}: a loop's body in a command buffer was not looked at: {unseen[0]}")
+            if not healthy:
+                check_first_at_lines(label, app, found, inspected, division, said)
+            done.append(f"{run_said(label, found, inspected, refused)}; while thunks {while_thunks(dumps)}")
     print("ok: " + " | ".join(done))
 
 
@@ -359,9 +372,15 @@ def self_check():
         got = library_thunks(os.path.join(FIXTURES, capture))
         if got != want:
             raise SystemExit(f"self-check: {capture} runs {got} cuBLAS thunks, want {want}")
-    for app, _, _, texts in APPS:
+    for app, _, _, texts in APPS + (("jax_scan_rnn", None, None, SCAN_DIVISION),):
         if not lines_of(app, texts):
             raise SystemExit(f"self-check: {app}.py has none of the lines {texts}")
+    # A while loop's thunk, nested in a command buffer's sequence as XLA indents it, is counted.
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "module_0001.jit_run.thunk_sequence_after_thunk_passes.txt"), "w") as f:
+            f.write("001: kCommandBuffer [source | sink] kCommandBuffer\n    002: kWhile [source | sink] kWhile\n")
+        if while_thunks(d) != 1:
+            raise SystemExit(f"self-check: a nested kWhile thunk counted {while_thunks(d)} times, want 1")
     print("self-check: the planted ops' fusions are gemm_fusion_dot_1, loop_subtract_fusion and triton_softmax_2; "
           "the captures' cuBLAS thunks are counted; each app holds its planted lines (jax_tests.py)")
 

@@ -4,7 +4,11 @@ Sick: the normalisation divides by the hidden state's standard deviation with no
 state starts at zero, so the first step divides 0 by 0 and the recurrence carries the NaN through
 every later step and the readout. The twin adds the epsilon.
 
-Usage: jax_scan_rnn.py [--healthy]
+With --dynamic the loop is a jax.lax.fori_loop whose trip count is an argument of the jitted
+function, so XLA cannot unroll it: the form that becomes a CUDA conditional node when XLA's flags
+put while loops into command buffers (--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL).
+
+Usage: jax_scan_rnn.py [--healthy] [--dynamic]
 The last stdout line is one JSON object: `checksum`, `nonfinite` and `finite_sum` of the outputs,
 as in jax_pool.py.
 """
@@ -37,7 +41,19 @@ def main():
         _, ys = jax.lax.scan(cell, h0, xs)
         return ys
 
-    print_truth(jax, jnp, run(xs).block_until_ready())
+    @jax.jit
+    def run_dynamic(xs, steps):
+        def body(t, carry):
+            h, ys = carry
+            h, y = cell(h, xs[t])
+            return h, ys.at[t].set(y)
+
+        h0 = jnp.zeros((xs.shape[1], 256), jnp.float32)
+        ys0 = jnp.zeros((xs.shape[0], xs.shape[1], 10), jnp.float32)
+        return jax.lax.fori_loop(0, steps, body, (h0, ys0))[1]
+
+    out = run_dynamic(xs, jnp.int32(STEPS)) if "--dynamic" in sys.argv[1:] else run(xs)
+    print_truth(jax, jnp, out.block_until_ready())
 
 
 if __name__ == "__main__":
