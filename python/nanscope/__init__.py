@@ -27,7 +27,7 @@ import operator
 import os
 import threading
 
-from nanscope import _inductor_lines, _versions
+from nanscope import _inductor_lines, _versions, _xla
 
 __all__ = [
     "__version__",
@@ -278,11 +278,16 @@ def enable():
     the copy bundled with this package (a wheel), <repo>/build/lib/libnanscope.so (and
     <repo>/.stage/lib), then an install prefix. Its version must be this package's. Under
     `nanscope --` this is the library the driver injects, so both are one engine, initialised
-    once. Call it before capturing CUDA graphs that should be scanned.
+    once. Call it before capturing CUDA graphs that should be scanned. In a JAX program, call it
+    before JAX's first computation: it then adds XLA's dump flags to XLA_FLAGS, as `nanscope --`
+    does, so XLA's kernels are inspected (docs/jax.md).
     """
     global _initialised
     with _lock:
         if not _initialised:
+            # A library already mapped (injected, preloaded) read its configuration when it started.
+            if _mapped_library() is None:
+                _xla.add_dumps()  # a JAX program's dumps, while XLA has not read its flags yet
             _load()
             _call("nanscope_init", last_error=False)
             _initialised = True
