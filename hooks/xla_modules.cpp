@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "log_schema.hpp"
@@ -166,9 +167,19 @@ void XlaModules::say_match(const Found& f) const {
                                                  f.modules.size(), names));
 }
 
+// The loader's lock is taken with runtime_mu_ released: a thread inside dlopen (holding the
+// loader's lock) may launch a kernel whose decode comes here.
 std::string XlaModules::loaded_xla_runtime() {
+  unsigned long long seen = 0;
+  {
+    std::lock_guard lock(runtime_mu_);
+    if (!runtime_.empty()) return runtime_;
+    seen = runtime_loads_seen_;
+  }
+  std::string found = xla::loaded_xla_runtime(seen);
   std::lock_guard lock(runtime_mu_);
-  if (runtime_.empty()) runtime_ = xla::loaded_xla_runtime(runtime_loads_seen_);
+  runtime_loads_seen_ = std::max(runtime_loads_seen_, seen);
+  if (runtime_.empty()) runtime_ = std::move(found);
   return runtime_;
 }
 

@@ -104,8 +104,8 @@ class XlaModules {
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> next_poll_ns_{0};
   static constexpr uint64_t kPollNs = 50'000'000;
-  // Level 4, alone: the XLA runtime found among the loaded objects (without_dumps), and the
-  // loader's load count at the last look.
+  // Level 4, alone, never held across the loader's lock: the XLA runtime found among the loaded
+  // objects (without_dumps), and the loader's load count at the last look.
   Ranked<std::mutex, LockLevel::container> runtime_mu_{"XlaModules::runtime_mu_"};
   std::string runtime_;
   unsigned long long runtime_loads_seen_ = 0;
