@@ -132,7 +132,7 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
     std::vector<const xla::DumpModule*> among;
     for (const auto& m : k.xla) among.push_back(m.get());
     if (const std::optional<xla::SourceLine> line = xla::kernel_source(among, k.mangled))
-      k.source_line = PythonLine{line->file, line->line, line->function};
+      k.source_line = PythonLine{line->file, line->line, line->function, {}, 0, line->op};
     return true;
   }
   k.reason = "name carries no parameter types and no Triton TTIR was found (" + triton_why + ")";

@@ -295,18 +295,18 @@ std::optional<PythonLine> PythonFrames::resolve(uint64_t key) const {
   const Site& s = sites_[site - 1];
   if (key & kMappedKey)
     if (auto origin = generated_lines_.find(s.file, static_cast<uint32_t>(key))) return origin;
-  return PythonLine{s.file, static_cast<uint32_t>(key), s.function};
+  return PythonLine{s.file, static_cast<uint32_t>(key), s.function, {}, 0, s.op};
 }
 
 uint64_t PythonFrames::key_for(const PythonLine& line) {
   std::lock_guard lock(mu_);
-  auto [it, added] = named_sites_.try_emplace({line.file, line.function}, 0);
+  auto [it, added] = named_sites_.try_emplace({line.file, line.function, line.op}, 0);
   if (added) {
     if (sites_.size() >= kMaxSites) {
       named_sites_.erase(it);
       return 0;
     }
-    sites_.push_back(Site{line.file, line.function, false, false});
+    sites_.push_back(Site{line.file, line.function, false, false, line.op});
     it->second = static_cast<uint32_t>(sites_.size());
   }
   return uint64_t{it->second} << 32 | line.line;

@@ -21,6 +21,7 @@
 #include "lock_rank.hpp"
 #include <atomic>
 #include <map>
+#include <tuple>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -99,9 +100,10 @@ class PythonFrames {
     std::string file, function;
     bool skipped;
     bool generated;  // generated_frame(): passed over while a user frame follows
+    std::string op;  // key_for's PythonLine::op (an XLA launch's): empty for a frame read from Python
   };
   std::vector<Site> sites_;  // site - 1
-  std::map<std::pair<std::string, std::string>, uint32_t> named_sites_;  // key_for's (file, function) -> site
+  std::map<std::tuple<std::string, std::string, std::string>, uint32_t> named_sites_;  // key_for's (file, function, op) -> site
   std::string problem_;
   GeneratedLines generated_lines_;
 };

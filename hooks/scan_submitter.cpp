@@ -11,7 +11,8 @@ void ScanSubmitter::log_host_profile() {
 
 // One list for every buffer of the task: a launch's candidates are those of its inputs.
 LaunchFacts ScanSubmitter::facts_of(const nanscope_scan_task& task, const LaunchPlan& plan, const KernelInfo* k) {
-  LaunchFacts facts{task.launch_id, plan.source ? python_key(*plan.source) : python_key(k), std::nullopt, std::nullopt};
+  LaunchFacts facts{task.launch_id, plan.source ? python_key(*plan.source, plan.source_op_agreed) : python_key(k),
+                    std::nullopt, std::nullopt};
   if (!plan.candidates.empty()) facts.candidates = plan.candidates;
   return facts;
 }
@@ -21,8 +22,10 @@ void ScanSubmitter::file_facts(nanscope_scan_task& task, LaunchFacts& facts, boo
     task.correlation_id = NS_CORRELATION_WITH_FACTS(task.correlation_id, slot);
 }
 
-uint64_t ScanSubmitter::python_key(const xla::SourceLine& line) {
-  return python_.key_for(PythonLine{line.file, line.line, line.function});
+uint64_t ScanSubmitter::python_key(const xla::SourceLine& line, bool with_op) {
+  PythonLine p{line.file, line.line, line.function};
+  if (with_op) p.op = line.op;
+  return python_.key_for(p);
 }
 
 uint64_t ScanSubmitter::python_key(const KernelInfo* k) {

@@ -47,7 +47,7 @@ class ScanSubmitter {
   // Where launch `k` came from (nullptr: a scan no kernel names): its own line when it knows one.
   uint64_t python_key(const KernelInfo* k);
   // The key of a line the launch itself names (an XLA launch's thunk: LaunchPlan::source).
-  uint64_t python_key(const xla::SourceLine& line);
+  uint64_t python_key(const xla::SourceLine& line, bool with_op);
 
   // Held eager scans: whether they are on, the event of a driver call they may have to precede,
   // and everything held in `ctx` (null: every context) now; `wait`: and waited for.

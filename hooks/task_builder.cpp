@@ -118,7 +118,8 @@ void TaskBuilder::fill_plan(const TaskDraft& draft, const nanscope_scan_task& ta
   for (uint32_t i = 0; i < draft.count(); ++i)
     plan.scanned_bytes += task.buffers[i].elements * dtype_size(static_cast<DType>(task.buffers[i].dtype));
   if (launch.kernel->decoder == Decoder::xla)
-    if (const auto& d = launch.decoded(allocs_); d && d->status == decode::Status::decoded) plan.source = d->source;
+    if (const auto& d = launch.decoded(allocs_); d && d->status == decode::Status::decoded)
+      plan.source = d->source, plan.source_op_agreed = d->source_op_agreed;
 }
 
 bool TaskBuilder::build(LaunchRecord& launch, ContextState& cs, nanscope_scan_task& task, uint64_t& max_bytes,

@@ -154,8 +154,10 @@ struct LaunchPlan {
   // Opaque launches that referenced an input no scan judges before this launch's (under stream
   // capture, or of unknown type or extent): the candidates of what its scan finds.
   CandidateList candidates;
-  // An XLA launch's own line (decode::Decoded::source): its finding names it before the kernel's.
+  // An XLA launch's own line (decode::Decoded::source): its finding names it before the kernel's,
+  // with its op when the thunks the launch fits agree on it.
   const xla::SourceLine* source = nullptr;
+  bool source_op_agreed = false;
 };
 
 class TaskBuilder {

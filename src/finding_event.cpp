@@ -156,6 +156,7 @@ Json python_json(const std::optional<PythonLine>& line) {
   Json j{{python_key::file, line->file}, {python_key::line, line->line}, {python_key::function, line->function}};
   if (!line->generated_file.empty())
     j[schema::python_key::generated] = Json{{python_key::file, line->generated_file}, {python_key::line, line->generated_line}};
+  if (!line->op.empty()) j[python_key::op] = line->op;
   return j;
 }
 

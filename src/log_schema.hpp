@@ -241,6 +241,7 @@ inline constexpr char file[] = "file";
 inline constexpr char line[] = "line";
 inline constexpr char function[] = "function";
 inline constexpr char generated[] = "generated";  // {file, line} of generated code, when file:line was mapped from it
+inline constexpr char op[] = "op";  // the framework's op (XLA's op_name), when it says it
 }  // namespace python_key
 namespace origins_key {  // summary.origins
 inline constexpr char roots[] = "roots";
@@ -492,7 +493,7 @@ inline constexpr std::string_view kCollectiveKeys[] = {
     collective_key::op,     collective_key::comm,  collective_key::seq,        collective_key::rank,
     collective_key::nranks, collective_key::peers, collective_key::send_state, collective_key::role};
 inline constexpr std::string_view kPythonKeys[] = {python_key::file, python_key::line, python_key::function,
-                                                   python_key::generated};
+                                                   python_key::generated, python_key::op};
 inline constexpr std::string_view kFirstLeakKeys[] = {root_key::event, key::kernel,      key::launch_id,
                                                       key::buffer,     key::rows_before, key::rows_after};
 

@@ -18,6 +18,9 @@ struct PythonLine {
   // the generated frame the launch really came from, e.g. Inductor's output code.
   std::string generated_file;
   uint32_t generated_line = 0;
+  // The framework's op the line's kernel computes, where the framework says it: XLA's op_name
+  // from the HLO metadata (JAX's "jit(step)/log"). Empty for a frame read from Python.
+  std::string op;
 };
 
 // Whether a frame whose code comes from `file` is library plumbing, not where the user's program

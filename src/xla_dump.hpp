@@ -65,6 +65,7 @@ BufferAssignment parse_buffer_assignment(std::string_view text);
 struct SourceLine {
   std::string file, function;
   uint32_t line = 0;
+  std::string op;  // the op_name of the op the line is taken from (JAX's "jit(step)/log"); empty: unknown
 };
 
 // What the optimized HLO says about each instruction: its op_name, the innermost source line,

@@ -152,11 +152,11 @@ DumpModule read_dump_module(std::string name, std::string_view thunk_sequence, s
     const std::vector<NanOp> ops = nan_ops(sources, hlo, k.instruction);
     if (!ops.empty()) {
       k.source = ops.front().line;
-      k.source_op = ops.front().op_name;
+      k.source.op = ops.front().op_name;
       continue;
     }
     if (const auto line = sources.line.find(k.instruction); line != sources.line.end()) k.source = line->second;
-    if (const auto op = sources.op_name.find(k.instruction); op != sources.op_name.end()) k.source_op = op->second;
+    if (const auto op = sources.op_name.find(k.instruction); op != sources.op_name.end()) k.source.op = op->second;
   }
   return m;
 }
@@ -167,7 +167,9 @@ std::optional<SourceLine> kernel_source(const DumpModule& module, std::string_vi
     if (k.kernel != kernel) continue;
     if (!k.source.line) return std::nullopt;
     if (agreed && (agreed->file != k.source.file || agreed->line != k.source.line)) return std::nullopt;
-    agreed = k.source;
+    const bool other_op = agreed && agreed->op != k.source.op;
+    if (!agreed) agreed = k.source;
+    if (other_op) agreed->op.clear();  // one line, two ops: the line is known, the op is not
   }
   return agreed;
 }
@@ -179,7 +181,9 @@ std::optional<SourceLine> kernel_source(std::span<const DumpModule* const> modul
     if (!holds) continue;
     const std::optional<SourceLine> line = kernel_source(*m, kernel);
     if (!line || (agreed && (agreed->file != line->file || agreed->line != line->line))) return std::nullopt;
-    agreed = line;
+    const bool other_op = agreed && agreed->op != line->op;
+    if (!agreed) agreed = line;
+    if (other_op) agreed->op.clear();
   }
   return agreed;
 }

@@ -64,9 +64,8 @@ struct KernelThunk {
   std::string unmapped;       // why the arguments are not known; empty when mapped
   // The user's line a finding at this kernel names (read_dump_module): the line of the first op
   // inside the fusion that can make NaN from finite operands (nan_ops), else the fusion's own;
-  // line 0 when the HLO carries none. `source_op` is that op's op_name (JAX's "jit(step)/log").
+  // line 0 when the HLO carries none; its `op` is that op's op_name (JAX's "jit(step)/log").
   SourceLine source;
-  std::string source_op;
   uint8_t intended_inf = 0;  // intended_inf() of its fusion: what its written arguments hold on purpose
 };
 
@@ -183,8 +182,10 @@ struct LaunchWrites {
   std::vector<LaunchWrite> no_nan_writes;
   std::vector<std::string> instructions;
   // The user's line of the thunks the launch fits (their KernelThunk::source), when they agree
-  // on it; null otherwise. It lives as long as the dump module does.
+  // on it; null otherwise. It lives as long as the dump module does. Its `op` holds for the
+  // launch only when `source_op_agreed` (every fitting thunk names that op).
   const SourceLine* source = nullptr;
+  bool source_op_agreed = false;
   std::string refused;
   Refusal refusal = Refusal::none;
   // The fitting thunks agree on each argument's dtype and element count but not its dimensions:

@@ -83,12 +83,15 @@ std::string no_thunk_reason(std::span<const DumpModule* const> modules, std::str
                      function, words, fmt::join(shape->grid, ", "), fmt::join(shape->block, ", "));
 }
 
-// The line every fitting thunk names, or null (none named, or two that differ).
-const SourceLine* agreed_source(const std::vector<Fit>& fits) {
+// The line every fitting thunk names, or null (none named, or two that differ); `op_agreed`:
+// they name one op too (identical fusions of two jitted functions name each its own).
+const SourceLine* agreed_source(const std::vector<Fit>& fits, bool& op_agreed) {
   const SourceLine* agreed = nullptr;
+  op_agreed = true;
   for (const Fit& fit : fits) {
     const SourceLine& s = fit.module->kernels[fit.kernel].source;
     if (!s.line || (agreed && (agreed->line != s.line || agreed->file != s.file))) return nullptr;
+    op_agreed = op_agreed && (!agreed || agreed->op == s.op);
     agreed = &s;
   }
   return agreed;
@@ -162,7 +165,7 @@ LaunchWrites launch_writes(std::span<const DumpModule* const> modules, std::stri
   out.reads = std::move(*reads);
   if (out.flattened) flatten(out.writes), flatten(out.reads);
   split_no_nan(out.writes, out.no_nan_writes);
-  out.source = agreed_source(fits);
+  out.source = agreed_source(fits, out.source_op_agreed);
   return out;
 }
 

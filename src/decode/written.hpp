@@ -95,6 +95,7 @@ struct Decoded {
   // The user's line this launch's XLA thunk names (decode_xla), when the thunks it fits agree;
   // else null. A kernel shared by several dump modules names no line of its own, a launch can.
   const xla::SourceLine* source = nullptr;
+  bool source_op_agreed = false;  // its op holds for this launch (xla::LaunchWrites::source_op_agreed)
   void add_write(const Write& w) {
     if (write_count < kMaxWrites) writes[write_count++] = w;
   }

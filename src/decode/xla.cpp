@@ -127,6 +127,7 @@ Decoded decode_xla(std::span<const std::shared_ptr<const xla::DumpModule>> modul
     return Decoded::mismatch("xla: more floating-point operands than a launch record holds");
   Decoded d;
   d.source = found.source;
+  d.source_op_agreed = found.source_op_agreed;
   for (const xla::LaunchWrite& w : found.writes)
     if (w.shape.elements()) d.add_write(slice_write(w));
   for (const xla::LaunchWrite& w : found.no_nan_writes) {

@@ -30,6 +30,7 @@ std::optional<PythonSite> site_of(const json& o) {
   PythonSite s{text_of(o, schema::python_key::file), text_of(o, schema::python_key::function),
                int_of(o, schema::python_key::line)};
   if (s.file.empty()) return std::nullopt;
+  s.op = text_of(o, schema::python_key::op);
   if (const auto g = o.find(schema::python_key::generated); g != o.end() && g->is_object()) {
     s.generated_file = text_of(*g, schema::python_key::file);
     s.generated_line = int_of(*g, schema::python_key::line);
@@ -47,6 +48,7 @@ std::optional<PythonSite> python_site(std::string_view text) {
 std::string python_site_text(const PythonSite& s) {
   std::string out = s.file + ":" + std::to_string(s.line);
   if (!s.function.empty()) out += " in " + s.function;
+  if (!s.op.empty()) out += " (op " + s.op + ")";
   if (!s.generated_file.empty()) out += " (compiled into " + s.generated_file + ":" + std::to_string(s.generated_line) + ")";
   return out;
 }

@@ -15,6 +15,7 @@ struct PythonSite {
   std::string file, function;
   std::int64_t line = 0;
   std::string generated_file;  // the generated code file:line was mapped from (torch.compile)
+  std::string op;              // the framework's op (XLA's op_name), when the log names it
   std::int64_t generated_line = 0;
 };
 struct CandidateRef {

@@ -213,6 +213,17 @@ TEST(Schema, AMappedPythonLineShowsWhereItWasCompiledInto) {
   EXPECT_EQ(python_site_text(*odd), "/m/a.py:3 in f");
 }
 
+// An XLA kernel's line comes with the op that made it (its HLO op_name); an odd op is left out.
+TEST(Schema, AnXlaLineShowsItsOp) {
+  const auto py = python_site(R"({"file":"/w/jax_pool.py","line":27,"function":"main.<locals>.step",)"
+                              R"("op":"jit(step)/log"})");
+  ASSERT_TRUE(py.has_value());
+  EXPECT_EQ(python_site_text(*py), "/w/jax_pool.py:27 in main.<locals>.step (op jit(step)/log)");
+  const auto odd = python_site(R"({"file":"/w/a.py","line":3,"function":"f","op":7})");
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(python_site_text(*odd), "/w/a.py:3 in f");
+}
+
 // Hostile or older values give nothing (or the entries that make sense), never an error.
 TEST(Schema, OddCandidatesAndPythonValuesAreHarmless) {
   EXPECT_FALSE(python_site("null").has_value());

@@ -188,6 +188,7 @@ TEST(CandidateOrigin, TheEventListsTheCandidatesWithTheirPythonLines) {
   EXPECT_EQ(j[schema::key::python][schema::python_key::file], "/app/run.py");
   EXPECT_EQ(j[schema::key::python][schema::python_key::function], "main");
   EXPECT_FALSE(j[schema::key::python].contains(schema::python_key::generated));
+  EXPECT_FALSE(j[schema::key::python].contains(schema::python_key::op));
 
   // torch.compile: the model's line mapped from Inductor's output code keeps the generated line.
   facts.python->generated_file = "/tmp/torchinductor_u/ab/cab.py";
@@ -195,6 +196,9 @@ TEST(CandidateOrigin, TheEventListsTheCandidatesWithTheirPythonLines) {
   const Json g = finding_event(facts, v)[schema::key::python][schema::python_key::generated];
   EXPECT_EQ(g[schema::python_key::file], "/tmp/torchinductor_u/ab/cab.py");
   EXPECT_EQ(g[schema::python_key::line], 112);
+  // An XLA kernel's line carries the op its HLO metadata names.
+  facts.python->op = "jit(step)/log";
+  EXPECT_EQ(finding_event(facts, v)[schema::key::python][schema::python_key::op], "jit(step)/log");
 
   v.origin = Origin::introduced;  // candidates only with the candidate origin
   facts.python.reset();

@@ -55,7 +55,7 @@ TEST(XlaJaxlib011, AFusionReadsCublasLtsResultAsATupleElement) {
   EXPECT_EQ(out.offset, 33554432u);
   // The planted log's line, from the fusion's log op.
   EXPECT_TRUE(log.source.file.ends_with("jax_bench.py")) << log.source.file;
-  EXPECT_EQ(log.source_op, "jit(step)/log");
+  EXPECT_EQ(log.source.op, "jit(step)/log");
   // The Triton reduce after the second matmul reads its tuple element too.
   const KernelThunk& reduce = kernel(m, "loop_reduce_fusion");
   ASSERT_TRUE(reduce.unmapped.empty()) << reduce.unmapped;
@@ -77,6 +77,24 @@ TEST(XlaJaxlib011, TheLogFusionsLaunchWritesItsOutputSlice) {
   ASSERT_EQ(w.reads.size(), 2u);
   EXPECT_EQ(w.reads[0].ptr, temp + 50331648);
   ASSERT_NE(w.source, nullptr);
+  EXPECT_TRUE(w.source_op_agreed);
+  EXPECT_EQ(w.source->op, "jit(step)/log");
+  // The same fusion in a module of another jitted function: one line, two ops. The line stays,
+  // the op does not hold for the launch.
+  DumpModule other = m;
+  other.name = "module_5973.jit_other";
+  for (KernelThunk& k : other.kernels) k.source.op = "jit(other)/log";
+  const DumpModule* two[] = {&m, &other};
+  const LaunchWrites both = launch_writes(two, "gemm_fusion_dot_general_2", words, &shape);
+  ASSERT_EQ(both.refusal, Refusal::none) << both.refused;
+  ASSERT_NE(both.source, nullptr);
+  EXPECT_EQ(both.source->line, w.source->line);
+  EXPECT_FALSE(both.source_op_agreed);
+  const std::optional<SourceLine> named = kernel_source(std::span<const DumpModule* const>(two), "gemm_fusion_dot_general_2");
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->line, w.source->line);
+  EXPECT_EQ(named->op, "") << "the kernel's line: both modules', their ops differ";
+  EXPECT_EQ(kernel_source(m, "gemm_fusion_dot_general_2")->op, "jit(step)/log");
   // The output slice where cuBLASLt's result lies: not this thunk (their slices overlap).
   const std::vector<uint64_t> swapped{temp + 33554432, shift, temp + 50331648};
   EXPECT_NE(launch_writes(one, "gemm_fusion_dot_general_2", swapped, &shape).refusal, Refusal::none);

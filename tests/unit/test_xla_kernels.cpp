@@ -535,7 +535,7 @@ TEST(XlaNanOps, TheFusionHoldingThePlantedLogNamesTheLogsLine) {
   const std::optional<SourceLine> gemm = kernel_source(m, "gemm_fusion_dot_1");
   ASSERT_TRUE(gemm);
   EXPECT_EQ(gemm->line, ops[0].line.line);
-  EXPECT_EQ(kernel(m, "gemm_fusion_dot.1").source_op, "jit(step)/log");
+  EXPECT_EQ(kernel(m, "gemm_fusion_dot.1").source.op, "jit(step)/log");
   const std::optional<SourceLine> reduce = kernel_source(m, "loop_reduce_fusion_1");
   ASSERT_TRUE(reduce);
   EXPECT_EQ(reduce->line, sources.line.at("loop_reduce_fusion.1").line);
