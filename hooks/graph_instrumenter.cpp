@@ -39,7 +39,7 @@ void GraphInstrumenter::on_graph_instantiate(CUgraph graph) {
 }
 
 void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextState& cs, int depth,
-                                         NodeTally& tally) {
+                                         NodeTally& tally, bool in_body) {
   size_t count = 0;
   if (cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
   std::vector<CUgraphNode> nodes(count);
@@ -50,18 +50,18 @@ void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextSt
     if (type == CU_GRAPH_NODE_TYPE_GRAPH && depth < 16) {
       CUgraph child = nullptr;
       if (cuGraphChildGraphNodeGetGraph(node, &child) == CUDA_SUCCESS)
-        instrument_graph(child, graph_id, cs, depth + 1, tally);
+        instrument_graph(child, graph_id, cs, depth + 1, tally, in_body);
       continue;
     }
     if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL && depth < 16) {
       // A body's kernels run each iteration: a scan node beside each runs with it.
       const std::vector<CUgraph> bodies = registry_.bodies_of(node);
       if (bodies.empty()) note_conditional(graph_id);
-      for (CUgraph body : bodies) instrument_graph(body, graph_id, cs, depth + 1, tally);
+      for (CUgraph body : bodies) instrument_graph(body, graph_id, cs, depth + 1, tally, true);
       continue;
     }
     if (type != CU_GRAPH_NODE_TYPE_KERNEL || registry_.known_node(node)) continue;
-    ++tally[static_cast<size_t>(scan_kernel_node(g, node, graph_id, cs))];
+    ++tally[static_cast<size_t>(scan_kernel_node(g, node, graph_id, cs, in_body))];
   }
 }
 
@@ -102,7 +102,8 @@ void GraphInstrumenter::note_refused_node(const KernelInfo& k, const LaunchArgs&
 }
 
 // Adds the scan of kernel node `node` right after it; the node's dependents wait for the scan.
-GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t graph_id, ContextState& cs) {
+GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgraphNode node, uint64_t graph_id,
+                                                                ContextState& cs, bool in_body) {
   CUDA_KERNEL_NODE_PARAMS p{};
   if (cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS) return NodeScan::failed;
   if (p.func && cs.owns(p.func)) return NodeScan::own_scan;  // a scan captured from a stream
@@ -155,6 +156,7 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
       cuGraphAddDependencies(g, &scan, &dependents[i], nullptr, 1);
   counters_.scans.fetch_add(1, std::memory_order_relaxed);
   registry_.add_scan(node, {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
+  if (in_body) registry_.note_body_scan(task.graph_id, task.graph_node);
   return NodeScan::scanned;
 }
 

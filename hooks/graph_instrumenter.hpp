@@ -113,8 +113,10 @@ class GraphInstrumenter {
     scanned, own_scan, not_looked_at, already_scanned, nothing_to_scan, failed, library, refused
   };
   using NodeTally = std::array<size_t, 8>;  // kernel nodes of a graph and its children, by NodeScan
-  void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth, NodeTally& tally);
-  NodeScan scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs);
+  // `in_body`: `graph` runs inside a conditional node's body (note_body_scan).
+  void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth, NodeTally& tally,
+                        bool in_body = false);
+  NodeScan scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs, bool in_body);
   void note_refused_node(const KernelInfo& k, const LaunchArgs& args, const LaunchPlan& plan, uint64_t graph_id);
   void note_conditional(uint64_t graph_id);
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,

@@ -163,6 +163,11 @@ void GraphRegistry::remember_bodies(CUgraphNode conditional, std::vector<CUgraph
   bodies_[conditional] = std::move(bodies);
 }
 
+void GraphRegistry::note_body_scan(uint64_t graph_id, uint32_t graph_node) {
+  std::lock_guard lock(mu_);
+  body_scans_.emplace(graph_id, graph_node);
+}
+
 std::vector<CUgraph> GraphRegistry::bodies_of(CUgraphNode conditional) {
   std::lock_guard lock(mu_);
   const auto it = bodies_.find(conditional);

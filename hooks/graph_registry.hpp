@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -87,6 +88,9 @@ class GraphRegistry {
   void remember_bodies(CUgraphNode conditional, std::vector<CUgraph> bodies);
   std::vector<CUgraph> bodies_of(CUgraphNode conditional);
   static constexpr size_t kMaxConditionals = 1u << 16;
+  // Scan nodes inside a body (numbered in their graph): a body may run many times per replay, so
+  // their accumulator counts executions, not replays (replay_kind).
+  void note_body_scan(uint64_t graph_id, uint32_t graph_node);
 
   // Handles are reused after destruction: forget them.
   void forget_node(CUgraphNode node);
@@ -127,7 +131,9 @@ class GraphRegistry {
   // A drained finding of a graph replay, before its verdict: which scans its replay ran.
   enum class ReplayKind : uint8_t {
     untiered,       // no tier (or not this graph's): nothing to tell
-    sentinel_only,  // the replay ran only the sentinels: no origin, and it may escalate
+    // the replay ran only the sentinels: no origin, and it may escalate. Also a scan inside a
+    // conditional node's body, whose replay is not known (its count is of executions).
+    sentinel_only,
     escalated,      // a window's replay, which ran every scan
     quiet,          // a quiet scan's finding: from the open window
   };
@@ -185,6 +191,7 @@ class GraphRegistry {
   };
   std::unordered_map<CUgraphNode, LibraryIo> library_io_;    // kernel nodes of captured library calls
   std::unordered_map<CUgraphNode, std::vector<CUgraph>> bodies_;  // conditional nodes' body graphs
+  std::set<std::pair<uint64_t, uint32_t>> body_scans_;             // (graph id, scan number) in a body
   std::map<std::pair<CUgraphExec, CUgraphNode>, nanscope_scan_group> merged_tasks_;
   std::unordered_set<CUgraphExec> updated_execs_;  // took a whole graph's parameters (cuGraphExecUpdate)
   std::unordered_map<CUgraph, std::vector<PdlEdge>> pdl_edges_;  // made programmatic until the exec is made

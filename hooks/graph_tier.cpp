@@ -100,6 +100,9 @@ GraphRegistry::ReplayKind GraphRegistry::replay_kind(const Finding& f) {
   if (tiers_.empty() && retired_.empty()) return ReplayKind::untiered;
   const Tier* t = tier_of_graph(f.graph_id);
   if (!t) return ReplayKind::untiered;
+  // A body's scan counts its executions: which replay it ran in, and whether every scan ran
+  // then, is not known. It claims no origin, and escalates as a sentinel does.
+  if (body_scans_.count({f.graph_id, f.graph_node})) return ReplayKind::sentinel_only;
   if (t->quiet_numbers.count(f.graph_node)) return ReplayKind::quiet;
   if (t->escalation.launched_all(f.replay)) return ReplayKind::escalated;
   return ReplayKind::sentinel_only;

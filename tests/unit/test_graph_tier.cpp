@@ -61,6 +61,21 @@ TEST_F(TwinTier, TheTwinRunsUntilASentinelFaultsThenTheAppsExecForTheWindow) {
   EXPECT_FALSE(reg.tier_launch(exec).escalated) << "the window is spent: the twin again";
 }
 
+// A scan inside a loop's body runs each iteration: its accumulator counts executions, not
+// replays, so its finding claims no origin even when its count is an escalated replay's number.
+TEST_F(TwinTier, AScanInALoopBodyNeverClaimsItsReplay) {
+  reg.note_body_scan(kGraphId, 12);
+  ASSERT_FALSE(reg.tier_launch(exec).escalated);  // replay 0: the twin
+  ASSERT_TRUE(reg.on_judged(at(9, 0), GraphRegistry::ReplayKind::sentinel_only, true).escalate);
+  ASSERT_TRUE(reg.tier_launch(exec).escalated);  // replay 1: the window's, every scan runs
+  EXPECT_EQ(reg.replay_kind(at(9, 1)), GraphRegistry::ReplayKind::escalated);
+  EXPECT_EQ(reg.replay_kind(at(12, 1)), GraphRegistry::ReplayKind::sentinel_only);
+  EXPECT_EQ(reg.replay_kind(at(12, 40)), GraphRegistry::ReplayKind::sentinel_only);
+  GraphRegistry untiered;
+  untiered.note_body_scan(kGraphId, 12);
+  EXPECT_EQ(untiered.replay_kind(at(12, 1)), GraphRegistry::ReplayKind::untiered) << "no tier: nothing to tell";
+}
+
 // A quiet node runs only in the window: its k-th run is the window's k-th replay. At exit, with the
 // window's completion events never queried, a window whose replays found the NaN again says
 // localized (its lineage is in the log), not incomplete.
