@@ -319,6 +319,27 @@ def while_thunks(dumps):
     return count
 
 
+def while_in_command_buffers(dumps):
+    """How many while loops XLA put inside a command buffer (a kWhile thunk nested under a
+    kCommandBuffer one in the sequence after the thunk passes): those run as conditional nodes."""
+    count = 0
+    for path in glob.glob(os.path.join(dumps, "*.thunk_sequence_after_thunk_passes.txt")):
+        buffer_indent = None
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"^(\s*)\d+: (k\w+)\b", line)
+                if not m:
+                    continue
+                indent = len(m.group(1))
+                if buffer_indent is not None and indent <= buffer_indent:
+                    buffer_indent = None
+                if m.group(2) == "kCommandBuffer" and buffer_indent is None:
+                    buffer_indent = indent
+                elif m.group(2) == "kWhile" and buffer_indent is not None:
+                    count += 1
+    return count
+
+
 def test_jax_scan():
     """A recurrent network over 200 time steps in jax.lax.scan, which XLA runs as a while loop whose
     body's kernels launch once per step; then as a fori_loop with a traced trip count, with XLA's
@@ -344,7 +365,8 @@ def test_jax_scan():
                 fail(f"{label}: a loop's body in a command buffer was not looked at: {unseen[0]}")
             if not healthy:
                 check_first_at_lines(label, app, found, inspected, division, said)
-            done.append(f"{run_said(label, found, inspected, refused)}; while thunks {while_thunks(dumps)}")
+            done.append(f"{run_said(label, found, inspected, refused)}; while thunks {while_thunks(dumps)}, in "
+                        f"command buffers {while_in_command_buffers(dumps)}")
     print("ok: " + " | ".join(done))
 
 
@@ -379,8 +401,15 @@ def self_check():
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "module_0001.jit_run.thunk_sequence_after_thunk_passes.txt"), "w") as f:
             f.write("001: kCommandBuffer [source | sink] kCommandBuffer\n    002: kWhile [source | sink] kWhile\n")
-        if while_thunks(d) != 1:
-            raise SystemExit(f"self-check: a nested kWhile thunk counted {while_thunks(d)} times, want 1")
+        if while_thunks(d) != 1 or while_in_command_buffers(d) != 1:
+            raise SystemExit(f"self-check: a kWhile thunk nested in a command buffer counted {while_thunks(d)} / "
+                             f"{while_in_command_buffers(d)} times, want 1 / 1")
+        with open(os.path.join(d, "module_0001.jit_run.thunk_sequence_after_thunk_passes.txt"), "w") as f:
+            f.write("001: kCommandBuffer [source | next=002 (1)] kCommandBuffer\n"
+                    "    002: kCustomKernel [source | sink] fusion grid: [1, 1, 1] threads: [1, 1, 1]  shared_memory: 0 bytes\n"
+                    "003: kWhile [prev=001 (1) | sink] kWhile\n")
+        if while_thunks(d) != 1 or while_in_command_buffers(d) != 0:
+            raise SystemExit("self-check: a kWhile after a command buffer is no command buffer's")
     print("self-check: the planted ops' fusions are gemm_fusion_dot_1, loop_subtract_fusion and triton_softmax_2; "
           "the captures' cuBLAS thunks are counted; each app holds its planted lines (jax_tests.py)")
 
