@@ -78,12 +78,15 @@ suite_end=0
 export runner logs suite_end
 export NANSCOPE_SUITE_LOGS=$logs  # tests that keep their runs' events put them beside their logs
 # JAX preallocates 75% of the GPU by default: two JAX tests at once ran out of memory (session
-# 23). Tests side by side each take a smaller pool, still one pool as the tests mean it (three
-# JAX tests since session 24, beside the PyTorch ones).
-[ "$jobs" -gt 1 ] && export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.2}
-# The long tests first, so a deadline leaves out short ones.
-mapfile -t tests < <(printf '%s\n' "${tests[@]}" | grep -E '^(hf_|tier_|verdicts_|torch_compile)'
-                     printf '%s\n' "${tests[@]}" | grep -vE '^(hf_|tier_|verdicts_|torch_compile)')
+# 23). Tests side by side each take a smaller pool, still one pool as the tests mean it: six JAX
+# tests since session 26 (jax_* and verdicts_jax_pool), beside the PyTorch ones, at a tenth of
+# the H200's 141 GB each (their programs' arrays are a few hundred MB).
+[ "$jobs" -gt 1 ] && export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.1}
+# The long tests first, so a deadline leaves out short ones (the JAX tests run a program and its
+# twin plainly and under nanscope, jax_scan two forms of it: four to eight processes each).
+long='^(hf_|tier_|verdicts_|torch_compile|jax_)'
+mapfile -t tests < <(printf '%s\n' "${tests[@]}" | grep -E "$long"
+                     printf '%s\n' "${tests[@]}" | grep -vE "$long")
 
 suite_start=$SECONDS
 printf '%s\n' "${tests[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ {}
