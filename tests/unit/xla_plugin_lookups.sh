@@ -14,7 +14,7 @@ for v in "${versions[@]}"; do
   if [ ! -s "$plugin" ]; then
     rc=0
     python3 - "$v" "$plugin" <<'EOF' || rc=$?
-import http.client, io, json, os, sys, urllib.request, zipfile
+import http.client, io, json, os, sys, time, urllib.request, zipfile
 version, dest = sys.argv[1], sys.argv[2]
 try:
     index = urllib.request.Request("https://pypi.org/simple/jax-cuda13-pjrt/",  # PEP 691's JSON form
@@ -22,8 +22,13 @@ try:
     with urllib.request.urlopen(index, timeout=30) as r:
         wanted = f"jax_cuda13_pjrt-{version}-py3-none-manylinux_2_27_x86_64.whl"
         urls = [f["url"] for f in json.load(r)["files"] if f["filename"] == wanted]
-    with urllib.request.urlopen(urls[0], timeout=300) as r:
-        wheel = r.read()
+    deadline, chunks = time.monotonic() + 240, []  # a slow mirror is a skip, never ctest's timeout
+    with urllib.request.urlopen(urls[0], timeout=60) as r:
+        while chunk := r.read(1 << 20):
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise TimeoutError("the download took over 240 s")
+    wheel = b"".join(chunks)
     z = zipfile.ZipFile(io.BytesIO(wheel))
 except (OSError, ValueError, KeyError, IndexError, http.client.HTTPException, zipfile.BadZipFile) as e:
     print(f"xla_plugin_lookups: jax-cuda13-pjrt {version} not fetched from PyPI ({e!r}): skipped")
