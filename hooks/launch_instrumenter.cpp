@@ -5,6 +5,7 @@
 #include "collectors.hpp"
 #include "finding_event.hpp"
 #include "library_scans.hpp"
+#include "set_pattern.hpp"
 #include "stream_capture.hpp"
 #include "tool_scope.hpp"
 
@@ -167,25 +168,56 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   nanscope_scan_task task{};
   const uint32_t pseudo = kernels_.pseudo(c.api);
   uint64_t max_bytes = tasks_.watched_scan(c.dst, *cs, task, pseudo);
+  bool set_typed = false;
   if (!max_bytes) {
     if (!cfg_.origin || !cs->buffer_states()) return;
-    const auto dst = cs->slots().containing(c.dst);
-    if (!dst || dst->bytes < dtype_size(dst->dtype)) {  // not a buffer nanscope tracks yet
+    max_bytes = rescan_task(c, *cs, task);
+    if (!max_bytes && c.kind == CopyArgs::Kind::set) set_typed = (max_bytes = set_task(c, task)) != 0;
+    if (!max_bytes) {  // nothing nanscope can type: the next typed reader's initial scan judges
+      cs->slots().invalidate(c.dst);
       note_copy_writer(c, *cs, pseudo);
       return;
     }
-    // The extent an earlier scan left may be a former tensor's at this address: never read past
-    // the block or allocation that holds it now.
-    if (!allocs_.holds(dst->ptr, dst->bytes)) return;
-    task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
-    task.buffer_count = 1;
-    max_bytes = dst->bytes;
   }
   task.kernel_id = pseudo;
   task.stream = reinterpret_cast<uint64_t>(c.stream);
   task.correlation_id = cb.correlationId;
   if (cfg_.origin && cs->buffer_states()) copy_origin(c, *cs, task);
+  // A set's scan read it as its width's float: a guess at the buffer's type that no later
+  // rescan may take up (any type reads the set pattern clean; not a copy's bytes).
+  if (set_typed) cs->slots().untype(c.dst);
   scans_.submit(*cs, task, c.stream, max_bytes);
+}
+
+// A memset whose pattern every float type reads as finite (zero above all: XLA's memzero of a
+// while loop's carried state, which its body's kernels read in a CUDA graph with no initial scan)
+// leaves the bytes it set clean whatever their type: they are scanned as the set's width reads
+// them, so their state word is known. 0 for any other pattern, whose meaning depends on a type
+// the set does not give (an int32 -1 is NaN as f32).
+uint64_t LaunchInstrumenter::set_task(const CopyArgs& c, nanscope_scan_task& task) const {
+  if (!c.set_bytes) return 0;
+  const auto scan = set_scan(c.dst, c.set_value, c.set_bytes, c.bytes / c.set_bytes, 1, 0, cfg_.max_scan_bytes);
+  if (!scan) return 0;
+  task.buffers[0] = {scan->ptr, scan->elements, static_cast<uint32_t>(scan->dtype), kCopyArg};
+  task.buffer_count = 1;
+  return scan->bytes();
+}
+
+// A copy or set into a buffer an earlier scan typed: rescanned at that type, over that extent.
+// 0 where the type is unknown or may be a former buffer's.
+uint64_t LaunchInstrumenter::rescan_task(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task) {
+  const auto dst = cs.slots().containing(c.dst);
+  if (!dst || dst->bytes < dtype_size(dst->dtype)) return 0;  // not a buffer nanscope tracks yet
+  // The extent an earlier scan left may be a former tensor's at this address: never read past
+  // the block or allocation that holds it now.
+  if (!allocs_.holds(dst->ptr, dst->bytes)) return 0;
+  // Inside an allocator pool nanscope sees no frees in (XLA's BFC pool), the type an earlier
+  // scan left is a former buffer's: a host copy of an int32 -1 read as f32 is NaN (H100, session
+  // 27: jax_stax_train's healthy twin, and XLA's memsets in jax_pool's).
+  if (allocs_.scan_extent(dst->ptr).pool) return 0;
+  task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
+  task.buffer_count = 1;
+  return dst->bytes;
 }
 
 // The copy is the buffer's last writer: its first reader's initial scan names it (host for host

@@ -45,6 +45,8 @@ class LaunchInstrumenter {
   void watch_torch();  // attaches to torch's allocator once it is there; says once if it cannot
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);
   void copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);
+  uint64_t set_task(const CopyArgs& c, nanscope_scan_task& task) const;
+  uint64_t rescan_task(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);
 
   const Config& cfg_;
   TaskBuilder& tasks_;

@@ -130,6 +130,11 @@ std::optional<TrackedBuffer> BufferSlots::invalidate(uint64_t ptr) {
   return it->second.buf;
 }
 
+void BufferSlots::untype(uint64_t ptr) {
+  std::lock_guard lock(mu_);
+  if (auto it = by_ptr_.find(ptr); it != by_ptr_.end()) it->second.buf.dtype = DType::none, it->second.buf.bytes = 0;
+}
+
 std::size_t BufferSlots::invalidate_all() {
   std::lock_guard lock(mu_);
   std::size_t known = 0;

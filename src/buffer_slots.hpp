@@ -47,6 +47,10 @@ class BufferSlots {
   // slot moves to a new generation, so the device word (last written by a scan) reads as
   // unknown and the buffer is claimable for an initial scan again. Returns the buffer.
   std::optional<TrackedBuffer> invalidate(uint64_t ptr);
+  // The buffer starting at `ptr` keeps its slot and state but no longer says its type or extent:
+  // a memset's scan read it as its width's float, which a later copy's rescan must not take for
+  // the buffer's type (no other buffer's entry is touched).
+  void untype(uint64_t ptr);
   // Every tracked buffer's state at once (the sentinel tier's eager window opens: what launches
   // left out of the sample wrote was never judged); returns how many were known.
   std::size_t invalidate_all();

@@ -298,5 +298,22 @@ TEST(BufferSlots, TheLastJudgementIsNamedByItsLaunch) {
   EXPECT_FALSE(s.containing(kA)->state_known);
 }
 
+// A memset's scan (f32 for a D32 set of zero) judges the bytes it set but is no evidence of their
+// type: a later copy into the buffer finds no typed buffer to rescan, and its invalidate still
+// reaches the judged state.
+TEST(BufferSlots, AnUntypedBufferKeepsItsStateButOffersNoTypeToRescan) {
+  BufferSlots s(4);
+  const uint32_t r = s.ref_for_output(kA, DType::f32, 1024);
+  s.untype(kA);
+  EXPECT_FALSE(s.containing(kA).has_value());
+  EXPECT_FALSE(s.ref_for_input(kA, DType::bf16).second);  // judged: its reader claims no initial scan
+  EXPECT_EQ(s.ref_for(kA), r);
+  const auto inv = s.invalidate(kA);  // a copy into it
+  ASSERT_TRUE(inv.has_value());
+  EXPECT_TRUE(s.ref_for_input(kA, DType::bf16).second);  // its reader judges it again
+  s.untype(kB);  // untracked: nothing happens
+  EXPECT_FALSE(s.containing(kB).has_value());
+}
+
 }  // namespace
 }  // namespace nanscope
