@@ -51,6 +51,16 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case DriverHook::launch:  // its record, for the exit site; held eager scans it may overwrite go first
       if (LaunchRecord* launch = LaunchRecord::at_enter(cb, cbid)) e.flush_points().on_launch_enter(cb, *launch);
       return;
+    case DriverHook::memset_node_params: {
+      auto* p = static_cast<const cuGraphMemsetNodeSetParams_params*>(cb.functionParams);
+      e.graphs().on_memset_node_params(nullptr, p->hNode, p->nodeParams);
+      return;
+    }
+    case DriverHook::exec_memset_node_params: {
+      auto* p = static_cast<const cuGraphExecMemsetNodeSetParams_params*>(cb.functionParams);
+      e.graphs().on_memset_node_params(p->hGraphExec, p->hNode, p->memsetParams);
+      return;
+    }
     case DriverHook::graph_launch: {
       auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
       e.flush_points().on_stream_call(hooked_stream(cbid, p->hStream), eager::Point::stream_point);
@@ -84,6 +94,16 @@ void on_graph_exit(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
     case DriverHook::exec_node_params: {
       auto* p = static_cast<const cuGraphExecKernelNodeSetParams_v2_params*>(cb.functionParams);
       e.graphs().on_kernel_node_params(p->hGraphExec, p->hNode, p->nodeParams, form->v1_params);
+      return;
+    }
+    case DriverHook::memset_node_params: {
+      auto* p = static_cast<const cuGraphMemsetNodeSetParams_params*>(cb.functionParams);
+      e.graphs().on_memset_node_params(nullptr, p->hNode, p->nodeParams);
+      return;
+    }
+    case DriverHook::exec_memset_node_params: {
+      auto* p = static_cast<const cuGraphExecMemsetNodeSetParams_params*>(cb.functionParams);
+      e.graphs().on_memset_node_params(p->hGraphExec, p->hNode, p->memsetParams);
       return;
     }
     case DriverHook::graph_launch: {
@@ -131,6 +151,8 @@ void on_driver_api(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData& c
       return;
     case DriverHook::node_params:
     case DriverHook::exec_node_params:
+    case DriverHook::memset_node_params:
+    case DriverHook::exec_memset_node_params:
     case DriverHook::graph_launch:
       if (succeeded(cb)) on_graph_exit(e, cbid, cb);
       return;

@@ -60,6 +60,10 @@ void GraphInstrumenter::instrument_graph(CUgraph g, uint64_t graph_id, ContextSt
       for (CUgraph body : bodies) instrument_graph(body, graph_id, cs, depth + 1, tally, true);
       continue;
     }
+    if (type == CU_GRAPH_NODE_TYPE_MEMSET && !registry_.known_node(node)) {
+      scan_memset_node(g, node, graph_id, cs, in_body);  // not a kernel node: not in the tally
+      continue;
+    }
     if (type != CU_GRAPH_NODE_TYPE_KERNEL || registry_.known_node(node)) continue;
     ++tally[static_cast<size_t>(scan_kernel_node(g, node, graph_id, cs, in_body))];
   }
@@ -111,29 +115,42 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
   if (!handle) return NodeScan::failed;
   const KernelInfo& k = tasks_.kernel_info(handle, nullptr);
   if (!tasks_.worth_a_look(k)) return k.library ? NodeScan::library : NodeScan::not_looked_at;
-  // With the edges' data: asked without it, a node with a programmatic (PDL) edge is a lossy query
-  // (CUDA_ERROR_LOSSY_QUERY), as every node XLA marks xla.pdl_launch is in its command buffers.
-  size_t ndeps = 0;
-  cuGraphNodeGetDependentNodes(node, nullptr, nullptr, &ndeps);
-  std::vector<CUgraphNode> dependents(ndeps);
-  std::vector<CUgraphEdgeData> edges(ndeps);
-  if (ndeps) {
-    const CUresult r = cuGraphNodeGetDependentNodes(node, dependents.data(), edges.data(), &ndeps);
-    if (r != CUDA_SUCCESS) {
-      failures_.report(r, true);  // counted as dropped and said: the node is not scanned
-      return NodeScan::failed;
-    }
-  }
-  if (followed_by_scan(dependents, cs)) return NodeScan::already_scanned;
+  NodeDependents deps;
+  if (!dependents_of(node, deps)) return NodeScan::failed;
+  if (followed_by_scan(deps.nodes, cs)) return NodeScan::already_scanned;
   nanscope_scan_task task{};
   uint64_t max_bytes = 0;
   const LaunchArgs args_of_node = node_launch_args(handle, p);
   LaunchPlan plan;
+  // A graph node's inputs get no initial scan: nothing here would submit one (and one added as a
+  // node would rerun every replay), so none is claimed; an input left unjudged stays claimable
+  // by its next eager reader.
+  plan.capture = LaunchPlan::Capture::yes;
   if (!tasks_.build(k, args_of_node, cs, task, max_bytes, &plan)) {
     if (plan.inspection != Inspection::mismatch) return NodeScan::nothing_to_scan;
     note_refused_node(k, args_of_node, plan, graph_id);
     return NodeScan::refused;
   }
+  return add_scan_after(g, node, deps, task, max_bytes, graph_id, cs, in_body);
+}
+
+// With the edges' data: asked without it, a node with a programmatic (PDL) edge is a lossy query
+// (CUDA_ERROR_LOSSY_QUERY), as every node XLA marks xla.pdl_launch is in its command buffers.
+bool GraphInstrumenter::dependents_of(CUgraphNode node, NodeDependents& out) {
+  size_t ndeps = 0;
+  cuGraphNodeGetDependentNodes(node, nullptr, nullptr, &ndeps);
+  out.nodes.resize(ndeps);
+  out.edges.resize(ndeps);
+  if (!ndeps) return true;
+  const CUresult r = cuGraphNodeGetDependentNodes(node, out.nodes.data(), out.edges.data(), &ndeps);
+  if (r != CUDA_SUCCESS) failures_.report(r, true);  // counted as dropped and said: the node is not scanned
+  return r == CUDA_SUCCESS;
+}
+
+// Adds the scan of `task` right after `node`; the node's dependents wait for the scan.
+GraphInstrumenter::NodeScan GraphInstrumenter::add_scan_after(CUgraph g, CUgraphNode node, const NodeDependents& deps,
+                                                              nanscope_scan_task& task, uint64_t max_bytes,
+                                                              uint64_t graph_id, ContextState& cs, bool in_body) {
   task.graph_id = graph_id;
   task.graph_node = registry_.number_scan(graph_id);
   if (!cs.prepare_task(task, /*captured=*/true)) {
@@ -148,12 +165,12 @@ GraphInstrumenter::NodeScan GraphInstrumenter::scan_kernel_node(CUgraph g, CUgra
     failures_.report(r, true);
     return NodeScan::failed;
   }
-  // The kernel's dependents now wait for the scan (and, through it, for the kernel), over full
+  // The node's dependents now wait for the scan (and, through it, for the node), over full
   // edges: a programmatic edge from the kernel is removed with its data, and its dependent then
   // starts after the scan has read what the kernel wrote.
-  for (size_t i = 0; i < dependents.size(); ++i)
-    if (cuGraphRemoveDependencies(g, &node, &dependents[i], &edges[i], 1) == CUDA_SUCCESS)
-      cuGraphAddDependencies(g, &scan, &dependents[i], nullptr, 1);
+  for (size_t i = 0; i < deps.nodes.size(); ++i)
+    if (cuGraphRemoveDependencies(g, &node, &deps.nodes[i], &deps.edges[i], 1) == CUDA_SUCCESS)
+      cuGraphAddDependencies(g, &scan, &deps.nodes[i], nullptr, 1);
   counters_.scans.fetch_add(1, std::memory_order_relaxed);
   registry_.add_scan(node, {scan, reinterpret_cast<CUdeviceptr>(task.accum), task.graph_id, task.graph_node});
   if (in_body) registry_.note_body_scan(task.graph_id, task.graph_node);

@@ -55,6 +55,9 @@ class GraphInstrumenter {
   void on_end_capture(CUstream stream);
   // A kernel node's parameters changed: its scan node follows (exec may be null: the graph).
   void on_kernel_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params, bool v1);
+  // A memset node's parameters changed (XLA's command buffers update them when buffers move): its
+  // scan node follows, or scans nothing where the new pattern is not finite (graph_memset.cpp).
+  void on_memset_node_params(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* params);
   void on_graph_launch(CUgraphExec exec, CUstream stream);
 
   // The sentinel tier (hooks/graph_escalation.cpp, docs/sentinel.md). At a launch's enter site,
@@ -117,6 +120,18 @@ class GraphInstrumenter {
   void instrument_graph(CUgraph graph, uint64_t graph_id, ContextState& cs, int depth, NodeTally& tally,
                         bool in_body = false);
   NodeScan scan_kernel_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs, bool in_body);
+  // A memset node of a pattern finite in every type gets the scan an eager memset gets
+  // (graph_memset.cpp): its readers in the graph, which get no initial scans, know its state.
+  NodeScan scan_memset_node(CUgraph graph, CUgraphNode node, uint64_t graph_id, ContextState& cs, bool in_body);
+  // The task of that scan; false where the memset's bytes are not judged by the pattern alone.
+  bool memset_task(const CUDA_MEMSET_NODE_PARAMS& p, ContextState& cs, nanscope_scan_task& task, uint64_t& max_bytes);
+  struct NodeDependents {
+    std::vector<CUgraphNode> nodes;
+    std::vector<CUgraphEdgeData> edges;
+  };
+  bool dependents_of(CUgraphNode node, NodeDependents& out);
+  NodeScan add_scan_after(CUgraph g, CUgraphNode node, const NodeDependents& deps, nanscope_scan_task& task,
+                          uint64_t max_bytes, uint64_t graph_id, ContextState& cs, bool in_body);
   void note_refused_node(const KernelInfo& k, const LaunchArgs& args, const LaunchPlan& plan, uint64_t graph_id);
   void note_conditional(uint64_t graph_id);
   void set_scan_params(CUgraphExec exec, const ScanNode& sn, nanscope_scan_task& task, uint64_t max_bytes,

@@ -52,6 +52,8 @@ constexpr DriverHookForm kDriverHooks[] = {
     {CUPTI_DRIVER_TRACE_CBID_cuGraphKernelNodeSetParams_v2, H::node_params, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams, H::exec_node_params, false, kV1, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2, H::exec_node_params, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphMemsetNodeSetParams, H::memset_node_params, false, false, nullptr},
+    {CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams, H::exec_memset_node_params, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, H::graph_launch, false, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, H::graph_launch, kPtsz, false, nullptr},
     {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, H::alloc, false, false, nullptr},

@@ -45,6 +45,8 @@ enum class DriverHook : uint8_t {
   end_capture,       // cuStreamEndCapture*: enter site
   node_params,       // cuGraphKernelNodeSetParams*: exit site
   exec_node_params,  // cuGraphExecKernelNodeSetParams*: exit site
+  memset_node_params,       // cuGraphMemsetNodeSetParams: exit site
+  exec_memset_node_params,  // cuGraphExecMemsetNodeSetParams: exit site
   graph_launch,      // cuGraphLaunch*: exit site
   alloc,             // cuMemAlloc*, cuMemMap: exit site
   free,              // cuMemFree*, cuMemUnmap: exit site

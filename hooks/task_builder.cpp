@@ -203,6 +203,8 @@ void TaskBuilder::add_origin(const TaskDraft& draft, nanscope_scan_task& task, L
   if (draft.kernel.hidden_reads) task.origin_flags |= NS_ORIGIN_READS_UNTRACKED;
 }
 
+uint32_t TaskBuilder::pseudo_kernel(const char* name) { return kernels_.pseudo(name); }
+
 void TaskBuilder::output_states(ContextState& cs, nanscope_scan_task& task, bool judged) {
   task.buffer_state = cs.buffer_states();
   for (uint32_t b = 0; b < task.buffer_count; ++b) {

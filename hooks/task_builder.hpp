@@ -171,6 +171,8 @@ class TaskBuilder {
   const KernelInfo& kernel_info(void* handle, const char* symbol_name);
   const KernelInfo& kernel_info(LaunchRecord& launch, const char* symbol_name);
   bool worth_a_look(const KernelInfo& k) const;
+  // The kernel id a copy's or memset's scan is named after (`name`: the driver call, or the node).
+  uint32_t pseudo_kernel(const char* name);
   // Fills `task` with every buffer to scan after a launch of `k` with arguments `a`. Returns
   // false when there is nothing to scan. `max_bytes`: the largest buffer, for the grid. The first
   // form is a graph node's launch; the second a launch callback's, with its record (kernel set).

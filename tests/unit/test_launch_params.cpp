@@ -128,7 +128,8 @@ TEST(DriverHooks, EveryHookKindHasARow) {
   std::set<DriverHook> kinds;
   for (CUpti_CallbackId id : driver_hook_cbids()) kinds.insert(driver_hook(id));
   for (DriverHook h : {DriverHook::launch, DriverHook::instantiate, DriverHook::exec_update, DriverHook::end_capture,
-                       DriverHook::node_params, DriverHook::exec_node_params, DriverHook::graph_launch,
+                       DriverHook::node_params, DriverHook::exec_node_params, DriverHook::memset_node_params,
+                       DriverHook::exec_memset_node_params, DriverHook::graph_launch,
                        DriverHook::alloc, DriverHook::free})
     EXPECT_EQ(kinds.count(h), 1u) << "hook " << static_cast<int>(h) << " has no cbid";
 }
