@@ -51,16 +51,6 @@ void on_driver_enter(Engine& e, CUpti_CallbackId cbid, const CUpti_CallbackData&
     case DriverHook::launch:  // its record, for the exit site; held eager scans it may overwrite go first
       if (LaunchRecord* launch = LaunchRecord::at_enter(cb, cbid)) e.flush_points().on_launch_enter(cb, *launch);
       return;
-    case DriverHook::memset_node_params: {
-      auto* p = static_cast<const cuGraphMemsetNodeSetParams_params*>(cb.functionParams);
-      e.graphs().on_memset_node_params(nullptr, p->hNode, p->nodeParams);
-      return;
-    }
-    case DriverHook::exec_memset_node_params: {
-      auto* p = static_cast<const cuGraphExecMemsetNodeSetParams_params*>(cb.functionParams);
-      e.graphs().on_memset_node_params(p->hGraphExec, p->hNode, p->memsetParams);
-      return;
-    }
     case DriverHook::graph_launch: {
       auto* p = static_cast<const cuGraphLaunch_params*>(cb.functionParams);
       e.flush_points().on_stream_call(hooked_stream(cbid, p->hStream), eager::Point::stream_point);
