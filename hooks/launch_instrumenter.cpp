@@ -4,6 +4,7 @@
 
 #include "collectors.hpp"
 #include "finding_event.hpp"
+#include "library_call.hpp"
 #include "library_scans.hpp"
 #include "set_pattern.hpp"
 #include "stream_capture.hpp"
@@ -172,7 +173,10 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   if (!max_bytes) {
     if (!cfg_.origin || !cs->buffer_states()) return;
     max_bytes = rescan_task(c, *cs, task);
-    if (!max_bytes && c.kind == CopyArgs::Kind::set) set_typed = (max_bytes = set_task(c, task)) != 0;
+    // A set inside a library call (cuBLASLt zeroing its workspace or split-K partials) is the
+    // call's own business: the call's scan judges what it wrote.
+    if (!max_bytes && c.kind == CopyArgs::Kind::set && !libcall::current())
+      set_typed = (max_bytes = set_task(c, task)) != 0;
     if (!max_bytes) {  // nothing nanscope can type: the next typed reader's initial scan judges
       cs->slots().invalidate(c.dst);
       note_copy_writer(c, *cs, pseudo);
