@@ -172,11 +172,14 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   bool set_typed = false;
   if (!max_bytes) {
     if (!cfg_.origin || !cs->buffer_states()) return;
-    max_bytes = rescan_task(c, *cs, task);
-    // A set inside a library call (cuBLASLt zeroing its workspace or split-K partials) is the
-    // call's own business: the call's scan judges what it wrote.
-    if (!max_bytes && c.kind == CopyArgs::Kind::set && !libcall::current())
-      set_typed = (max_bytes = set_task(c, task)) != 0;
+    const auto dst = cs->slots().containing(c.dst);
+    const bool typed = dst && dst->bytes >= dtype_size(dst->dtype);
+    switch (judge_copy(c.kind == CopyArgs::Kind::set, c.set_value, c.set_bytes, typed,
+                       typed && allocs_.scan_extent(dst->ptr).pool, libcall::current() != nullptr)) {
+      case CopyJudgement::rescan_typed: max_bytes = rescan_task(*dst, task); break;
+      case CopyJudgement::scan_set: set_typed = (max_bytes = set_task(c, task)) != 0; break;
+      case CopyJudgement::forget: break;
+    }
     if (!max_bytes) {  // nothing nanscope can type: the next typed reader's initial scan judges
       cs->slots().invalidate(c.dst);
       note_copy_writer(c, *cs, pseudo);
@@ -207,21 +210,15 @@ uint64_t LaunchInstrumenter::set_task(const CopyArgs& c, nanscope_scan_task& tas
   return scan->bytes();
 }
 
-// A copy or set into a buffer an earlier scan typed: rescanned at that type, over that extent.
-// 0 where the type is unknown or may be a former buffer's.
-uint64_t LaunchInstrumenter::rescan_task(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task) {
-  const auto dst = cs.slots().containing(c.dst);
-  if (!dst || dst->bytes < dtype_size(dst->dtype)) return 0;  // not a buffer nanscope tracks yet
+// A copy or set into a buffer an earlier scan typed, outside any pool (judge_copy): rescanned at
+// that type, over that extent. 0 where that extent no longer fits the memory holding it.
+uint64_t LaunchInstrumenter::rescan_task(const TrackedBuffer& dst, nanscope_scan_task& task) {
   // The extent an earlier scan left may be a former tensor's at this address: never read past
   // the block or allocation that holds it now.
-  if (!allocs_.holds(dst->ptr, dst->bytes)) return 0;
-  // Inside an allocator pool nanscope sees no frees in (XLA's BFC pool), the type an earlier
-  // scan left is a former buffer's: a host copy of an int32 -1 read as f32 is NaN (H100, session
-  // 27: jax_stax_train's healthy twin, and XLA's memsets in jax_pool's).
-  if (allocs_.scan_extent(dst->ptr).pool) return 0;
-  task.buffers[0] = {dst->ptr, dst->bytes / dtype_size(dst->dtype), static_cast<uint32_t>(dst->dtype), kCopyArg};
+  if (!allocs_.holds(dst.ptr, dst.bytes)) return 0;
+  task.buffers[0] = {dst.ptr, dst.bytes / dtype_size(dst.dtype), static_cast<uint32_t>(dst.dtype), kCopyArg};
   task.buffer_count = 1;
-  return dst->bytes;
+  return dst.bytes;
 }
 
 // The copy is the buffer's last writer: its first reader's initial scan names it (host for host

@@ -46,7 +46,7 @@ class LaunchInstrumenter {
   void note_copy_writer(const CopyArgs& c, ContextState& cs, uint32_t pseudo);
   void copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);
   uint64_t set_task(const CopyArgs& c, nanscope_scan_task& task) const;
-  uint64_t rescan_task(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);
+  uint64_t rescan_task(const TrackedBuffer& dst, nanscope_scan_task& task);
 
   const Config& cfg_;
   TaskBuilder& tasks_;

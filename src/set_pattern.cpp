@@ -57,4 +57,11 @@ std::optional<SetScan> set_scan(uint64_t dst, uint32_t value, uint32_t element_b
   return SetScan{dst, bytes / dtype_size(dt), dt};
 }
 
+CopyJudgement judge_copy(bool is_set, uint32_t set_value, uint32_t set_width, bool typed_buffer, bool in_pool,
+                         bool in_library_call) {
+  if (typed_buffer && !in_pool) return CopyJudgement::rescan_typed;
+  if (is_set && !in_library_call && set_pattern_finite(set_value, set_width)) return CopyJudgement::scan_set;
+  return CopyJudgement::forget;
+}
+
 }  // namespace nanscope

@@ -33,4 +33,17 @@ struct SetScan {
 std::optional<SetScan> set_scan(uint64_t dst, uint32_t value, uint32_t element_bytes, uint64_t width, uint64_t height,
                                 uint64_t pitch, uint64_t max_scan_bytes);
 
+// What a copy or memset into device memory does to the state nanscope keeps of it (no watch holds
+// it; docs/origin.md):
+//   rescan_typed: rescanned at the type and extent an earlier scan gave the buffer there;
+//   scan_set:     a memset of a pattern finite in every type, scanned over what it set;
+//   forget:       the buffer's state is forgotten and the copy noted as its last writer, so its
+//                 next typed reader's initial scan judges it.
+// `typed_buffer`: a scan typed a buffer holding the destination; `in_pool`: that buffer lies in
+// an allocator pool whose frees nanscope does not see (its type may be a former buffer's);
+// `in_library_call`: the set is a library's own (cuBLASLt's workspace), judged by the call's scan.
+enum class CopyJudgement : uint8_t { rescan_typed, scan_set, forget };
+CopyJudgement judge_copy(bool is_set, uint32_t set_value, uint32_t set_width, bool typed_buffer, bool in_pool,
+                         bool in_library_call);
+
 }  // namespace nanscope

@@ -72,5 +72,26 @@ TEST(SetPattern, TheScanReadsWhatTheSetWroteAndNoMore) {
   EXPECT_FALSE(set_scan(0x1000, 0, 4, 16, 0, 0, 0).has_value());
 }
 
+// Each case from a real run: H100, session 27.
+TEST(SetPattern, WhatACopyDoesToTheStateKept) {
+  using J = CopyJudgement;
+  // A host copy into a torch tensor an earlier kernel's scan typed: rescanned at that type.
+  EXPECT_EQ(judge_copy(false, 0, 0, true, false, false), J::rescan_typed);
+  // jax_stax_train's healthy twin: an int32 scalar copied from the host into XLA's pool where an
+  // f32 had been: not read as f32.
+  EXPECT_EQ(judge_copy(false, 0, 0, true, true, false), J::forget);
+  // jax_pool's healthy twin: XLA set 0xFFFFFFFF where f32 buffers had been.
+  EXPECT_EQ(judge_copy(true, 0xffffffffu, 4, true, true, false), J::forget);
+  // jax_scan_rnn: XLA's memzero of the loop's carried state, in the pool or untyped: scanned.
+  EXPECT_EQ(judge_copy(true, 0, 4, true, true, false), J::scan_set);
+  EXPECT_EQ(judge_copy(true, 0, 4, false, false, false), J::scan_set);
+  // cuBLASLt zeroing its workspace inside a GEMM: the call's scan judges its output.
+  EXPECT_EQ(judge_copy(true, 0, 4, false, false, true), J::forget);
+  // A typed torch buffer set to NaN bytes (a test's poison): rescanned at its own type.
+  EXPECT_EQ(judge_copy(true, 0xffu, 1, true, false, false), J::rescan_typed);
+  // A host copy into memory no scan typed: forgotten, for the next typed reader.
+  EXPECT_EQ(judge_copy(false, 0, 0, false, false, false), J::forget);
+}
+
 }  // namespace
 }  // namespace nanscope
