@@ -174,9 +174,13 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
     if (!cfg_.origin || !cs->buffer_states()) return;
     const auto dst = cs->slots().containing(c.dst);
     const bool typed = dst && dst->bytes >= dtype_size(dst->dtype);
+    const auto src = typed_source(c, *cs);
     switch (judge_copy(c.kind == CopyArgs::Kind::set, c.set_value, c.set_bytes, typed,
-                       typed && allocs_.scan_extent(dst->ptr).pool, libcall::current() != nullptr)) {
+                       typed && allocs_.scan_extent(dst->ptr).pool, libcall::current() != nullptr, src.has_value())) {
       case CopyJudgement::rescan_typed: max_bytes = rescan_task(*dst, task); break;
+      case CopyJudgement::rescan_as_source:
+        max_bytes = rescan_task(TrackedBuffer{c.dst, c.bytes / dtype_size(*src) * dtype_size(*src), *src}, task);
+        break;
       case CopyJudgement::scan_set: set_typed = (max_bytes = set_task(c, task)) != 0; break;
       case CopyJudgement::forget: break;
     }
@@ -208,6 +212,15 @@ uint64_t LaunchInstrumenter::set_task(const CopyArgs& c, nanscope_scan_task& tas
   task.buffers[0] = {scan->ptr, scan->elements, static_cast<uint32_t>(scan->dtype), kCopyArg};
   task.buffer_count = 1;
   return scan->bytes();
+}
+
+// The type of a device copy's source, where a scan typed a buffer holding every byte it copies.
+std::optional<DType> LaunchInstrumenter::typed_source(const CopyArgs& c, ContextState& cs) const {
+  if (c.kind != CopyArgs::Kind::device_to_device) return std::nullopt;
+  const auto src = cs.slots().containing(c.src);
+  if (!src || src->dtype == DType::none || src->bytes < dtype_size(src->dtype)) return std::nullopt;
+  if (c.src + c.bytes > src->ptr + src->bytes || c.bytes < dtype_size(src->dtype)) return std::nullopt;
+  return src->dtype;
 }
 
 // A copy or set into a buffer an earlier scan typed, outside any pool (judge_copy): rescanned at

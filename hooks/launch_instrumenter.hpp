@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#include <optional>
 #include <vector>
 
 #include "config.hpp"
@@ -47,6 +48,7 @@ class LaunchInstrumenter {
   void copy_origin(const CopyArgs& c, ContextState& cs, nanscope_scan_task& task);
   uint64_t set_task(const CopyArgs& c, nanscope_scan_task& task) const;
   uint64_t rescan_task(const TrackedBuffer& dst, nanscope_scan_task& task);
+  std::optional<DType> typed_source(const CopyArgs& c, ContextState& cs) const;
 
   const Config& cfg_;
   TaskBuilder& tasks_;

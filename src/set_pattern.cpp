@@ -58,8 +58,9 @@ std::optional<SetScan> set_scan(uint64_t dst, uint32_t value, uint32_t element_b
 }
 
 CopyJudgement judge_copy(bool is_set, uint32_t set_value, uint32_t set_width, bool typed_buffer, bool in_pool,
-                         bool in_library_call) {
+                         bool in_library_call, bool typed_source) {
   if (typed_buffer && !in_pool) return CopyJudgement::rescan_typed;
+  if (typed_source) return CopyJudgement::rescan_as_source;
   if (is_set && !in_library_call && set_pattern_finite(set_value, set_width)) return CopyJudgement::scan_set;
   return CopyJudgement::forget;
 }

@@ -36,14 +36,17 @@ std::optional<SetScan> set_scan(uint64_t dst, uint32_t value, uint32_t element_b
 // What a copy or memset into device memory does to the state nanscope keeps of it (no watch holds
 // it; docs/origin.md):
 //   rescan_typed: rescanned at the type and extent an earlier scan gave the buffer there;
+//   rescan_as_source: a device copy out of a buffer a scan typed: the bytes copied, read at the
+//                 source's type (they are the source's bytes, whatever the destination held);
 //   scan_set:     a memset of a pattern finite in every type, scanned over what it set;
 //   forget:       the buffer's state is forgotten and the copy noted as its last writer, so its
 //                 next typed reader's initial scan judges it.
 // `typed_buffer`: a scan typed a buffer holding the destination; `in_pool`: that buffer lies in
 // an allocator pool whose frees nanscope does not see (its type may be a former buffer's);
-// `in_library_call`: the set is a library's own (cuBLASLt's workspace), judged by the call's scan.
-enum class CopyJudgement : uint8_t { rescan_typed, scan_set, forget };
+// `in_library_call`: the set is a library's own (cuBLASLt's workspace), judged by the call's scan;
+// `typed_source`: a device-to-device copy whose source lies in a buffer a scan typed.
+enum class CopyJudgement : uint8_t { rescan_typed, rescan_as_source, scan_set, forget };
 CopyJudgement judge_copy(bool is_set, uint32_t set_value, uint32_t set_width, bool typed_buffer, bool in_pool,
-                         bool in_library_call);
+                         bool in_library_call, bool typed_source = false);
 
 }  // namespace nanscope

@@ -91,6 +91,11 @@ TEST(SetPattern, WhatACopyDoesToTheStateKept) {
   EXPECT_EQ(judge_copy(true, 0xffu, 1, true, false, false), J::rescan_typed);
   // A host copy into memory no scan typed: forgotten, for the next typed reader.
   EXPECT_EQ(judge_copy(false, 0, 0, false, false, false), J::forget);
+  // XLA copying a loop's carried f32 out of a typed buffer into its pool: the source's type.
+  EXPECT_EQ(judge_copy(false, 0, 0, true, true, false, true), J::rescan_as_source);
+  EXPECT_EQ(judge_copy(false, 0, 0, false, false, false, true), J::rescan_as_source);
+  // ... but a typed destination outside a pool keeps its own type (as before).
+  EXPECT_EQ(judge_copy(false, 0, 0, true, false, false, true), J::rescan_typed);
 }
 
 }  // namespace
