@@ -92,8 +92,8 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
     for (uint32_t i = 0; i < rules_->size(); ++i)
       if ((*rules_)[i].matches(k.demangled)) k.rules.push_back(i);
   k.library = library_kernel(k.mangled) || library_kernel(k.demangled);
-  if (decode_family(handle, sig, k)) return k;
-  decode_signature(sig, k);
+  if (!decode_family(handle, sig, k)) decode_signature(sig, k);
+  if (k.library && !k.inspected && !k.layout_mismatch) k.reason = kLibraryKernelReason;
   return k;
 }
 

@@ -42,6 +42,14 @@ const char* inspection_key(Inspection);
 // Whether a kernel name is one of the math libraries' own (cuBLAS, cuBLASLt, cuDNN, CUTLASS
 // GEMMs): opaque by design, counted apart from the kernels a decoder should cover.
 bool library_kernel(std::string_view name);
+// Why a library kernel no decoder covers is not inspected. Its launch is never scanned on its own
+// (its parameters are the library's structs), but what it writes is judged all the same: by the
+// scan of the intercepted library call that launched it, or else by its readers' initial scans.
+// "use a watch" or "set XLA_FLAGS" would send the user after a remedy that changes nothing.
+inline constexpr std::string_view kLibraryKernelReason =
+    "a math library's own kernel (cuBLAS, cuBLASLt, cuDNN, CUTLASS): what it writes is scanned after the "
+    "library call that launched it where nanscope intercepts that call (the summary's library_calls), "
+    "else judged by its readers' initial scans";
 
 class Coverage {
  public:

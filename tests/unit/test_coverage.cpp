@@ -105,6 +105,22 @@ TEST(Coverage, LibraryKernelsAreToldApartByName) {
   EXPECT_FALSE(library_kernel("scale_rows_params(ScaleRowsParams)"));
 }
 
+// The cuBLAS kernels XLA's GEMMs and its autotuner's candidates launched on the H200 (jax_scan_rnn,
+// session 28) are library kernels, and their reason names the call that judges them, not a remedy
+// that would change nothing: before, it ended "use a watch" (the struct-parameter CUTLASS kernels)
+// or "no parameter types" without XLA's variable (the verdicts_jax_pool check that caught it).
+TEST(Coverage, ALibraryKernelsReasonSendsTheUserToItsCall) {
+  EXPECT_TRUE(library_kernel("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4>"
+                             "(cutlass_80_tensorop_s1688gemm_64x64_16x10_nn_align4::Params)"));
+  EXPECT_TRUE(library_kernel("sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize32x32x64_stage3_warpsize2x2x1_tensor16x8x8_"
+                             "aligna4_alignc4_execute_kernel__5x_cublas"));
+  const std::string reason(kLibraryKernelReason);
+  EXPECT_NE(reason.find("library_calls"), std::string::npos);
+  EXPECT_NE(reason.find("readers' initial scans"), std::string::npos);
+  EXPECT_EQ(reason.find("use a watch"), std::string::npos);
+  EXPECT_EQ(reason.find("no parameter types"), std::string::npos);
+}
+
 TEST(Coverage, LaunchesADecoderRefusedAreListedWithItsReasonOnce) {
   Coverage c;
   c.on_kernel(4, "softmax_warp_forward", "");  // matched: inspected
