@@ -93,8 +93,14 @@ KernelInfo KernelTable::decode(void* handle, const char* symbol_name) const {
       if ((*rules_)[i].matches(k.demangled)) k.rules.push_back(i);
   k.library = library_kernel(k.mangled) || library_kernel(k.demangled);
   if (!decode_family(handle, sig, k)) decode_signature(sig, k);
-  if (k.library && !k.inspected && !k.layout_mismatch) k.reason = kLibraryKernelReason;
+  say_if_library(k);
   return k;
+}
+
+// A math library's kernel no decoder covers: its reason names the call that judges it, not the
+// decoders' remedy ("use a watch", XLA's dump flags), which would change nothing for it.
+void KernelTable::say_if_library(KernelInfo& k) {
+  if (k.library && !k.inspected && !k.layout_mismatch) k.reason = kLibraryKernelReason;
 }
 
 // ATen families by their name, Triton kernels by their module's TTIR: each decoder gates on the

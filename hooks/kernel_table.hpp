@@ -143,6 +143,7 @@ class KernelTable {
   // The kernel-family decoders; true when one claimed the kernel (decoded or refused).
   bool decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const;
   void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
+  static void say_if_library(KernelInfo& k);
   bool untyped_family(void* handle, KernelInfo& k) const;
   bool xla_without_dumps(KernelInfo& k) const;
   bool xla_retry(const KernelInfo& k) const;

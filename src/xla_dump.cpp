@@ -52,7 +52,8 @@ bool allocation_header(std::string_view line, Allocation& a) {
   return true;
 }
 
-// " value: <19 w1.1 @0> (size=2048,offset=0): f32[16,32]{1,0}"
+// " value: <19 w1.1 @0> (size=2048,offset=0): f32[16,32]{1,0}", or a loop's
+// " value: <93 arg_tuple.1{1} (phi) @0> (size=65536,offset=524288): f32[64,256]{1,0}"
 bool value_line(std::string_view line, Value& v) {
   line = trim(line);
   if (!line.starts_with("value: <")) return false;
@@ -61,7 +62,11 @@ bool value_line(std::string_view line, Value& v) {
   const std::string_view inner = line.substr(8, close - 8);  // "19 w1.1 @0"
   const size_t s1 = inner.find(' '), s2 = inner.rfind(' ');
   if (s1 == std::string_view::npos || s2 == s1 || !number(inner.substr(0, s1), v.id)) return false;
-  v.instruction = std::string(inner.substr(s1 + 1, s2 - s1 - 1));
+  std::string_view name = inner.substr(s1 + 1, s2 - s1 - 1);
+  constexpr std::string_view kPhi = " (phi)";  // HloValue::ToShortString's mark of a loop's value
+  v.phi = name.ends_with(kPhi);
+  if (v.phi) name.remove_suffix(kPhi.size());
+  v.instruction = std::string(name);
   v.index = std::string(inner.substr(s2 + 1));
   const std::string_view tail = line.substr(close + 1);
   if (!number(after(tail, "size=", ",)"), v.size) || !number(after(tail, "offset=", ",)"), v.offset)) return false;

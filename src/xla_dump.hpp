@@ -37,6 +37,7 @@ struct Value {
   uint64_t id = 0;
   std::string instruction;  // the HLO instruction that defines it
   std::string index;        // its position in a tuple ("@0", "@{1}")
+  bool phi = false;         // a while loop's parameter or result (XLA writes "(phi)"): the slice every iteration shares
   uint64_t offset = 0, size = 0;
   std::string shape_text;
   std::optional<Shape> shape;

@@ -9,20 +9,11 @@ namespace nanscope::xla {
 namespace {
 
 using text::each_line;
+using text::computation_name;
+using text::field;
 using text::line_error;
 using text::number;
 using text::trim;
-
-// The value of `key=` in `s`: a quoted string (quotes removed) or a bare token.
-std::string_view field(std::string_view s, std::string_view key) {
-  for (size_t at = s.find(key); at != std::string_view::npos; at = s.find(key, at + 1)) {
-    if (at > 0 && s[at - 1] != ' ' && s[at - 1] != '{' && s[at - 1] != ',') continue;  // a longer key
-    std::string_view v = s.substr(at + key.size());
-    if (v.starts_with('"')) return v.substr(1, v.find('"', 1) == std::string_view::npos ? 0 : v.find('"', 1) - 1);
-    return v.substr(0, v.find_first_of(" ,}"));
-  }
-  return {};
-}
 
 // The tables JAX 0.10 writes before the computations: FileNames, FunctionNames (N "text"),
 // FileLocations (N {file_name_id=.. function_name_id=.. line=..}), StackFrames (N {file_location_id=..
@@ -72,14 +63,6 @@ std::string_view instruction_name(std::string_view t) {
   if (!t.starts_with('%')) return {};
   const size_t eq = t.find(" = ");
   return eq == std::string_view::npos ? std::string_view{} : t.substr(1, eq - 1);
-}
-
-// "%fused_computation.2 (param_0.5: f32[4,8]) -> f32[4] {" or "ENTRY %main.2 (...) -> ... {".
-std::string_view computation_name(std::string_view t) {
-  if (!t.ends_with('{')) return {};
-  if (t.starts_with("ENTRY ")) t.remove_prefix(6);
-  if (!t.starts_with('%')) return {};
-  return t.substr(1, t.find_first_of(" (") - 1);
 }
 
 struct PendingFrame {

@@ -8,7 +8,9 @@ namespace nanscope::xla {
 
 namespace {
 
+using text::computation_name;
 using text::each_line;
+using text::field;
 using text::line_error;
 using text::trim;
 
@@ -25,16 +27,9 @@ size_t past_closing(std::string_view s, size_t open) {
 // "%a, %b" (or "f32[4]{0} %a" in older dumps): the names after '%'; literals are not operands.
 std::vector<std::string> operand_names(std::string_view list) {
   std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i = 0, depth = 0; i <= list.size(); ++i) {
-    const char c = i < list.size() ? list[i] : ',';
-    if (c == '(' || c == '{' || c == '[') ++depth;
-    else if (c == ')' || c == '}' || c == ']') --depth;
-    if (c != ',' || depth != 0) continue;
-    const std::string_view item = trim(list.substr(start, i - start));
+  text::each_top_level_item(list, [&](std::string_view item) {
     if (const size_t pct = item.rfind('%'); pct != std::string_view::npos) out.emplace_back(item.substr(pct + 1));
-    start = i + 1;
-  }
+  });
   return out;
 }
 
@@ -60,8 +55,10 @@ bool instruction(std::string_view t, Instruction& out) {
 
 HloInstructions parse_hlo_instructions(std::string_view text) {
   HloInstructions out;
+  std::string computation;  // the one whose instructions are being read
   each_line(text, [&](std::string_view line, uint32_t n) {
     std::string_view t = trim(line);
+    if (const std::string_view c = computation_name(t); !c.empty()) return void(computation = std::string(c));
     const bool root = t.starts_with("ROOT ");
     if (root) t.remove_prefix(5);
     const size_t eq = t.find(" = ");
@@ -70,6 +67,8 @@ HloInstructions parse_hlo_instructions(std::string_view text) {
     Instruction i;
     if (!instruction(t.substr(1), i)) return out.errors.push_back(line_error(n, line));
     i.root = root;
+    if (const std::string_view callee = field(t, "calls="); callee.starts_with('%')) i.calls = std::string(callee.substr(1));
+    if (root && !computation.empty()) out.root_of[computation] = i.name;
     std::string name = i.name;
     out.by_name.emplace(std::move(name), std::move(i));
   });

@@ -1,5 +1,6 @@
 // map_kernels, read_dump_module, match_module, check_launch (xla_kernels.hpp).
 #include "xla_kernels.hpp"
+#include "xla_text.hpp"
 
 #include <algorithm>
 
@@ -25,8 +26,19 @@ std::string value_name(std::string_view operand) {
   return std::string(operand.substr(0, hash)) + "{" + index + "}";
 }
 
+// The instruction whose value an async-done's is: its async-start's computation's ROOT (the
+// buffer assignment gives the done no value of its own, and none to the start's element {1}
+// either; seen with jaxlib 0.11.2's dynamic-slice fusions run as async work in a loop's body).
+const std::string* async_result(const Instruction& done, const HloInstructions& hlo) {
+  if (done.operands.size() != 1) return nullptr;
+  const auto start = hlo.by_name.find(done.operands[0]);
+  if (start == hlo.by_name.end() || start->second.opcode != "async-start") return nullptr;
+  const auto root = hlo.root_of.find(start->second.calls);
+  return root == hlo.root_of.end() ? nullptr : &root->second;
+}
+
 // The slice holding `name`'s array value, looking through bitcasts (which XLA gives their
-// operand's slice); an empty reason when found.
+// operand's slice) and async-dones; an empty reason when found.
 std::string slice_of(std::string_view name, const HloInstructions& hlo, const BufferAssignment& buffers, Slice& out) {
   for (int hops = 0; hops < 64; ++hops) {
     const std::string value = value_name(name);
@@ -36,6 +48,12 @@ std::string slice_of(std::string_view name, const HloInstructions& hlo, const Bu
     if (value != name) return std::string(name) + ": no value " + value + " in the buffer assignment";
     const auto i = hlo.by_name.find(std::string(name));
     if (i == hlo.by_name.end()) return std::string(name) + " is in neither the HLO nor the buffer assignment";
+    if (i->second.opcode == "async-done") {
+      const std::string* result = async_result(i->second, hlo);
+      if (!result) return std::string(name) + " (async-done): its async-start's computation has no ROOT in the HLO";
+      name = *result;
+      continue;
+    }
     if (i->second.opcode != "bitcast" || i->second.operands.size() != 1)
       return std::string(name) + " (" + i->second.opcode + ") has no slice of its own in the buffer assignment";
     name = i->second.operands[0];
@@ -78,11 +96,45 @@ bool hlo_shape(const std::string& operand, const HloInstructions& hlo, std::stri
   return value_name(operand) != operand;
 }
 
+// A tuple shape's elements, "(f32[64,256]{1,0}, f32[64,256]{1,0})" -> the two arrays; false for
+// a nested tuple or a token, whose leaves XLA would flatten in an order not worth guessing.
+bool tuple_elements(std::string_view tuple, std::vector<std::string>& out) {
+  if (tuple.size() < 2 || tuple.front() != '(' || tuple.back() != ')') return false;
+  bool arrays = true;
+  text::each_top_level_item(tuple.substr(1, tuple.size() - 2), [&](std::string_view e) {
+    arrays = arrays && !e.empty() && e.front() != '(' && parse_shape(e);
+    out.emplace_back(e);
+  });
+  return arrays && !out.empty();
+}
+
+// A fusion's outputs as (operand name, shape): itself, or a multi-output fusion's tuple elements
+// in order ("fusion#1" is the value "fusion{1}", value_name). False for a nested tuple.
+bool fusion_outputs(const Instruction& fusion, std::vector<std::pair<std::string, std::string>>& out) {
+  if (!fusion.shape_text.starts_with('(')) return out.emplace_back(fusion.name, fusion.shape_text), true;
+  std::vector<std::string> elements;
+  if (!tuple_elements(fusion.shape_text, elements)) return false;
+  for (size_t e = 0; e < elements.size(); ++e) out.emplace_back(fusion.name + "#" + std::to_string(e), elements[e]);
+  return true;
+}
+
+// An output slice overlapping another argument's without being it: why, else empty.
+std::string aliased(const std::vector<KernelArgument>& args) {
+  for (const KernelArgument& a : args)
+    for (const KernelArgument& b : args)
+      if (&a != &b && a.written && overlapping(a, b))
+        return "output slice of " + a.value + " overlaps " + b.value + "'s without being it (aliased)";
+  return "";
+}
+
 // The arguments of the fusion `fusion` (`all`: before de-duplication); an empty return value means mapped.
+// A multi-output fusion's outputs are its tuple's elements, in order, after its operands
+// (XLA's KernelArguments: operand slices, then each output leaf's).
 std::string fusion_arguments(const Instruction& fusion, const HloInstructions& hlo, const BufferAssignment& buffers,
                              std::vector<KernelArgument>& args, std::vector<KernelArgument>& all) {
   if (fusion.opcode != "fusion") return fusion.name + " is a " + fusion.opcode + ", not a fusion";
-  if (fusion.shape_text.starts_with('(')) return fusion.name + " has a tuple output " + fusion.shape_text;
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!fusion_outputs(fusion, outputs)) return fusion.name + " has a nested tuple output " + fusion.shape_text;
   // `shape_text` empty: the slice's value's own (a tuple element, which the HLO has no line for).
   const auto argument = [&](const std::string& name, const std::string& given_shape, bool written) -> std::string {
     Slice s;
@@ -98,11 +150,9 @@ std::string fusion_arguments(const Instruction& fusion, const HloInstructions& h
     if (!hlo_shape(operand, hlo, shape)) return "operand " + operand + " is not in the HLO";
     if (std::string why = argument(operand, shape, false); !why.empty()) return "operand " + why;
   }
-  if (std::string why = argument(fusion.name, fusion.shape_text, true); !why.empty()) return "output " + why;
-  for (const KernelArgument& a : args)
-    for (const KernelArgument& b : args)
-      if (&a != &b && a.written && overlapping(a, b))
-        return "output slice of " + a.value + " overlaps " + b.value + "'s without being it (aliased)";
+  for (const auto& [name, shape] : outputs)
+    if (std::string why = argument(name, shape, true); !why.empty()) return "output " + why;
+  if (std::string why = aliased(args); !why.empty()) return why;
   mark_in_place(all);
   return "";
 }

@@ -27,9 +27,11 @@ struct Instruction {
   std::vector<std::string> operands;  // without their '%'
   std::string literal;  // a constant's value as written ("-inf", "{...}"), a parameter's number; else empty
   bool root = false;    // its computation's ROOT
+  std::string calls;    // the computation its "calls=%..." names (a fusion's, an async-start's); else empty
 };
 struct HloInstructions {
   std::unordered_map<std::string, Instruction> by_name;  // every computation's (names are unique in a module)
+  std::unordered_map<std::string, std::string> root_of;  // computation name -> its ROOT instruction
   std::vector<std::string> errors;
 };
 HloInstructions parse_hlo_instructions(std::string_view text);

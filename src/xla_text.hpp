@@ -31,9 +31,43 @@ void each_line(std::string_view text, F&& f) {
   }
 }
 
+// Calls f(item) for each comma-separated item of `list` outside brackets, trimmed: the operands
+// of an instruction, the elements of a tuple shape.
+template <class F>
+void each_top_level_item(std::string_view list, F&& f) {
+  size_t start = 0;
+  for (size_t i = 0, depth = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c == '(' || c == '{' || c == '[') ++depth;
+    else if (c == ')' || c == '}' || c == ']') --depth;
+    if (c != ',' || depth != 0) continue;
+    f(trim(list.substr(start, i - start)));
+    start = i + 1;
+  }
+}
+
 // A line no reader could read, as each reader's errors name it: its number and its start.
 inline std::string line_error(uint32_t n, std::string_view line) {
   return "line " + std::to_string(n) + ": " + std::string(line.substr(0, 160));
+}
+
+// The value of `key=` in `s`: a quoted string (quotes removed) or a bare token.
+inline std::string_view field(std::string_view s, std::string_view key) {
+  for (size_t at = s.find(key); at != std::string_view::npos; at = s.find(key, at + 1)) {
+    if (at > 0 && s[at - 1] != ' ' && s[at - 1] != '{' && s[at - 1] != ',') continue;  // a longer key
+    std::string_view v = s.substr(at + key.size());
+    if (v.starts_with('"')) return v.substr(1, v.find('"', 1) == std::string_view::npos ? 0 : v.find('"', 1) - 1);
+    return v.substr(0, v.find_first_of(" ,}"));
+  }
+  return {};
+}
+
+// "%fused_computation.2 (param_0.5: f32[4,8]) -> f32[4] {" or "ENTRY %main.2 (...) -> ... {".
+inline std::string_view computation_name(std::string_view t) {
+  if (!t.ends_with('{')) return {};
+  if (t.starts_with("ENTRY ")) t.remove_prefix(6);
+  if (!t.starts_with('%')) return {};
+  return t.substr(1, t.find_first_of(" (") - 1);
 }
 
 }  // namespace nanscope::xla::text

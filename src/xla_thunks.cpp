@@ -64,11 +64,26 @@ bool thunk_line(std::string_view line, size_t& indent, Thunk& t) {
 
 }  // namespace
 
+namespace {
+
+// A nested sequence's heading, which a kWhile's or kConditional's own sequences follow
+// ("condition:", "  body:"; jaxlib 0.11.2's thunk_sequence.txt), not a thunk: the thunks under it
+// keep the loop as their parent.
+bool sequence_heading(std::string_view line) {
+  const std::string_view t = trim(line);
+  if (t.size() < 2 || t.size() > 32 || !t.ends_with(':')) return false;
+  for (char c : t.substr(0, t.size() - 1))
+    if (!(c >= 'a' && c <= 'z') && c != '_' && c != ' ' && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
+}  // namespace
+
 ThunkSequence parse_thunk_sequence(std::string_view text) {
   ThunkSequence out;
   std::vector<std::pair<size_t, int>> open;  // (indent, thunk index) of the enclosing thunks
   each_line(text, [&](std::string_view line, uint32_t n) {
-    if (trim(line).empty()) return;
+    if (trim(line).empty() || sequence_heading(line)) return;
     Thunk t;
     size_t indent = 0;
     if (!thunk_line(line, indent, t)) return out.errors.push_back(line_error(n, line));
