@@ -99,6 +99,8 @@ std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType
   return b;
 }
 
+bool TrackedBuffer::holds_an_element() const { return dtype != DType::none && bytes >= dtype_size(dtype); }
+
 std::optional<TrackedBuffer> BufferSlots::containing(uint64_t ptr) const {
   std::lock_guard lock(mu_);
   // The nearest buffers at or below ptr: an input-only (untyped) or small buffer may start

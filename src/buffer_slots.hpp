@@ -23,6 +23,8 @@ struct TrackedBuffer {
   uint32_t ref = 0;    // slot | generation << 16, as a task carries it
   bool state_known = false;  // a scan has written (or been launched to write) its state word
   uint64_t judged_by = 0;    // the launch that scan is named after (0: unknown), for candidates' inputs
+  // A scan typed it over at least one element: a copy into it or out of it can be read at that type.
+  bool holds_an_element() const;
 };
 
 class BufferSlots {

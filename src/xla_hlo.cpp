@@ -76,7 +76,7 @@ void read_instruction(std::string_view t, std::string_view computation, HloSourc
   const std::string name(instruction_name(t));
   if (name.empty()) return;
   if (!computation.empty()) out.computations[std::string(computation)].push_back(name);
-  if (const std::string_view callee = field(t, "calls="); callee.starts_with('%')) out.calls[name] = std::string(callee.substr(1));
+  if (const std::string_view c = text::callee(t); !c.empty()) out.calls[name] = std::string(c);
   const size_t meta = t.find("metadata={");
   if (meta == std::string_view::npos) return;
   const std::string_view m = t.substr(meta + 10, t.find('}', meta) - meta - 10);

@@ -10,7 +10,6 @@ namespace {
 
 using text::computation_name;
 using text::each_line;
-using text::field;
 using text::line_error;
 using text::trim;
 
@@ -67,7 +66,7 @@ HloInstructions parse_hlo_instructions(std::string_view text) {
     Instruction i;
     if (!instruction(t.substr(1), i)) return out.errors.push_back(line_error(n, line));
     i.root = root;
-    if (const std::string_view callee = field(t, "calls="); callee.starts_with('%')) i.calls = std::string(callee.substr(1));
+    i.calls = std::string(text::callee(t));
     if (root && !computation.empty()) out.root_of[computation] = i.name;
     std::string name = i.name;
     out.by_name.emplace(std::move(name), std::move(i));

@@ -62,6 +62,12 @@ inline std::string_view field(std::string_view s, std::string_view key) {
   return {};
 }
 
+// The computation an instruction line's "calls=%name" names, without its '%'; empty when none.
+inline std::string_view callee(std::string_view instruction_line) {
+  const std::string_view c = field(instruction_line, "calls=");
+  return c.starts_with('%') ? c.substr(1) : std::string_view{};
+}
+
 // "%fused_computation.2 (param_0.5: f32[4,8]) -> f32[4] {" or "ENTRY %main.2 (...) -> ... {".
 inline std::string_view computation_name(std::string_view t) {
   if (!t.ends_with('{')) return {};
