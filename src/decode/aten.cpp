@@ -17,7 +17,8 @@ constexpr std::array<const char*, static_cast<std::size_t>(AtenFamily::count_)> 
     "elementwise",   "reduce",                 "vectorized_layer_norm", "rowwise_moments",
     "layer_norm_fwd", "softmax_warp_forward",  "cunn_softmax_forward",  "index_select",
     "vectorized_gather", "cat",                "index_elementwise",     "flash_fwd",
-    "flash_fwd_splitkv", "mem_eff_attention",      "elementwise_cast",      "elementwise_with_index"};
+    "flash_fwd_splitkv", "mem_eff_attention",      "elementwise_cast",      "elementwise_with_index",
+    "grouped_gemm_setup"};
 
 // Indexed by AtenFamily; null: the family never reaches `matched`.
 constexpr std::array<DecodeFn, static_cast<std::size_t>(AtenFamily::count_)> kDecoders{
@@ -25,7 +26,8 @@ constexpr std::array<DecodeFn, static_cast<std::size_t>(AtenFamily::count_)> kDe
     decode_legacy,    decode_reduce,         decode_layer_norm_vec,  decode_rowwise_moments,
     decode_layer_norm_fwd, decode_softmax_warp, decode_softmax_block, decode_index_select,
     decode_gather,    decode_cat,            decode_index_copy,      decode_flash_fwd,
-    nullptr,          decode_mem_eff,        decode_legacy_cast,     decode_with_index};
+    nullptr,          decode_mem_eff,        decode_legacy_cast,     decode_with_index,
+    decode_grouped_gemm_setup};
 
 }  // namespace
 

@@ -41,6 +41,7 @@ enum class AtenFamily : uint8_t {
   mem_eff,             // fmha_cutlassF_*(AttentionKernel<scalar_t, ...>::Params): O and the LSE
   legacy_cast,         // elementwise_kernel<nt, vt, gpu_kernel_impl lambda>: dynamic casting, captureless functors
   with_index,          // elementwise_kernel_with_index<index_t, lambda>(N, f, data): arange, range, linspace, logspace
+  grouped_gemm_setup,  // at::cuda::detail::prepare_grouped_gemm_data: grouped_mm's pointer arrays, no float written
   count_
 };
 

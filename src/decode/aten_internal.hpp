@@ -171,6 +171,7 @@ Decoded decode_index_select(const FamilyMatch&, const LaunchView&, const Address
 Decoded decode_gather(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_cat(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_index_copy(const FamilyMatch&, const LaunchView&, const AddressQuery&);
+Decoded decode_grouped_gemm_setup(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_flash_fwd(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 Decoded decode_mem_eff(const FamilyMatch&, const LaunchView&, const AddressQuery&);
 

@@ -180,6 +180,11 @@ Decoded decode_gather(const FamilyMatch&, const LaunchView& v, const AddressQuer
   return d;
 }
 
+// prepare_grouped_gemm_data: the launch writes only the grouped GEMM's pointer, shape and
+// stride arrays (integers, no NaN) and reads only `offs` (int32): nothing floating to scan. The
+// grouped GEMM's own output is judged after the GEMM (a CUTLASS kernel: its readers' initial scans).
+Decoded decode_grouped_gemm_setup(const FamilyMatch&, const LaunchView&, const AddressQuery&) { return {}; }
+
 namespace {
 
 // The slab input i of a cat writes: its concat-dim range, checked against nElements.

@@ -412,6 +412,22 @@ FamilyMatch match_mem_eff(std::string_view dem, const Layout& l) {
   return layout_is(l, {{0, 272}}) ? m : mismatch(m.family, "layout mismatch");
 }
 
+// prepare_grouped_gemm_data<A, B, Out, Scale, ProblemShape, StrideA, StrideB, StrideOut>
+// (GroupMMCommon.cuh, torch.nn.functional.grouped_mm's setup): A, B, output, scale_A, scale_B,
+// the five pointer arrays, problem_sizes, three stride arrays, offs, M, N, K, five
+// std::array<int64_t, 3>, two scale strides, two bools. Its typed pointers are not what it
+// writes: it stores per-group pointers into them (A + offset, ...) and never dereferences one,
+// so scanning `output` after it reads the grouped GEMM's output before that GEMM ran.
+FamilyMatch match_grouped_gemm_setup(std::string_view, const Layout& l) {
+  FamilyMatch m = matched(AtenFamily::grouped_gemm_setup, l);
+  return layout_is(l, {{0, 8},    {8, 8},    {16, 8},   {24, 8},   {32, 8},  {40, 8},  {48, 8},
+                       {56, 8},   {64, 8},   {72, 8},   {80, 8},   {88, 8},  {96, 8},  {104, 8},
+                       {112, 8},  {120, 4},  {124, 4},  {128, 4},  {136, 24}, {160, 24}, {184, 24},
+                       {208, 24}, {232, 24}, {256, 8},  {264, 8},  {272, 1}, {273, 1}})
+             ? m
+             : mismatch(m.family, "layout mismatch");
+}
+
 // Families claimed so that their kernels are reported with a reason, not decoded.
 template <AtenFamily F>
 FamilyMatch claim_only(std::string_view, const Layout&) {
@@ -428,7 +444,7 @@ struct Entry {
   Matcher match;
 };
 
-constexpr std::array<Entry, 20> kTable{
+constexpr std::array<Entry, 21> kTable{
     Entry{"at::native::vectorized_elementwise_kernel", false, match_vectorized},
     Entry{"at::native::unrolled_elementwise_kernel", false, match_unrolled},
     Entry{"at::native::unrolled_elementwise_kernel_for_multi_outputs", false, match_multi_output},
@@ -449,6 +465,7 @@ constexpr std::array<Entry, 20> kTable{
     Entry{"pytorch_flash::flash_fwd_splitkv_combine_kernel", false, claim_only<AtenFamily::flash_other>},
     Entry{"fmha_cutlassF_", true, match_mem_eff},
     Entry{"elementwise_kernel_with_index", false, match_with_index},
+    Entry{"at::cuda::detail::prepare_grouped_gemm_data", false, match_grouped_gemm_setup},
 };
 
 }  // namespace

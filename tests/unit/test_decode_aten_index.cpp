@@ -117,3 +117,29 @@ TEST(DecodeAtenAttention, MemEfficientForwardOutputLseAndInputs) {
   l.set<int32_t>(0, 136, 8 * 64).set<uint64_t>(0, 32, 0x6000);
   EXPECT_EQ(decode_aten(m, l.view, kNoQuery).reason, "varlen attention not decoded");
 }
+
+// torch.nn.functional.grouped_mm's setup kernel (transformers 5's default MoE experts on Hopper):
+// its typed pointers (A, B, output) are only offset into per-group pointer arrays, never
+// dereferenced. The signature alone made `output` a bf16 output, scanned before the grouped GEMM
+// wrote it (session 29, H100: a healthy Mixtral's finding "prepare_grouped_gemm_data ... 131072
+// bf16, nan 38, origin unknown"). Decoded, it writes nothing floating and reads nothing floating.
+TEST(DecodeAtenGroupedMm, TheSetupKernelWritesNoFloat) {
+  for (const char* needle : {"prepare_grouped_gemm_data<cutlass::bfloat16_t, cutlass::bfloat16_t",
+                             "prepare_grouped_gemm_data<cutlass::float_e4m3_t"}) {
+    const auto& r = row(needle);
+    const auto m = match(r);
+    ASSERT_EQ(m.kind, MatchKind::matched) << needle << ": " << m.reason;
+    EXPECT_STREQ(aten_family_name(m.family), "grouped_gemm_setup");
+    Launch l(r.layout);
+    l.set<uint64_t>(0, 0, 0x10000).set<uint64_t>(1, 0, 0x20000).set<uint64_t>(2, 0, 0x30000);
+    const Decoded d = decode_aten(m, l.view, kNoQuery);
+    EXPECT_EQ(d.status, Status::decoded);
+    EXPECT_EQ(d.write_count, 0u);
+    EXPECT_EQ(d.read_count, 0u);
+  }
+  // Another layout under the name (a future torch adding a parameter) is not this one.
+  const auto& r = row("prepare_grouped_gemm_data<cutlass::bfloat16_t, cutlass::bfloat16_t");
+  Layout longer = r.layout;
+  longer.push_back({280, 8});
+  EXPECT_EQ(match(r, longer).kind, MatchKind::layout_mismatch);
+}
