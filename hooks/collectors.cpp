@@ -106,7 +106,9 @@ void DecodedWritesCollector::add_write(TaskDraft& draft, const decode::Write& w)
   DType dtype = w.dtype;
   if (dtype == DType::none && w.dtype_from) {  // a copy: the type of what it copies from, if judged
     const auto src = draft.context.slots().containing(w.dtype_from);
-    if (src && (w.elem_size == 0 || dtype_size(src->dtype) == w.elem_size)) dtype = src->dtype;
+    // Not a type an earlier tensor at that address had (the allocator reuses addresses).
+    if (src && allocs_.type_holds(*src) && (w.elem_size == 0 || dtype_size(src->dtype) == w.elem_size))
+      dtype = src->dtype;
   }
   uint64_t span = w.span_bytes, elements = w.elements;
   if (w.extent_from_block) {

@@ -93,6 +93,11 @@ class Allocations {
   void on_free(CUpti_CallbackId cbid, const void* params);
 
   TorchBlockTracker& torch() { return torch_; }
+  // Whether a tracked buffer's type still speaks for its memory: no torch block was allocated at
+  // its address since a scan typed it (TrackedBuffer::typed_at, type_outlives_block).
+  bool type_holds(const TrackedBuffer& b) const { return type_outlives_block(b.typed_at, torch_.find(b.ptr)); }
+  // What a scan typing a buffer records as TrackedBuffer::typed_at.
+  uint64_t type_epoch() const { return torch_.last_serial(); }
   // Whether extents come from driver allocations alone although torch's caching allocator
   // carves them up (the shim could not attach): typed extents are then unknown.
   bool torch_blind() const;

@@ -173,7 +173,7 @@ void LaunchInstrumenter::on_copy(const CopyArgs& c, const CUpti_CallbackData& cb
   if (!max_bytes) {
     if (!cfg_.origin || !cs->buffer_states()) return;
     const auto dst = cs->slots().containing(c.dst);
-    const bool typed = dst && dst->holds_an_element();
+    const bool typed = dst && dst->holds_an_element() && allocs_.type_holds(*dst);
     const auto src = typed_source(c, *cs);
     switch (judge_copy(c.kind == CopyArgs::Kind::set, c.set_value, c.set_bytes, typed,
                        typed && allocs_.scan_extent(dst->ptr).pool, libcall::current() != nullptr, src.has_value())) {
@@ -218,7 +218,7 @@ uint64_t LaunchInstrumenter::set_task(const CopyArgs& c, nanscope_scan_task& tas
 std::optional<DType> LaunchInstrumenter::typed_source(const CopyArgs& c, ContextState& cs) const {
   if (c.kind != CopyArgs::Kind::device_to_device) return std::nullopt;
   const auto src = cs.slots().containing(c.src);
-  if (!src || !src->holds_an_element()) return std::nullopt;
+  if (!src || !src->holds_an_element() || !allocs_.type_holds(*src)) return std::nullopt;
   if (c.src + c.bytes > src->ptr + src->bytes || c.bytes < dtype_size(src->dtype)) return std::nullopt;
   return src->dtype;
 }

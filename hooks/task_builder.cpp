@@ -210,7 +210,8 @@ void TaskBuilder::output_states(ContextState& cs, nanscope_scan_task& task, bool
   for (uint32_t b = 0; b < task.buffer_count; ++b) {
     const DType dt = static_cast<DType>(task.buffers[b].dtype);
     task.out_state[b] =
-        cs.slots().ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt), task.launch_id);
+        cs.slots().ref_for_output(task.buffers[b].ptr, dt, task.buffers[b].elements * dtype_size(dt), task.launch_id,
+                                  allocs_.type_epoch());
     if (judged && !allocs_.opaque().empty()) allocs_.opaque().forget(task.buffers[b].ptr);
   }
 }
@@ -286,7 +287,7 @@ void TaskBuilder::maybe_initial_scan(ContextState& cs, CUstream stream, const na
   const CandidateList writers = allocs_.opaque().history(ptr).value_or(CandidateList{});
   const auto last = writers.last();
   // Named after its last writer (ScanSubmitter::submit_initial), as its findings will be.
-  const auto claimed = cs.slots().claim_initial_scan(ptr, dtype, bytes, last ? last->launch_id : 0);
+  const auto claimed = cs.slots().claim_initial_scan(ptr, dtype, bytes, last ? last->launch_id : 0, allocs_.type_epoch());
   if (!claimed) return;
   InitialScan& s = plan->initial[plan->initial_count++];
   s = {claimed->ptr, claimed->bytes / dtype_size(claimed->dtype), claimed->dtype, claimed->ref, last, writers};

@@ -206,6 +206,10 @@ std::optional<TensorBlock> TorchBlockTracker::find(uint64_t ptr) const {
   return sink_->map.find(ptr);
 }
 
+uint64_t TorchBlockTracker::last_serial() const {
+  return state() == State::kAttached ? sink_->map.last_serial() : 0;
+}
+
 std::optional<AddressRange> TorchBlockTracker::segment_of(uint64_t ptr) const {
   if (state() != State::kAttached) return std::nullopt;
   return sink_->map.segment_of(ptr);

@@ -66,6 +66,9 @@ class TorchBlockTracker {
   std::string reason() const;         // one line for the one-time warning and the summary
   std::string torch_version() const;  // the running torch's, once found
   TensorBlockStats stats() const;
+  // The last block's serial (TensorBlock::serial; 0 when not attached): what a scan that types a
+  // buffer records, so a tensor allocated later at its address is not read at its type.
+  uint64_t last_serial() const;
 
   struct Sink;  // what torch's callbacks write into (torch_blocks.cpp)
 

@@ -56,11 +56,13 @@ BufferSlots::Entry& BufferSlots::entry_for(uint64_t ptr, DType dtype, uint64_t b
   return by_ptr_.emplace(ptr, e).first->second;
 }
 
-uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id) {
+uint32_t BufferSlots::ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id,
+                                     uint64_t typed_at) {
   std::lock_guard lock(mu_);
   Entry& e = entry_for(ptr, dtype, bytes);
   e.buf.state_known = true;
   e.buf.judged_by = launch_id;
+  if (bytes) e.buf.typed_at = typed_at;
   forget_overlapping(ptr, std::max<uint64_t>(bytes, 1));
   return e.buf.ref;
 }
@@ -84,7 +86,7 @@ std::pair<uint32_t, bool> BufferSlots::ref_for_input(uint64_t ptr, DType dtype) 
 }
 
 std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes,
-                                                            uint64_t launch_id) {
+                                                            uint64_t launch_id, uint64_t typed_at) {
   if (dtype == DType::none || bytes < dtype_size(dtype)) return std::nullopt;
   ref_for(ptr, dtype, 0);  // keeps a known extent; assigns a slot on first sight
   std::lock_guard lock(mu_);
@@ -95,7 +97,7 @@ std::optional<TrackedBuffer> BufferSlots::claim_initial_scan(uint64_t ptr, DType
   b.judged_by = launch_id;
   // The reader's facts, not an earlier tensor's: a caching allocator hands the same address to
   // tensors of other sizes and types.
-  b.bytes = bytes, b.dtype = dtype;
+  b.bytes = bytes, b.dtype = dtype, b.typed_at = typed_at;
   return b;
 }
 

@@ -23,6 +23,7 @@ struct TrackedBuffer {
   uint32_t ref = 0;    // slot | generation << 16, as a task carries it
   bool state_known = false;  // a scan has written (or been launched to write) its state word
   uint64_t judged_by = 0;    // the launch that scan is named after (0: unknown), for candidates' inputs
+  uint64_t typed_at = 0;     // the allocator's last block serial when a scan typed it (type_outlives_block)
   // A scan typed it over at least one element: a copy into it or out of it can be read at that type.
   bool holds_an_element() const;
 };
@@ -37,12 +38,13 @@ class BufferSlots {
   // The same for an input, with whether no scan has judged it yet (then claim_initial_scan).
   std::pair<uint32_t, bool> ref_for_input(uint64_t ptr, DType dtype);
   // The same for a buffer a scan is about to write the state word of; `launch_id`: the launch
-  // the scan is named after (its findings carry it).
-  uint32_t ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id = 0);
+  // the scan is named after (its findings carry it); `typed_at`: the allocator's block serial now.
+  uint32_t ref_for_output(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id = 0, uint64_t typed_at = 0);
   // A buffer read before any scan wrote its state word (written by the host, or before
   // nanscope attached): returns it once, with its extent, so the caller scans it before its
   // first reader's scan judges the origin; later calls (and unknown extents) give nullopt.
-  std::optional<TrackedBuffer> claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id = 0);
+  std::optional<TrackedBuffer> claim_initial_scan(uint64_t ptr, DType dtype, uint64_t bytes, uint64_t launch_id = 0,
+                                                  uint64_t typed_at = 0);
   // The tracked buffer whose scanned extent holds `ptr` (for copies and sets into it).
   std::optional<TrackedBuffer> containing(uint64_t ptr) const;
   // A launch nanscope cannot see into may have written the tracked buffer holding `ptr`: its

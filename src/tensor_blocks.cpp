@@ -98,7 +98,13 @@ void TensorBlockMap::alloc(const TensorBlock& b) {
     ++counts_.dropped;
     return;
   }
-  blocks_.emplace(b.base, Entry{b.size, b.stream, b.pool_a, b.pool_b, b.device});
+  emplace_locked(b);
+}
+
+void TensorBlockMap::emplace_locked(const TensorBlock& b) {
+  const uint64_t serial = serial_.load(std::memory_order_relaxed) + 1;
+  blocks_.emplace(b.base, Entry{b.size, b.stream, b.pool_a, b.pool_b, b.device, serial});
+  serial_.store(serial, std::memory_order_release);
 }
 
 void TensorBlockMap::free(uint64_t base, uint64_t size) {
@@ -140,7 +146,7 @@ bool TensorBlockMap::seed(const TensorBlock& b) {
     ++counts_.seed_skipped;
     return false;
   }
-  blocks_.emplace(b.base, Entry{b.size, b.stream, b.pool_a, b.pool_b, b.device});
+  emplace_locked(b);
   ++counts_.seeded;
   return true;
 }
@@ -174,7 +180,7 @@ std::optional<TensorBlock> TensorBlockMap::find(uint64_t ptr) const {
   auto it = find_locked(ptr);
   if (it == blocks_.end()) return std::nullopt;
   const Entry& e = it->second;
-  return TensorBlock{it->first, e.size, e.stream, e.pool_a, e.pool_b, e.device};
+  return TensorBlock{it->first, e.size, e.stream, e.pool_a, e.pool_b, e.device, e.serial};
 }
 
 std::optional<AddressRange> TensorBlockMap::segment_of(uint64_t ptr) const {

@@ -7,6 +7,7 @@
 // every block. Blocks are never merged: two adjacent tensors stay two entries.
 #pragma once
 #include "lock_rank.hpp"
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -25,7 +26,18 @@ struct TensorBlock {
   uint64_t pool_a = 0;  // MempoolId_t: {0, 0} is the default pool; graph captures use private ones
   uint64_t pool_b = 0;
   int device = 0;
+  // Which allocation this is: blocks are numbered 1, 2, ... as they are recorded (ALLOC events and
+  // seeds), so a type learnt when the map's last serial was E holds for a block only if its
+  // serial is <= E (the caching allocator gives one address to tensors of other types).
+  uint64_t serial = 0;
 };
+
+// Whether a type learnt for the memory at a block when the map's last serial was `typed_at`
+// still speaks for it: no block, or a block recorded no later. A block recorded since is a new
+// tensor, whose type nothing has said yet.
+inline bool type_outlives_block(uint64_t typed_at, const std::optional<TensorBlock>& block) {
+  return !block || block->serial <= typed_at;
+}
 
 struct TensorBlockStats {
   std::size_t live = 0;      // blocks in the map now
@@ -72,12 +84,16 @@ class TensorBlockMap {
   // The caching-allocator segment (or mapped range of an expandable segment) holding ptr.
   std::optional<AddressRange> segment_of(uint64_t ptr) const;
   TensorBlockStats stats() const;
+  // The serial of the last block recorded (0 before any): lock-free, read at each typed scan.
+  uint64_t last_serial() const { return serial_.load(std::memory_order_acquire); }
 
  private:
   struct Entry {
     uint64_t size, stream, pool_a, pool_b;
     int device;
+    uint64_t serial;
   };
+  void emplace_locked(const TensorBlock& b);  // numbers it
   using Blocks = std::map<uint64_t, Entry>;
   Blocks::const_iterator find_locked(uint64_t ptr) const;
   bool overlaps_locked(uint64_t base, uint64_t size) const;
@@ -99,6 +115,7 @@ class TensorBlockMap {
   };
   std::vector<Tombstone> tombstones_;
   TensorBlockStats counts_;
+  std::atomic<uint64_t> serial_{0};  // written under mu_
 };
 
 }  // namespace nanscope

@@ -315,5 +315,21 @@ TEST(BufferSlots, AnUntypedBufferKeepsItsStateButOffersNoTypeToRescan) {
   EXPECT_FALSE(s.containing(kB).has_value());
 }
 
+// The allocator's block serial at the scan that typed a buffer travels with it (typed_at), so a
+// later reader of the type can ask whether the memory still holds that tensor.
+TEST(BufferSlots, AScanThatTypesABufferRecordsWhenItDid) {
+  BufferSlots s(4);
+  s.ref_for_output(kA, DType::bf16, 256, 10, 7);
+  EXPECT_EQ(s.containing(kA)->typed_at, 7u);
+  s.ref_for_output(kA, DType::f32, 512, 11, 9);  // a new tensor there, typed by its writer
+  EXPECT_EQ(s.containing(kA)->typed_at, 9u);
+  EXPECT_EQ(s.containing(kA)->dtype, DType::f32);
+  s.invalidate(kA);
+  const auto claimed = s.claim_initial_scan(kA, DType::f16, 128, 12, 11);
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ(claimed->typed_at, 11u);
+  EXPECT_EQ(s.containing(kA)->typed_at, 11u);
+}
+
 }  // namespace
 }  // namespace nanscope

@@ -185,3 +185,32 @@ TEST(TensorBlockMap, LookupCostWithTenThousandLiveBlocks) {
   EXPECT_GT(hits, 0u);
   EXPECT_LT(ns, 5000.0);  // a loose bound for loaded CI machines; the printed number is the measure
 }
+
+// The caching allocator gives one address to tensors of other types: a type learnt at a block
+// (its scan recorded last_serial() then) speaks only for that block, not for a later one there
+// (session 29, H100: a healthy Mixtral's gather was scanned as bf16 over an f32 tensor written
+// by an undecoded multiply, because a bf16 tensor had lived at that address before).
+TEST(TensorBlockMap, BlocksAreNumberedSoATypeOutlivesOnlyItsOwnBlock) {
+  TensorBlockMap m;
+  EXPECT_EQ(m.last_serial(), 0u);
+  ev(m, NANSCOPE_TORCH_SEGMENT_ALLOC, kSeg, kSegSize);
+  ev(m, NANSCOPE_TORCH_ALLOC, kSeg, 65536);  // a bf16 tensor
+  const auto first = m.find(kSeg);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->serial, 1u);
+  const uint64_t typed_at = m.last_serial();  // its writer's scan typed it
+  EXPECT_TRUE(nanscope::type_outlives_block(typed_at, m.find(kSeg)));
+  ev(m, NANSCOPE_TORCH_ALLOC, kSeg + 65536, 512);  // another tensor elsewhere: no matter
+  EXPECT_TRUE(nanscope::type_outlives_block(typed_at, m.find(kSeg)));
+  ev(m, NANSCOPE_TORCH_FREE_COMPLETED, kSeg, 65536);
+  ev(m, NANSCOPE_TORCH_ALLOC, kSeg, 131072 - 65536);  // an f32 tensor at the same address
+  EXPECT_EQ(m.find(kSeg)->serial, 3u);
+  EXPECT_FALSE(nanscope::type_outlives_block(typed_at, m.find(kSeg))) << "the bf16 type is not the new tensor's";
+  EXPECT_TRUE(nanscope::type_outlives_block(m.last_serial(), m.find(kSeg))) << "typed again by its own writer";
+  EXPECT_TRUE(nanscope::type_outlives_block(typed_at, std::nullopt)) << "no block (not torch's memory): as before";
+  // Seeds (blocks live before attaching) are numbered too.
+  m.begin_seed();
+  EXPECT_TRUE(m.seed(TensorBlock{kSeg + 262144, 256, 0x55, 0, 0, 0}));
+  m.end_seed();
+  EXPECT_EQ(m.find(kSeg + 262144)->serial, 4u);
+}
