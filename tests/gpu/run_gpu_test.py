@@ -1271,6 +1271,45 @@ def test_hf_llama_padding():
           "their truth says; outputs bit-identical (" + "; ".join(done) + ")")
 
 
+# ATen's grouped GEMM on sm_90 (torch.nn.functional.grouped_mm): a CUTLASS GemmUniversal over a
+# GroupProblemShape, whose parameters are CUTLASS's structs with per-group pointer arrays.
+GROUPED_GEMM = re.compile(r"GroupProblemShape")
+
+
+def not_inspected_of(events, pattern):
+    """What the summary's coverage says of the kernels matching `pattern`: (launches, reasons)
+    among those not inspected, library ones included."""
+    summary = [e for e in events if e["event"] == "summary"]
+    coverage = summary[0].get("coverage", {}) if summary else {}
+    rows = [r for r in coverage.get("not_inspected_top", []) + coverage.get("library_top", [])
+            if pattern.search(r["kernel"])]
+    return sum(r["launches"] for r in rows), sorted({r["reason"] for r in rows})
+
+
+def test_hf_moe_padding():
+    """Mixtral (mixture of experts) with the Llama test's bug, its experts run as transformers 5
+    runs them on Hopper (grouped_mm: sort, histc, gather, ATen's grouped GEMM, scatter back) and as
+    the eager loop (index_add_), and captured in a graph: the first RMSNorm's rsqrt named first;
+    the healthy twins, routing and experts included, give no finding."""
+    require_torch("transformers")
+    done = []
+    for mode in ("eager", "loop", "graph"):
+        label = f"hf_moe_padding {mode}"
+        want, events = run_app("hf_moe_padding", [mode], label)
+        first_op = llama_first_op(want, label)
+        first = expect_first_op(events, first_op, label)
+        if mode == "graph":
+            expect_in_graph(events, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label)
+        clean, clean_events = run_app("hf_moe_padding", [mode, "--clean"], label + " --clean")
+        expect_first_op(clean_events, clean["truth"]["first_op"], label + " --clean")
+        launches, reasons = not_inspected_of(clean_events, GROUPED_GEMM)
+        grouped = f"grouped GEMM not inspected x{launches}: {reasons}" if launches else "no grouped GEMM left out"
+        done.append(f"{mode} ({want['experts']} experts): {first['kernel'].split('(')[0][:50]} "
+                    f"x{first['buffer']['elements']}; {grouped}")
+    print("ok: Mixtral: the first RMSNorm's rsqrt named first, introduced; healthy twins give no finding; "
+          "outputs bit-identical (" + " | ".join(done) + ")")
+
+
 def test_hf_compile():
     """The same Llama through torch.compile, default and reduce-overhead: the fused RMSNorm
     kernel is named first, over the rsqrt result or the norm's output."""
