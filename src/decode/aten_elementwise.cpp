@@ -210,10 +210,10 @@ Decoded decode_legacy(const FamilyMatch& m, const LaunchView& v, const AddressQu
   return d;
 }
 
-// gpu_kernel_impl's dynamic-casting closure (match_legacy_cast: a known captureless copy
-// lambda): the output is stored as dtypes[0] (c10::cast_and_store), each input loaded as its
-// dtypes[i] (CUDALoops.cuh); byte strides as in the nocast closure. Per launch, every dtypes
-// byte must be a known ScalarType, dtypes[0] the copy lambda's type (direct_copy_kernel_cuda
+// gpu_kernel_impl's dynamic-casting closure (match_legacy_cast: a known captureless copy lambda
+// or binary functor): the output is stored as dtypes[0] (c10::cast_and_store), each input loaded
+// as its dtypes[i] (CUDALoops.cuh); byte strides as in the nocast closure. Per launch, every
+// dtypes byte must be a known ScalarType, dtypes[0] the functor's result type (direct_copy_kernel_cuda
 // dispatches on iter.dtype(0)), and some input another type (else needs_dynamic_casting is false
 // and the nocast kernel runs): bytes at the wrong place fail these. Integer outputs are exact
 // writes marked no_nan; integer inputs NaN-free reads.

@@ -137,6 +137,28 @@ std::string_view captureless_copy_arg(std::string_view functor) {
   return {};
 }
 
+// Binary ops whose functor is an empty struct (BinaryOps.h: `a * b` in operator() and no
+// member), so BinaryFunctor<A, B, R, op> holding one is 1 byte in the closure as a copy lambda
+// is. Only what the sources show; CUDAFunctor_add keeps alpha, the scalar functors a scalar.
+constexpr std::array<std::string_view, 1> kCapturelessBinaryOps{"at::native::binary_internal::MulFunctor<"};
+
+// A known captureless functor of gpu_kernel_impl: the type it returns and how many tensors the
+// closure's data holds (the output and its inputs); an empty type for any other functor.
+struct CapturelessFunctor {
+  std::string_view result;
+  uint32_t nargs = 0;
+};
+CapturelessFunctor captureless_functor(std::string_view functor) {
+  if (const std::string_view arg = captureless_copy_arg(functor); !arg.empty()) return {arg, 2};
+  constexpr std::string_view kBinary = "at::native::BinaryFunctor<";
+  if (functor.substr(0, kBinary.size()) != kBinary) return {};
+  const auto args = template_args(functor);  // A, B, R, op
+  if (args.size() != 4) return {};
+  for (std::string_view op : kCapturelessBinaryOps)
+    if (args[3].substr(0, op.size()) == op) return {args[2], 3};
+  return {};
+}
+
 // elementwise_kernel<nt, vt, gpu_kernel_impl<F>(TensorIteratorBase&, F const&)::{lambda(int)#1}>
 // (int N, closure): the dynamic-casting closure, decoded when F is a known captureless copy
 // lambda and the closure is exactly the size that layout gives (aten_internal.hpp).
@@ -145,15 +167,14 @@ FamilyMatch match_legacy_cast(std::string_view impl_text, const Layout& l) {
   const auto impl = template_args(impl_text);
   const bool non_contiguous = impl_text.size() > kLambda.size() &&
                               impl_text.substr(impl_text.size() - kLambda.size()) == kLambda;
-  const std::string_view arg = impl.size() == 1 && non_contiguous ? captureless_copy_arg(impl[0]) : std::string_view{};
-  if (arg.empty()) return mismatch(AtenFamily::legacy_cast, "functor not known to be captureless");
-  const ScalarInfo* s = scalar_info(arg);
+  const CapturelessFunctor f = impl.size() == 1 && non_contiguous ? captureless_functor(impl[0]) : CapturelessFunctor{};
+  if (f.result.empty()) return mismatch(AtenFamily::legacy_cast, "functor not known to be captureless");
+  const ScalarInfo* s = scalar_info(f.result);
   if (!s) return mismatch(AtenFamily::legacy_cast, "functor argument type unknown");
-  constexpr uint32_t kNargs = 2;  // a copy: the output and one input
-  if (l[1].second != cast_closure_size(kNargs))
+  if (l[1].second != cast_closure_size(f.nargs))
     return mismatch(AtenFamily::legacy_cast, "closure size is not the captureless cast layout");
   FamilyMatch m = matched(AtenFamily::legacy_cast, l);
-  m.nargs = kNargs;
+  m.nargs = static_cast<uint8_t>(f.nargs);
   m.blob_size = l[1].second;
   m.out_st = s->st;
   m.out_type = s->dtype == DType::none ? OutType::not_float : OutType::static_dtype;

@@ -300,3 +300,38 @@ TEST(DecodeAtenCost, CastCopyAndWithIndex) {
   li.set<int32_t>(0, 0, 100).set<uint64_t>(2, 0, 0x7000);
   time_decode("elementwise_with_index", match(r), li.view, kNoQuery);
 }
+
+// transformers 5's MoE weighting, `proj_out * sample_weights_g.unsqueeze(-1)`: a bf16 tensor times
+// a broadcast f32 column runs BinaryFunctor<float, float, float, MulFunctor<float>> in the casting
+// closure of three tensors (648 bytes: OffsetCalculator<3>, data at 608, the 1-byte functor at
+// 632, dtypes at 633). MulFunctor has no member, so the closure is the copy's with one more tensor
+// (session 29, H100: it was the one undecoded writer a healthy Mixtral's gather misread).
+TEST(DecodeAtenCast, AMultiplyWithAnEmptyFunctorIsDecodedLikeACopy) {
+  const auto& r = row("gpu_kernel_impl<at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >");
+  EXPECT_EQ(r.layout, (Layout{{0, 4}, {8, 648}}));
+  const auto m = match(r);
+  ASSERT_EQ(m.kind, MatchKind::matched) << m.reason;
+  EXPECT_EQ(m.family, AtenFamily::legacy_cast);
+  EXPECT_EQ(m.nargs, 3);
+  EXPECT_EQ(m.out, DType::f32);
+  // [128, 4] f32 out dense (4, 16), bf16 in dense (2, 8), f32 weights broadcast along dim 0 (0, 4).
+  Launch l(r.layout);
+  l.set<int32_t>(0, 0, 512);
+  put_offset_calc(l, 1, 0, 3, {4, 128}, {{4, 2, 0}, {16, 8, 4}});
+  l.set<uint64_t>(1, 608, 0x5000).set<uint64_t>(1, 616, 0x6000).set<uint64_t>(1, 624, 0x7000);
+  l.set<uint8_t>(1, 633, kFloat).set<uint8_t>(1, 634, kBFloat16).set<uint8_t>(1, 635, kFloat);
+  const Decoded d = decode_aten(m, l.view, kNoQuery);
+  ASSERT_EQ(d.status, Status::decoded) << d.reason;
+  ASSERT_EQ(d.write_count, 1u);
+  expect_write(d.writes[0], 0x5000, 512, 2048, DType::f32);
+  expect_read(d, 0, 0x6000, DType::bf16, 512);
+  expect_read(d, 1, 0x7000, DType::f32, 128);
+  // Another ScalarType stored (mul(..., out=bf16)) is not what the name says: refused.
+  l.set<uint8_t>(1, 633, kBFloat16);
+  EXPECT_EQ(decode_aten(m, l.view, kNoQuery).reason, "output ScalarType is not the copy's type");
+  // A comparison's functor keeps its op (CompareEqFunctor::op_) in a closure of the same size: no
+  // table entry says it is empty, so it is refused, never assumed.
+  const auto& eq = row("gpu_kernel_impl<at::native::BinaryFunctor<unsigned char, unsigned char, bool, at::native::(anonymous namespace)::CompareEqFunctor");
+  EXPECT_EQ(eq.layout, r.layout);
+  EXPECT_EQ(match(eq).reason, "functor not known to be captureless");
+}
