@@ -148,7 +148,9 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
     k.xla_unheld = k.xla_missed && none_hold;
     k.xla_generation.value.store(generation, std::memory_order_relaxed);
   }
-  if (!xla_without_dumps(k)) k.reason += "; use a watch";
+  if (xla_without_dumps(k)) return false;
+  if (xla_why.empty() && cutlass_device_kernel(k.mangled)) k.reason = kCutlassKernelReason;
+  else k.reason += "; use a watch";
   return false;
 }
 
@@ -166,7 +168,9 @@ bool KernelTable::xla_without_dumps(KernelInfo& k) const {
 void KernelTable::decode_signature(const KernelSignature& sig, KernelInfo& k) const {
   if (!sig.has_params) {
     k.reason = "name carries no parameter types (extern \"C\", Triton or XLA)";
-    if (!xla_without_dumps(k)) k.reason += "; use a watch";
+    if (xla_without_dumps(k)) return;
+    if (cutlass_device_kernel(k.mangled)) k.reason = kCutlassKernelReason;
+    else k.reason += "; use a watch";
     return;
   }
   if (!k.params_known) {

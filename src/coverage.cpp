@@ -29,6 +29,14 @@ bool library_kernel(std::string_view name) {
   return false;
 }
 
+bool cutlass_device_kernel(std::string_view name) {
+  static constexpr std::string_view kPrefixes[] = {"_ZN7cutlass13device_kernelI", "void cutlass::device_kernel<",
+                                                   "cutlass::device_kernel<"};
+  for (std::string_view p : kPrefixes)
+    if (name.substr(0, p.size()) == p) return true;
+  return false;
+}
+
 std::atomic<uint64_t>* Coverage::counter(uint32_t kernel_id) {
   const uint32_t c = kernel_id / kChunk;
   if (c >= kChunks) return nullptr;

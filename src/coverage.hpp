@@ -51,6 +51,17 @@ inline constexpr std::string_view kLibraryKernelReason =
     "library call that launched it where nanscope intercepts that call (the summary's library_calls), "
     "else judged by its readers' initial scans";
 
+// A CUTLASS 3 kernel a framework compiled in itself, `cutlass::device_kernel<Op>(Op::Params)`
+// (ATen's grouped GEMM behind torch.nn.functional.grouped_mm, its scaled GEMMs): its one parameter
+// is CUTLASS's Params struct, whose pointers no decoder reads, and no library call nanscope
+// intercepts launched it. Its name is typed (the generic "name carries no parameter types" was
+// wrong), and its output is judged by its readers' initial scans unless a watch scans it.
+bool cutlass_device_kernel(std::string_view mangled_or_demangled);
+inline constexpr std::string_view kCutlassKernelReason =
+    "a CUTLASS kernel (its parameter is CUTLASS's Params struct, not decoded) that no intercepted library "
+    "call launched: what it writes is judged by its readers' initial scans; a watch on its output scans it "
+    "after each launch";
+
 class Coverage {
  public:
   static constexpr uint32_t kChunk = 1024, kChunks = 64;  // kernel ids up to 65,535 counted one by one

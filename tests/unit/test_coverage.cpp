@@ -195,5 +195,23 @@ TEST(Coverage, ExcludedLaunchesAreCountedApartAndNotListed) {
   EXPECT_EQ(j["bytes_scanned"], 0u);
 }
 
+// ATen's grouped GEMM on sm_90 (torch 2.11's table; session 29, H100: a Mixtral's experts) is a
+// CUTLASS 3 `device_kernel<Op>(Op::Params)`: its reason says what it is and what judges its
+// output, not "name carries no parameter types" (it has one: the Params struct).
+TEST(Coverage, ACutlassKernelOfAFrameworkSaysWhatJudgesItsOutput) {
+  const std::string mangled =
+      "_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm9xINS_4gemm6kernel13GemmUniversalINS5_"
+      "17GroupProblemShapeIN4cute5tupleIJiiiEEEEENS5_10collective13CollectiveMmaEEEEEEvNT_6ParamsE";
+  EXPECT_TRUE(cutlass_device_kernel(mangled));
+  EXPECT_TRUE(cutlass_device_kernel("void cutlass::device_kernel<at::cuda::detail::enable_3x_kernel_for_sm9x<...> >(...)"));
+  EXPECT_FALSE(library_kernel(mangled)) << "no library call launched it: not counted with the libraries";
+  EXPECT_FALSE(cutlass_device_kernel("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align2>(...)"));
+  EXPECT_FALSE(cutlass_device_kernel("triton_poi_fused_mul_0"));
+  const std::string reason(kCutlassKernelReason);
+  EXPECT_NE(reason.find("readers' initial scans"), std::string::npos);
+  EXPECT_NE(reason.find("watch"), std::string::npos);
+  EXPECT_EQ(reason.find("no parameter types"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace nanscope
