@@ -148,9 +148,7 @@ bool KernelTable::untyped_family(void* handle, KernelInfo& k) const {
     k.xla_unheld = k.xla_missed && none_hold;
     k.xla_generation.value.store(generation, std::memory_order_relaxed);
   }
-  if (xla_without_dumps(k)) return false;
-  if (xla_why.empty() && cutlass_device_kernel(k.mangled)) k.reason = kCutlassKernelReason;
-  else k.reason += "; use a watch";
+  say_untyped_remedy(k, !xla_why.empty());
   return false;
 }
 
@@ -164,13 +162,19 @@ bool KernelTable::xla_without_dumps(KernelInfo& k) const {
   return true;
 }
 
+// What an untyped kernel's reason ends with: XLA's variable when XLA runs without dumps; for a
+// CUTLASS device kernel no XLA dump module was looked for, what judges its output; else a watch.
+void KernelTable::say_untyped_remedy(KernelInfo& k, bool xla_module_missed) const {
+  if (xla_without_dumps(k)) return;
+  if (!xla_module_missed && cutlass_device_kernel(k.mangled)) k.reason = kCutlassKernelReason;
+  else k.reason += "; use a watch";
+}
+
 // Kernels no decoder claims: floating pointers the mangled signature types.
 void KernelTable::decode_signature(const KernelSignature& sig, KernelInfo& k) const {
   if (!sig.has_params) {
     k.reason = "name carries no parameter types (extern \"C\", Triton or XLA)";
-    if (xla_without_dumps(k)) return;
-    if (cutlass_device_kernel(k.mangled)) k.reason = kCutlassKernelReason;
-    else k.reason += "; use a watch";
+    say_untyped_remedy(k, false);
     return;
   }
   if (!k.params_known) {

@@ -144,6 +144,7 @@ class KernelTable {
   bool decode_family(void* handle, const KernelSignature& sig, KernelInfo& k) const;
   void decode_signature(const KernelSignature& sig, KernelInfo& k) const;
   static void say_if_library(KernelInfo& k);
+  void say_untyped_remedy(KernelInfo& k, bool xla_module_missed) const;
   bool untyped_family(void* handle, KernelInfo& k) const;
   bool xla_without_dumps(KernelInfo& k) const;
   bool xla_retry(const KernelInfo& k) const;

@@ -17,6 +17,17 @@ const char* inspection_key(Inspection how) {
   return "unknown";
 }
 
+namespace {
+
+template <std::size_t N>
+bool starts_with_any(std::string_view name, const std::string_view (&prefixes)[N]) {
+  for (std::string_view p : prefixes)
+    if (name.substr(0, p.size()) == p) return true;
+  return false;
+}
+
+}  // namespace
+
 bool library_kernel(std::string_view name) {
   // Name prefixes of the kernels cuBLASLt (nvjet, xmma, CUTLASS 3 GEMMs), cuBLAS and cuDNN
   // (its generated and runtime-fused kernels) launch on sm_90.
@@ -24,17 +35,13 @@ bool library_kernel(std::string_view name) {
                                                    "cutlass_80_", "cublas",     "cudnn",           "void cudnn",
                                                    "gemv",        "void gemv",  "void gemmSN",     "gemmk1_kernel",
                                                    "void cublasLt", "cutlass::Kernel", "void cutlass::Kernel"};
-  for (std::string_view p : kPrefixes)
-    if (name.substr(0, p.size()) == p) return true;
-  return false;
+  return starts_with_any(name, kPrefixes);
 }
 
 bool cutlass_device_kernel(std::string_view name) {
   static constexpr std::string_view kPrefixes[] = {"_ZN7cutlass13device_kernelI", "void cutlass::device_kernel<",
                                                    "cutlass::device_kernel<"};
-  for (std::string_view p : kPrefixes)
-    if (name.substr(0, p.size()) == p) return true;
-  return false;
+  return starts_with_any(name, kPrefixes);
 }
 
 std::atomic<uint64_t>* Coverage::counter(uint32_t kernel_id) {

@@ -1250,22 +1250,31 @@ def llama_first_op(want, label):
     return first_op
 
 
+def padding_bug_and_twin(app, mode):
+    """A model app with the zero padding embedding and RMSNorm eps 0 (hf_llama_padding.py,
+    hf_moe_padding.py) in one mode: the first RMSNorm's rsqrt must be named first (in a graph
+    replay too), and the clean twin must give what its truth says. Returns (the sick run's truth,
+    its first finding, the twin's events)."""
+    label = f"{app} {mode}"
+    want, events = run_app(app, [mode], label)
+    first_op = llama_first_op(want, label)
+    first = expect_first_op(events, first_op, label)
+    if mode == "graph":
+        expect_in_graph(events, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label)
+    # The clean twin: with eps the eager attention writes no non-finite value; sdpa's
+    # boolean mask still becomes -Inf in where(mask, 0, -inf), and the truth names it.
+    clean, clean_events = run_app(app, [mode, "--clean"], label + " --clean")
+    expect_first_op(clean_events, clean["truth"]["first_op"], label + " --clean")
+    return want, first, clean_events
+
+
 def test_hf_llama_padding():
     """Llama with a zero padding embedding row and RMSNorm eps 0: eager and sdpa attention, and a
     captured graph replayed; each clean twin too."""
     require_torch("transformers")
     done = []
     for mode in ("eager", "sdpa", "graph"):
-        label = f"hf_llama_padding {mode}"
-        want, events = run_app("hf_llama_padding", [mode], label)
-        first_op = llama_first_op(want, label)
-        first = expect_first_op(events, first_op, label)
-        if mode == "graph":
-            expect_in_graph(events, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label)
-        # The clean twin: with eps the eager attention writes no non-finite value; sdpa's
-        # boolean mask still becomes -Inf in where(mask, 0, -inf), and the truth names it.
-        clean, events = run_app("hf_llama_padding", [mode, "--clean"], label + " --clean")
-        expect_first_op(events, clean["truth"]["first_op"], label + " --clean")
+        _, first, _ = padding_bug_and_twin("hf_llama_padding", mode)
         done.append(f"{mode}: {first['kernel'].split('(')[0][:60]} x{first['buffer']['elements']}")
     print("ok: the first RMSNorm's rsqrt named first, introduced, over its [B,T,1] output; clean twins as "
           "their truth says; outputs bit-identical (" + "; ".join(done) + ")")
@@ -1294,14 +1303,7 @@ def test_hf_moe_padding():
     require_torch("transformers")
     done = []
     for mode in ("eager", "loop", "graph"):
-        label = f"hf_moe_padding {mode}"
-        want, events = run_app("hf_moe_padding", [mode], label)
-        first_op = llama_first_op(want, label)
-        first = expect_first_op(events, first_op, label)
-        if mode == "graph":
-            expect_in_graph(events, KERNEL_OF_OP[first_op["op"]], first_op["numel"], first_op["counts"], label)
-        clean, clean_events = run_app("hf_moe_padding", [mode, "--clean"], label + " --clean")
-        expect_first_op(clean_events, clean["truth"]["first_op"], label + " --clean")
+        want, first, clean_events = padding_bug_and_twin("hf_moe_padding", mode)
         launches, reasons = not_inspected_of(clean_events, GROUPED_GEMM)
         grouped = f"grouped GEMM not inspected x{launches}: {reasons}" if launches else "no grouped GEMM left out"
         done.append(f"{mode} ({want['experts']} experts): {first['kernel'].split('(')[0][:50]} "

@@ -116,6 +116,23 @@ def first_nonfinite(model, forward, described=()):
             "outputs": outputs}
 
 
+def left_padded_batch(batch, seq, vocab, pad_id, pad_lengths, seed):
+    """Left-padded input ids (random tokens from 1, seeded) and attention mask on the GPU, the way a
+    tokenizer with padding_side="left" gives them: row r starts with pad_lengths[r] pad tokens."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, vocab, (batch, seq), generator=g)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    for row, pad in enumerate(pad_lengths):
+        ids[row, :pad] = pad_id
+        mask[row, :pad] = 0
+    return ids.cuda(), mask.cuda()
+
+
+def causal_lm_logits(model, ids, mask):
+    """One forward of a transformers causal LM without a KV cache: its logits."""
+    return model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+
+
 def additive_mask(mask, dtype):
     """The [B, 1, T, T] additive mask (0 where a query may attend, the dtype's lowest value
     elsewhere: causal and padding) that transformers builds from the 2-D mask on every forward.

@@ -57,18 +57,10 @@ def build_model(attn, clean):
 
 
 def batch():
-    """Left-padded input ids and attention mask, the way a tokenizer with padding_side="left" gives them."""
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=g)
-    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
-    for row, pad in enumerate(PAD_LENGTHS):
-        ids[row, :pad] = PAD_ID
-        mask[row, :pad] = 0
-    return ids.cuda(), mask.cuda()
+    return common.left_padded_batch(BATCH, SEQ, VOCAB, PAD_ID, PAD_LENGTHS, seed=1)
 
 
-def forward(model, ids, mask):
-    return model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+forward = common.causal_lm_logits
 
 
 def measured(mode, model, ids, mask, steps=1):
